@@ -1,0 +1,1 @@
+"""BLS12-381 reference algebra: fields, groups, encodings, domains, pairings."""

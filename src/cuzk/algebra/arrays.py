@@ -1,0 +1,97 @@
+"""Field elements and points as numpy arrays of little-endian 64-bit limbs.
+
+This is the layout every backend exchanges (shared/DESIGN.md):
+
+- Fr: ``(n, 4)`` uint64, standard (not Montgomery) form;
+- G1 affine: ``(n, 2, 6)`` uint64, ``[x, y]``;
+- G2 affine: ``(n, 2, 2, 6)`` uint64, ``[x, y][c0, c1]``.
+
+The point at infinity is all zeros: (0, 0) is not on either curve, so it
+cannot be confused with a real point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from cuzk.algebra.curves import Affine
+from cuzk.algebra.fields import R, Fq2
+
+_U64 = np.dtype("<u8")
+
+
+def fr_to_array(values: Iterable[int]) -> np.ndarray:
+    """Ints in [0, r) → (n, 4) uint64."""
+    buf = b"".join(int(v).to_bytes(32, "little") for v in values)
+    return np.frombuffer(buf, dtype=_U64).reshape(-1, 4).copy()
+
+
+def fr_from_array(a: np.ndarray) -> list[int]:
+    """(n, 4) uint64 → ints."""
+    a = np.ascontiguousarray(a, dtype=_U64)
+    if a.ndim != 2 or a.shape[1] != 4:
+        raise ValueError(f"an Fr array has shape (n, 4), not {a.shape}")
+    raw = a.tobytes()
+    return [int.from_bytes(raw[i : i + 32], "little") for i in range(0, len(raw), 32)]
+
+
+def fr_random(n: int, rng: np.random.Generator) -> np.ndarray:
+    """n uniformly random Fr elements (rejection sampling on 255-bit values)."""
+    out = np.empty((n, 4), dtype=_U64)
+    filled = 0
+    r_limbs = fr_to_array([R])[0]
+    while filled < n:
+        cand = rng.integers(0, 2**64, size=(n - filled, 4), dtype=np.uint64)
+        cand[:, 3] &= np.uint64((1 << 63) - 1)
+        # Keep cand < r: compare limbs from the top.
+        less = np.zeros(len(cand), dtype=bool)
+        equal = np.ones(len(cand), dtype=bool)
+        for k in range(3, -1, -1):
+            less |= equal & (cand[:, k] < r_limbs[k])
+            equal &= cand[:, k] == r_limbs[k]
+        good = cand[less]
+        out[filled : filled + len(good)] = good
+        filled += len(good)
+    return out
+
+
+def _fq_bytes(v: int) -> bytes:
+    return v.to_bytes(48, "little")
+
+
+def g1_to_array(points: Sequence[Affine]) -> np.ndarray:
+    zero = bytes(96)
+    buf = b"".join(zero if p is None else _fq_bytes(p[0]) + _fq_bytes(p[1]) for p in points)
+    return np.frombuffer(buf, dtype=_U64).reshape(-1, 2, 6).copy()
+
+
+def g1_from_array(a: np.ndarray) -> list[Affine]:
+    raw = np.ascontiguousarray(a, dtype=_U64).tobytes()
+    out: list[Affine] = []
+    for i in range(0, len(raw), 96):
+        x = int.from_bytes(raw[i : i + 48], "little")
+        y = int.from_bytes(raw[i + 48 : i + 96], "little")
+        out.append(None if x == 0 and y == 0 else (x, y))
+    return out
+
+
+def g2_to_array(points: Sequence[Affine]) -> np.ndarray:
+    zero = bytes(192)
+    buf = b"".join(
+        zero
+        if p is None
+        else _fq_bytes(p[0].c0) + _fq_bytes(p[0].c1) + _fq_bytes(p[1].c0) + _fq_bytes(p[1].c1)
+        for p in points
+    )
+    return np.frombuffer(buf, dtype=_U64).reshape(-1, 2, 2, 6).copy()
+
+
+def g2_from_array(a: np.ndarray) -> list[Affine]:
+    raw = np.ascontiguousarray(a, dtype=_U64).tobytes()
+    out: list[Affine] = []
+    for i in range(0, len(raw), 192):
+        c = [int.from_bytes(raw[i + j : i + j + 48], "little") for j in range(0, 192, 48)]
+        out.append(None if not any(c) else (Fq2(c[0], c[1]), Fq2(c[2], c[3])))
+    return out

@@ -1,0 +1,69 @@
+"""The backend contract: where the heavy arithmetic of a proof runs.
+
+Both backends implement :class:`Backend`; the CPU one is the reference that
+the CUDA one matches bit for bit. Fr arrays cross this boundary as ``(n, 4)``
+uint64 little-endian limbs in standard form (numpy on the host, or the
+backend's own device arrays between calls); points as the affine arrays of
+:mod:`cuzk.algebra.arrays`. Nothing above ``backends/`` knows which backend it
+holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from cuzk.algebra.curves import Affine
+from cuzk.algebra.sparse import SparseMatrix
+
+FrArray = Any  # numpy.ndarray (n, 4) uint64, or a backend's device array of that shape
+
+
+class Backend(Protocol):
+    name: str
+
+    # --- arrays ---------------------------------------------------------
+    def asarray(self, a: np.ndarray) -> FrArray:
+        """A host Fr array in the backend's own array type (an upload on a GPU)."""
+
+    def to_host(self, a: FrArray) -> np.ndarray:
+        """Back to a host (n, 4) uint64 array."""
+
+    # --- constraint evaluation -----------------------------------------
+    def spmv(self, m: SparseMatrix, w: FrArray) -> FrArray:
+        """m·w over Fr: one value per row."""
+
+    # --- polynomials ----------------------------------------------------
+    def ntt(self, a: FrArray) -> FrArray:
+        """Evaluations on the domain ⟨ω⟩ of |a| (a power of two) from coefficients."""
+
+    def intt(self, a: FrArray) -> FrArray:
+        """Coefficients from evaluations on ⟨ω⟩."""
+
+    def coset_ntt(self, a: FrArray) -> FrArray:
+        """Evaluations on the coset g·⟨ω⟩ (g = 7) from coefficients."""
+
+    def coset_intt(self, a: FrArray) -> FrArray:
+        """Coefficients from evaluations on the coset g·⟨ω⟩."""
+
+    def h_poly(self, a: FrArray, b: FrArray, c: FrArray) -> FrArray:
+        """Groth16's H: the m − 1 coefficients of (A·B − C) / Z.
+
+        a, b, c are evaluations on the domain of size m (shorter inputs are
+        zero-padded). Steps (bellperson): iNTT each; coset NTT each;
+        a·b − c; times 1 / (g^m − 1); coset iNTT; drop the top coefficient.
+        """
+
+    # --- multi-scalar multiplication -------------------------------------
+    def prepare_g1(self, bases: np.ndarray) -> Any:
+        """Bases (n, 2, 6) made ready for repeated MSMs (uploaded, converted)."""
+
+    def prepare_g2(self, bases: np.ndarray) -> Any:
+        """Bases (n, 2, 2, 6) made ready for repeated MSMs."""
+
+    def msm_g1(self, bases: Any, scalars: FrArray) -> Affine:
+        """Σ s_i·P_i over prepared G1 bases; len(scalars) may be < len(bases)."""
+
+    def msm_g2(self, bases: Any, scalars: FrArray) -> Affine:
+        """Σ s_i·Q_i over prepared G2 bases."""

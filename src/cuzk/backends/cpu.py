@@ -1,0 +1,179 @@
+"""The CPU backend: the reference every other backend must match bit for bit.
+
+Fr arithmetic runs on Python ints, vectorised through numpy object arrays
+(one numpy call per NTT stage, not one Python call per butterfly). MSMs go
+through py-arkworks-bls12381's multiexp; scalars 0 and 1 never reach it: zeros
+are skipped and the bases of ones are added directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache, reduce
+from operator import add
+
+import numpy as np
+
+from cuzk.algebra import pairing
+from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.algebra.curves import Affine
+from cuzk.algebra.domain import EvaluationDomain
+from cuzk.algebra.fields import R
+from cuzk.algebra.sparse import SparseMatrix
+
+
+def _check_fr(a: np.ndarray, what: str = "Fr array") -> np.ndarray:
+    if not isinstance(a, np.ndarray) or a.ndim != 2 or a.shape[1] != 4:
+        raise ValueError(f"{what}: expected an (n, 4) uint64 array")
+    return a
+
+
+def _log2_exact(n: int) -> int:
+    if n <= 0 or n & (n - 1):
+        raise ValueError(f"NTT size {n} is not a power of two")
+    return n.bit_length() - 1
+
+
+@lru_cache(maxsize=8)
+def _bit_reverse(log_n: int) -> np.ndarray:
+    n = 1 << log_n
+    idx = np.arange(n, dtype=np.int64)
+    rev = np.zeros(n, dtype=np.int64)
+    for b in range(log_n):
+        rev |= ((idx >> b) & 1) << (log_n - 1 - b)
+    return rev
+
+
+@lru_cache(maxsize=16)
+def _twiddles(log_n: int, inverse: bool) -> np.ndarray:
+    """ω^j (or ω^−j) for j < n/2, as an object array."""
+    d = EvaluationDomain(log_n)
+    w = d.omega_inv if inverse else d.omega
+    half = max(1, d.size // 2)
+    out = [1] * half
+    for j in range(1, half):
+        out[j] = out[j - 1] * w % R
+    return np.array(out, dtype=object)
+
+
+@lru_cache(maxsize=16)
+def _powers(base: int, n: int) -> np.ndarray:
+    out = [1] * n
+    for i in range(1, n):
+        out[i] = out[i - 1] * base % R
+    return np.array(out, dtype=object)
+
+
+def ntt_ints(values: list[int] | np.ndarray, inverse: bool = False) -> np.ndarray:
+    """Radix-2 decimation-in-time NTT over Python ints (object arrays).
+
+    Forward: out_k = Σ_j a_j ω^{jk}. Inverse includes the 1/n factor.
+    """
+    n = len(values)
+    log_n = _log2_exact(n)
+    a = np.asarray(values, dtype=object)[_bit_reverse(log_n)]
+    tw = _twiddles(log_n, inverse)
+    half = 1
+    while half < n:
+        step = n // (2 * half)
+        w = tw[::step][:half]
+        blocks = a.reshape(-1, 2 * half)
+        u = blocks[:, :half]
+        v = blocks[:, half:] * w % R
+        a = np.concatenate([(u + v) % R, (u - v) % R], axis=1).reshape(-1)
+        half *= 2
+    if inverse:
+        a = a * EvaluationDomain(log_n).size_inv % R
+    return a
+
+
+def coset_scale(values: np.ndarray, g: int) -> np.ndarray:
+    """a_i · g^i."""
+    return values * _powers(g, len(values)) % R
+
+
+@dataclass(frozen=True)
+class CpuBases:
+    """Bases converted once to library points (the CPU's "resident" form)."""
+
+    points: list
+    group: str  # "G1" or "G2"
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
+class CpuBackend:
+    name = "cpu"
+
+    # --- arrays ---------------------------------------------------------
+    def asarray(self, a: np.ndarray) -> np.ndarray:
+        return _check_fr(np.ascontiguousarray(a, dtype=np.uint64))
+
+    def to_host(self, a: np.ndarray) -> np.ndarray:
+        return a
+
+    # --- constraint evaluation -----------------------------------------
+    def spmv(self, m: SparseMatrix, w: np.ndarray) -> np.ndarray:
+        return fr_to_array(m.matvec(fr_from_array(_check_fr(w, "witness"))))
+
+    # --- polynomials ----------------------------------------------------
+    def ntt(self, a: np.ndarray) -> np.ndarray:
+        return fr_to_array(ntt_ints(fr_from_array(_check_fr(a))))
+
+    def intt(self, a: np.ndarray) -> np.ndarray:
+        return fr_to_array(ntt_ints(fr_from_array(_check_fr(a)), inverse=True))
+
+    def coset_ntt(self, a: np.ndarray) -> np.ndarray:
+        vals = np.array(fr_from_array(_check_fr(a)), dtype=object)
+        return fr_to_array(ntt_ints(coset_scale(vals, EvaluationDomain.for_size(len(vals)).coset_generator)))
+
+    def coset_intt(self, a: np.ndarray) -> np.ndarray:
+        d = EvaluationDomain.for_size(len(a))
+        return fr_to_array(coset_scale(ntt_ints(fr_from_array(_check_fr(a)), inverse=True), d.coset_generator_inv))
+
+    def h_poly(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        n = max(len(a), len(b), len(c))
+        d = EvaluationDomain.for_size(n)
+        evals = []
+        for x in (a, b, c):
+            vals = fr_from_array(_check_fr(x)) + [0] * (d.size - len(x))
+            coeffs = ntt_ints(vals, inverse=True)
+            evals.append(ntt_ints(coset_scale(coeffs, d.coset_generator)))
+        ea, eb, ec = evals
+        t = (ea * eb - ec) % R * d.z_on_coset_inv % R
+        h = coset_scale(ntt_ints(t, inverse=True), d.coset_generator_inv)
+        return fr_to_array(h[: d.size - 1])
+
+    # --- multi-scalar multiplication -------------------------------------
+    def prepare_g1(self, bases: np.ndarray) -> CpuBases:
+        raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
+        make = pairing.G1Point.from_xy_bytes_unchecked_le
+        return CpuBases([make(raw[i : i + 96]) for i in range(0, len(raw), 96)], "G1")
+
+    def prepare_g2(self, bases: np.ndarray) -> CpuBases:
+        raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
+        make = pairing.G2Point.from_xy_bytes_unchecked_le
+        return CpuBases([make(raw[i : i + 192]) for i in range(0, len(raw), 192)], "G2")
+
+    def msm_g1(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
+        return pairing.g1_from_ark(self._msm(bases, scalars, pairing.G1Point))
+
+    def msm_g2(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
+        return pairing.g2_from_ark(self._msm(bases, scalars, pairing.G2Point))
+
+    @staticmethod
+    def _msm(bases: CpuBases, scalars: np.ndarray, point_type):
+        scalars = _check_fr(scalars, "MSM scalars")
+        if len(scalars) > len(bases):
+            raise ValueError(f"MSM of {len(scalars)} scalars over {len(bases)} bases")
+        ks = fr_from_array(scalars)
+        pts = bases.points
+        ones = [pts[i] for i, k in enumerate(ks) if k == 1]
+        full = [i for i, k in enumerate(ks) if k > 1]
+        acc = reduce(add, ones, point_type.identity())
+        if full:
+            acc = acc + point_type.multiexp_unchecked(
+                [pts[i] for i in full], [pairing.scalar(ks[i]) for i in full]
+            )
+        return acc

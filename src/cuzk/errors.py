@@ -1,0 +1,60 @@
+"""The project's exception types.
+
+Every error a user can cause carries enough context to act on: which file
+(or request), which field, and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+
+class CuzkError(Exception):
+    """Base of every error raised on purpose by cuzk."""
+
+
+class InputError(CuzkError):
+    """Bad input: a file, message or argument that cannot be used as given.
+
+    ``source`` names the file or request, ``field`` the part of it (a JSON
+    path, a section and index, an argument name), ``problem`` what is wrong.
+    """
+
+    def __init__(self, source: str, field: str, problem: str) -> None:
+        self.source = source
+        self.field = field
+        self.problem = problem
+        where = f"{source}: {field}" if field else source
+        super().__init__(f"{where}: {problem}")
+
+
+class EncodingError(CuzkError):
+    """A point or field element whose bytes are not a valid encoding.
+
+    ``reason`` is one of the constants below, so callers and tests can tell
+    the classes apart without parsing the message.
+    """
+
+    LENGTH = "length"
+    FLAGS = "flags"
+    NON_CANONICAL = "non-canonical"
+    OFF_CURVE = "off-curve"
+    NOT_IN_SUBGROUP = "not-in-subgroup"
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+class UnsatisfiedError(CuzkError):
+    """A witness that does not satisfy its constraint system."""
+
+
+class SynthesisError(CuzkError):
+    """A circuit that cannot be built as asked (missing value, bad shape)."""
+
+
+class VerificationError(CuzkError):
+    """A proof that was produced but did not verify: never returned to a client."""
+
+
+class ResourceError(CuzkError):
+    """A reservation (host memory, VRAM) that cannot fit in its budget."""

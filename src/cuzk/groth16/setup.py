@@ -1,0 +1,118 @@
+"""Development parameter generation (a single-party Groth16 setup).
+
+Whoever knows the toxic waste (τ, α, β, γ, δ) can forge proofs, so these keys
+are for development and testing only; production keys come from Filecoin's
+ceremony. By default the waste is drawn from the operating system's secure
+RNG and forgotten. A seed makes the setup reproducible for tests, and is
+announced as insecure in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+from dataclasses import dataclass
+
+from cuzk.algebra import pairing
+from cuzk.algebra.arrays import g1_from_array, g1_to_array
+from cuzk.algebra.curves import G1, G2
+from cuzk.algebra.domain import EvaluationDomain
+from cuzk.algebra.fields import R
+from cuzk.errors import SynthesisError
+from cuzk.groth16.keys import ProvingKey, VerifyingKey
+from cuzk.r1cs.system import R1CS
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToxicWaste:
+    tau: int
+    alpha: int
+    beta: int
+    gamma: int
+    delta: int
+
+    @staticmethod
+    def draw(seed: int | None = None) -> ToxicWaste:
+        if seed is None:
+            draw = lambda: secrets.randbelow(R - 1) + 1  # noqa: E731
+        else:
+            log.warning("seeded Groth16 setup (seed %d): INSECURE, for tests only", seed)
+            rng = random.Random(seed)
+            draw = lambda: rng.randrange(1, R)  # noqa: E731
+        return ToxicWaste(draw(), draw(), draw(), draw(), draw())
+
+
+def _g1_rows(fb: pairing.FixedBase, scalars: list[int]) -> np.ndarray:
+    raw = fb.mul_many_xy_le(scalars)
+    return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 6).copy()
+
+
+def _g2_rows(fb: pairing.FixedBase, scalars: list[int]) -> np.ndarray:
+    raw = fb.mul_many_xy_le(scalars)
+    return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 2, 6).copy()
+
+
+def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) -> ProvingKey:
+    """Generate a proving key (which contains its verifying key) for an R1CS."""
+    w = waste or ToxicWaste.draw(seed)
+    domain = EvaluationDomain.for_size(r1cs.num_constraints)
+    if domain.z_at(w.tau) == 0:
+        raise SynthesisError("τ fell in the evaluation domain; draw again")
+
+    # Each variable's polynomials at τ: A_j(τ) = Σ_rows A[row, j]·L_row(τ).
+    lagrange = domain.lagrange_at(w.tau)[: r1cs.num_constraints]
+    at = r1cs.a.rmatvec(lagrange)
+    bt = r1cs.b.rmatvec(lagrange)
+    ct = r1cs.c.rmatvec(lagrange)
+
+    gamma_inv = pow(w.gamma, -1, R)
+    delta_inv = pow(w.delta, -1, R)
+    ni = r1cs.num_inputs
+
+    def combined(j: int) -> int:
+        return (w.beta * at[j] + w.alpha * bt[j] + ct[j]) % R
+
+    ic_scalars = [combined(j) * gamma_inv % R for j in range(ni)]
+    l_scalars = [combined(j) * delta_inv % R for j in range(ni, r1cs.num_variables)]
+    for j, s in enumerate(l_scalars):
+        if s == 0:
+            raise SynthesisError(f"aux variable {j} is unconstrained: its L-query point is zero")
+
+    zt_over_delta = domain.z_at(w.tau) * delta_inv % R
+    h_scalars = []
+    p = zt_over_delta
+    for _ in range(domain.size - 1):
+        h_scalars.append(p)
+        p = p * w.tau % R
+
+    a_mask = np.concatenate([np.ones(ni, dtype=bool), r1cs.a_aux_density()])
+    b_mask = r1cs.b.column_mask()
+    a_scalars = [at[j] for j in np.flatnonzero(a_mask)]
+    b_scalars = [bt[j] for j in np.flatnonzero(b_mask)]
+
+    g1 = pairing.FixedBase(pairing.g1_to_ark(G1.generator))
+    g2 = pairing.FixedBase(pairing.g2_to_ark(G2.generator))
+    ic = g1_from_array(_g1_rows(g1, ic_scalars))
+    vk = VerifyingKey(
+        alpha_g1=pairing.g1_from_ark(g1.mul(w.alpha)),
+        beta_g1=pairing.g1_from_ark(g1.mul(w.beta)),
+        beta_g2=pairing.g2_from_ark(g2.mul(w.beta)),
+        gamma_g2=pairing.g2_from_ark(g2.mul(w.gamma)),
+        delta_g1=pairing.g1_from_ark(g1.mul(w.delta)),
+        delta_g2=pairing.g2_from_ark(g2.mul(w.delta)),
+        ic=tuple(ic),
+    )
+    empty_g1 = g1_to_array([])
+    return ProvingKey(
+        vk=vk,
+        h=_g1_rows(g1, h_scalars) if h_scalars else empty_g1,
+        l=_g1_rows(g1, l_scalars) if l_scalars else empty_g1,
+        a=_g1_rows(g1, a_scalars),
+        b_g1=_g1_rows(g1, b_scalars) if b_scalars else empty_g1,
+        b_g2=_g2_rows(g2, b_scalars) if b_scalars else np.zeros((0, 2, 2, 6), np.uint64),
+    )
