@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from cuzk.algebra.curves import Affine
-from cuzk.algebra.fields import R, Fq2
+from cuzk.algebra.fields import Fq2, R
 
 _U64 = np.dtype("<u8")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cuzk.algebra.fields import Q, R, Fq2, fq_inv
+from cuzk.algebra.fields import Fq2, Q, R, fq_inv
 
 Affine = tuple[Any, Any] | None
 Jacobian = tuple[Any, Any, Any]

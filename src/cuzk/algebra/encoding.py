@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from cuzk.algebra import pairing
 from cuzk.algebra.curves import G1, G2, Affine
-from cuzk.algebra.fields import FQ_BYTES, Q, Fq2, fq_is_lexicographically_largest, fq_sqrt
+from cuzk.algebra.fields import FQ_BYTES, Fq2, Q, fq_is_lexicographically_largest, fq_sqrt
 from cuzk.errors import EncodingError
 
 G1_COMPRESSED = 48

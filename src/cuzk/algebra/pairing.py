@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import py_arkworks_bls12381 as ark
 
 from cuzk.algebra.curves import Affine
-from cuzk.algebra.fields import Q, Fq2
+from cuzk.algebra.fields import Fq2, Q
 
 _ZERO96 = bytes(96)
 _ZERO192 = bytes(192)

@@ -79,7 +79,10 @@ class SparseMatrix:
             raise ValueError(f"vector of {len(v)} for a matrix of {self.num_rows} rows")
         out = np.zeros(self.num_cols, dtype=object)
         if self.nnz:
-            vals = np.array(self.coeff_ints(), dtype=object) * np.array(v, dtype=object)[self.row_ids()]
+            vals = (
+                np.array(self.coeff_ints(), dtype=object)
+                * np.array(v, dtype=object)[self.row_ids()]
+            )
             np.add.at(out, self.indices, vals)
         return [int(x) % R for x in out]
 

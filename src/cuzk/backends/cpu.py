@@ -126,11 +126,15 @@ class CpuBackend:
 
     def coset_ntt(self, a: np.ndarray) -> np.ndarray:
         vals = np.array(fr_from_array(_check_fr(a)), dtype=object)
-        return fr_to_array(ntt_ints(coset_scale(vals, EvaluationDomain.for_size(len(vals)).coset_generator)))
+        return fr_to_array(
+            ntt_ints(coset_scale(vals, EvaluationDomain.for_size(len(vals)).coset_generator))
+        )
 
     def coset_intt(self, a: np.ndarray) -> np.ndarray:
         d = EvaluationDomain.for_size(len(a))
-        return fr_to_array(coset_scale(ntt_ints(fr_from_array(_check_fr(a)), inverse=True), d.coset_generator_inv))
+        return fr_to_array(
+            coset_scale(ntt_ints(fr_from_array(_check_fr(a)), inverse=True), d.coset_generator_inv)
+        )
 
     def h_poly(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         n = max(len(a), len(b), len(c))

@@ -46,7 +46,9 @@ def decode_proofs(data: bytes, source: str = "proof") -> list[Proof]:
     """Split concatenated partition proofs."""
     if len(data) == 0 or len(data) % PROOF_BYTES:
         raise InputError(
-            source, "length", f"{len(data)} bytes is not a whole number of {PROOF_BYTES}-byte proofs"
+            source,
+            "length",
+            f"{len(data)} bytes is not a whole number of {PROOF_BYTES}-byte proofs",
         )
     return [
         Proof.from_bytes(data[i : i + PROOF_BYTES], f"{source}[partition {i // PROOF_BYTES}]")

@@ -51,9 +51,9 @@ class PreparedKey:
 def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
     """Check that a key fits an R1CS and load its bases into a backend."""
     ni = r1cs.num_inputs
-    a_select = np.concatenate(
-        [np.arange(ni), ni + np.flatnonzero(r1cs.a_aux_density())]
-    ).astype(np.int64)
+    a_select = np.concatenate([np.arange(ni), ni + np.flatnonzero(r1cs.a_aux_density())]).astype(
+        np.int64
+    )
     b_select = np.flatnonzero(r1cs.b.column_mask()).astype(np.int64)
     expected = {
         "h": (len(pk.h), _domain_size(r1cs.num_constraints) - 1),
@@ -66,7 +66,9 @@ def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
     for name, (have, want) in expected.items():
         if have != want:
             raise InputError(
-                "proving key", name, f"{have} points, the circuit needs {want}: key and circuit differ"
+                "proving key",
+                name,
+                f"{have} points, the circuit needs {want}: key and circuit differ",
             )
     return PreparedKey(
         pk=pk,
@@ -149,13 +151,7 @@ def _assemble(pk: ProvingKey, r: int, s: int, g_h, g_l, g_a, g_b1, g_b2) -> Proo
     proof_a = alpha + delta1 * rs + sum_a
     proof_b = to2(vk.beta_g2) + to2(vk.delta_g2) * ss + to2(g_b2)
     proof_c = (
-        sum_a * ss
-        + sum_b1 * rs
-        + delta1 * rss
-        + alpha * ss
-        + beta1 * rs
-        + to1(g_h)
-        + to1(g_l)
+        sum_a * ss + sum_b1 * rs + delta1 * rss + alpha * ss + beta1 * rs + to1(g_h) + to1(g_l)
     )
     return Proof(
         a=pairing.g1_from_ark(proof_a),

@@ -14,6 +14,8 @@ import random
 import secrets
 from dataclasses import dataclass
 
+import numpy as np
+
 from cuzk.algebra import pairing
 from cuzk.algebra.arrays import g1_from_array, g1_to_array
 from cuzk.algebra.curves import G1, G2
@@ -22,8 +24,6 @@ from cuzk.algebra.fields import R
 from cuzk.errors import SynthesisError
 from cuzk.groth16.keys import ProvingKey, VerifyingKey
 from cuzk.r1cs.system import R1CS
-
-import numpy as np
 
 log = logging.getLogger(__name__)
 

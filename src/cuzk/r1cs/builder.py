@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Union
 
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
@@ -124,8 +123,8 @@ class LinearCombination:
         return " + ".join(f"{k}·{v}" for v, k in self.terms.items()) or "0"
 
 
-LCLike = Union[LinearCombination, Variable, int]
-Value = Union[int, Callable[[], int], None]
+LCLike = LinearCombination | Variable | int
+Value = int | Callable[[], int] | None
 
 
 class ConstraintSystem:

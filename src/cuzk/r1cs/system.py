@@ -33,7 +33,9 @@ class R1CS:
             raise ValueError(f"A, B, C have different row counts {sorted(rows)}")
         for m in (self.a, self.b, self.c):
             if m.num_cols != self.num_variables:
-                raise ValueError(f"a matrix has {m.num_cols} columns, expected {self.num_variables}")
+                raise ValueError(
+                    f"a matrix has {m.num_cols} columns, expected {self.num_variables}"
+                )
         if self.constraint_names is not None and len(self.constraint_names) != self.num_constraints:
             raise ValueError("one name per constraint")
 

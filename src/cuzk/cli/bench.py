@@ -1,0 +1,21 @@
+"""``cuzk-bench``: kernel benchmarks and load against a running daemon."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from cuzk.cli._registry import run
+
+MODULES = (
+    "cuzk.cli.bench_kernels",  # kernels: per-operation GPU timings against measured ceilings
+    "cuzk.cli.bench_service",  # single / batch / stress / status / preload / metrics / gen-*
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run("cuzk-bench", "benchmarks for cuzk", MODULES, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
