@@ -60,7 +60,7 @@ def demo():
 
 
 def test_demo_proof_verifies(demo):
-    circuit, r1, pk, key, cs, proof = demo
+    circuit, r1, pk, _, cs, proof = demo
     assert r1.is_satisfied(cs.assignment())
     assert cs.public_inputs()[1] == circuit.evaluate(12345, [0xDEADBEEF, 2**64 - 1])
     assert verifier.verify(pk.vk, cs.public_inputs(), proof)
