@@ -99,7 +99,9 @@ class _Reader:
         return b
 
     def domains(self, v: Any, path: str, length: int | None = None) -> tuple[bytes, ...]:
-        return tuple(self.domain(x, f"{path}[{i}]") for i, x in enumerate(self.array(v, path, length)))
+        return tuple(
+            self.domain(x, f"{path}[{i}]") for i, x in enumerate(self.array(v, path, length))
+        )
 
     # --- nested types -----------------------------------------------------
     def inclusion_path(self, v: Any, path: str) -> tuple[PathElement, ...]:
@@ -150,8 +152,12 @@ class _Reader:
         c = self.obj(o["column"], p, ("index", "rows", "_h"))
         if c["_h"] is not None:
             raise self.fail(f"{p}._h", f"expected null, got {_short(c['_h'])}")
-        column = Column(self.uint(c["index"], f"{p}.index", U32_MAX), self.domains(c["rows"], f"{p}.rows"))
-        return ColumnProof(column, self.merkle_proof(o["inclusion_proof"], f"{path}.inclusion_proof"))
+        column = Column(
+            self.uint(c["index"], f"{p}.index", U32_MAX), self.domains(c["rows"], f"{p}.rows")
+        )
+        return ColumnProof(
+            column, self.merkle_proof(o["inclusion_proof"], f"{path}.inclusion_proof")
+        )
 
     def labeling_proof(self, v: Any, path: str) -> LabelingProof:
         o = self.obj(v, path, ("parents", "layer_index", "node"))
@@ -232,7 +238,15 @@ def _parse_json(raw: bytes | str, source: str) -> Any:
 def c1_from_json(doc: Any, source: str = "c1 output") -> SealCommitPhase1Output:
     """Build a :class:`SealCommitPhase1Output` from decoded JSON."""
     r = _Reader(source)
-    keys = ("registered_proof", "vanilla_proofs", "comm_r", "comm_d", "replica_id", "seed", "ticket")
+    keys = (
+        "registered_proof",
+        "vanilla_proofs",
+        "comm_r",
+        "comm_d",
+        "replica_id",
+        "seed",
+        "ticket",
+    )
     o = r.obj(doc, "", keys)
     name = o["registered_proof"]
     if not isinstance(name, str):
@@ -449,7 +463,9 @@ def loads_wrapper(raw: bytes | str, source: str = "c1.json") -> C1Wrapper:
 def dumps_wrapper(w: C1Wrapper) -> bytes:
     """Serialise as Go's ``json.Marshal`` of Curio's wrapper struct."""
     b64 = base64.b64encode(w.phase1_out).decode()
-    return f'{{"SectorNum":{w.sector_num},"Phase1Out":"{b64}","SectorSize":{w.sector_size}}}'.encode()
+    return (
+        f'{{"SectorNum":{w.sector_num},"Phase1Out":"{b64}","SectorSize":{w.sector_size}}}'.encode()
+    )
 
 
 def load_c1_file(raw: bytes, source: str) -> tuple[SealCommitPhase1Output, C1Wrapper | None]:

@@ -15,11 +15,7 @@ from __future__ import annotations
 import hashlib
 
 from cuzk.circuits.porep.params import RegisteredSealProof
-
-
-def _sha254(data: bytes) -> bytes:
-    digest = hashlib.sha256(data).digest()
-    return digest[:31] + bytes([digest[31] & 0x3F])
+from cuzk.hashers.sha256 import sha254
 
 
 def prover_id_from_miner(miner_id: int) -> bytes:
@@ -43,7 +39,7 @@ def prover_id_from_miner(miner_id: int) -> bytes:
 def replica_id(
     prover_id: bytes, sector_id: int, ticket: bytes, comm_d: bytes, porep_id: bytes
 ) -> bytes:
-    return _sha254(prover_id + sector_id.to_bytes(8, "big") + ticket + comm_d + porep_id)
+    return sha254(prover_id + sector_id.to_bytes(8, "big") + ticket + comm_d + porep_id)
 
 
 def interactive_challenges(
@@ -58,7 +54,9 @@ def interactive_challenges(
     return out
 
 
-def partition_challenges(proof: RegisteredSealProof, replica_id: bytes, seed: bytes) -> list[list[int]]:
+def partition_challenges(
+    proof: RegisteredSealProof, replica_id: bytes, seed: bytes
+) -> list[list[int]]:
     """Every partition's challenges for an interactive seal proof."""
     if not proof.interactive:
         raise NotImplementedError(f"{proof.name}: only interactive PoRep challenges are derived")

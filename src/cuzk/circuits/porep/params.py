@@ -11,10 +11,10 @@ trees R and C. Values follow rust-fil-proofs (``filecoin-proofs``
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 
 from cuzk.errors import InputError
+from cuzk.hashers.merkle import TreeShape
 
 NODE_SIZE = 32
 BASE_DEGREE = 6  # DRG parents
@@ -35,34 +35,9 @@ class ApiVersion(enum.Enum):
     V1_2_0 = "1.2.0"
 
 
-@dataclass(frozen=True)
-class TreeShape:
-    """Arities of a Poseidon tree (R or C): base, sub (0 = none), top (0 = none)."""
-
-    base: int
-    sub: int = 0
-    top: int = 0
-
-    def base_leaves(self, nodes: int) -> int:
-        """Leaves of each base tree (the whole tree when there is no sub level)."""
-        return nodes // max(self.sub, 1) // max(self.top, 1)
-
-    def base_height(self, nodes: int) -> int:
-        """Path elements in the base tree."""
-        leaves = self.base_leaves(nodes)
-        height = round(math.log(leaves, self.base))
-        if self.base**height != leaves:
-            raise ValueError(f"{leaves} leaves is not a power of {self.base}")
-        return height
-
-    def path_arities(self, nodes: int) -> tuple[int, ...]:
-        """The arity of every path element, leaf to root."""
-        levels = [self.base] * self.base_height(nodes)
-        if self.sub:
-            levels.append(self.sub)
-        if self.top:
-            levels.append(self.top)
-        return tuple(levels)
+def proof_kind(shape: TreeShape) -> str:
+    """The Merkle proof variant a tree of this shape produces: Single, Sub or Top."""
+    return "Top" if shape.top else "Sub" if shape.sub else "Single"
 
 
 @dataclass(frozen=True)
@@ -90,6 +65,11 @@ class SectorParams:
     @property
     def name(self) -> str:
         return size_name(self.sector_size)
+
+    @property
+    def tree_arities(self) -> tuple[int, ...]:
+        """Arity of each level of a tree R / C path, leaf upwards."""
+        return tuple(self.tree_shape.arities(self.nodes))
 
     def num_public_inputs(self) -> int:
         """Public inputs of one partition's circuit, ONE included."""
@@ -133,7 +113,9 @@ def sector_params(sector_size: int) -> SectorParams:
         return SECTORS[sector_size]
     except KeyError:
         known = ", ".join(size_name(s) for s in SECTORS)
-        raise ValueError(f"no registered seal proof for {size_name(sector_size)} ({known})") from None
+        raise ValueError(
+            f"no registered seal proof for {size_name(sector_size)} ({known})"
+        ) from None
 
 
 @dataclass(frozen=True)
