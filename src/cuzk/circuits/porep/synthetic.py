@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 PATTERN_NODES = 1024
 
 
-def _random_domain(rng: random.Random) -> bytes:
+def random_domain(rng: random.Random) -> bytes:
     b = bytearray(rng.randbytes(32))
     b[31] &= 0x3F  # below 2^254, like a truncated SHA-256 label
     return bytes(b)
@@ -133,10 +133,10 @@ def generate_c1(
     listed: the others are then left empty, for tests and benchmarks)."""
     s = proof_type.sector
     graph = StackedGraph(s.nodes, proof_type.porep_id, proof_type.api_version)
-    ticket = _random_domain(rng)
-    seed = _random_domain(rng)
+    ticket = random_domain(rng)
+    seed = random_domain(rng)
     tree_d = PeriodicTreeD(
-        s.nodes, [_random_domain(rng) for _ in range(min(PATTERN_NODES, s.nodes))]
+        s.nodes, [random_domain(rng) for _ in range(min(PATTERN_NODES, s.nodes))]
     )
     rid = derive.replica_id(
         derive.prover_id_from_miner(miner_id), sector_id, ticket, tree_d.root, proof_type.porep_id
@@ -149,7 +149,7 @@ def generate_c1(
     for c in challenged:
         for p in parents[c]:
             if p not in columns:
-                columns[p] = [_random_domain(rng) for _ in range(s.layers)]
+                columns[p] = [random_domain(rng) for _ in range(s.layers)]
         columns.setdefault(c, [b""] * s.layers)
     for layer in range(1, s.layers + 1):
         for c in challenged:  # increasing: DRG parents (< c) already labelled
