@@ -127,14 +127,19 @@ class RegisteredSealProof:
     sector_size: int
     api_version: ApiVersion
     feature: str | None = None  # "SyntheticPoRep" / "NonInteractivePoRep"
+    # test configurations (rust-fil-proofs' own tests use tiny graphs and fixed ids)
+    custom_sector: SectorParams | None = None
+    custom_porep_id: bytes | None = None
 
     @property
     def sector(self) -> SectorParams:
-        return sector_params(self.sector_size)
+        return self.custom_sector or sector_params(self.sector_size)
 
     @property
     def porep_id(self) -> bytes:
         """u64 LE proof id, then the u64 LE nonce (always 0), zero padded to 32."""
+        if self.custom_porep_id is not None:
+            return self.custom_porep_id
         return self.proof_id.to_bytes(8, "little") + bytes(24)
 
     @property
@@ -172,6 +177,21 @@ def registered_proof(name: str, source: str = "", field: str = "registered_proof
     if proof is None:
         raise InputError(source, field, f"unknown seal proof type {name!r}")
     return proof
+
+
+def custom_proof(
+    nodes: int,
+    layers: int,
+    challenges: int,
+    tree_shape: TreeShape,
+    porep_id: bytes = bytes([44]) * 32,
+    api_version: ApiVersion = ApiVersion.V1_1_0,
+) -> RegisteredSealProof:
+    """An unregistered configuration (one partition), as rust-fil-proofs' tests build."""
+    size = nodes * NODE_SIZE
+    sector = SectorParams(size, layers, 1, challenges, tree_shape)
+    name = f"Test{size_name(size)}x{layers}x{challenges}"
+    return RegisteredSealProof(name, -1, size, api_version, None, sector, porep_id)
 
 
 def default_proof(sector_size: int) -> RegisteredSealProof:
