@@ -23,6 +23,8 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.insertion import insert
 from cuzk.gadgets.multipack import pack_bits, pack_into_inputs
@@ -144,6 +146,20 @@ def por(
         root.inputize(cs)
 
 
+def stack_por_hints(V: Any, per_lane: Sequence[Any]) -> Any:
+    """Stack the scalar hints of n inclusion proofs into lane hints for ``V``
+    (a :class:`~cuzk.gadgets.values.LaneValues` of n lanes)."""
+    F, xp = V.F, V.xp
+    leaves = F.from_ints([h[0] for h in per_lane])
+    levels = []
+    for lvl in range(len(per_lane[0][1])):
+        idx = xp.asarray(np.array([h[1][lvl][0] for h in per_lane], dtype=np.uint64))
+        nsib = len(per_lane[0][1][lvl][1])
+        sibs = [F.from_ints([h[1][lvl][1][j] for h in per_lane]) for j in range(nsib)]
+        levels.append((idx, sibs))
+    return leaves, levels
+
+
 @functools.cache
 def por_subcircuit(hasher: str, arities: tuple[int, ...], private: bool = True) -> Subcircuit:
     """A whole inclusion proof; port: the root (already allocated)."""
@@ -167,4 +183,5 @@ __all__ = [
     "poseidon_subcircuit",
     "sha256_leaves",
     "sha256_subcircuit",
+    "stack_por_hints",
 ]
