@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuzk.circuits.porep.params import BASE_DEGREE, EXP_DEGREE, TOTAL_PARENTS, SectorParams
+from cuzk.circuits.porep.sha_blocks import sha256_blocks
 from cuzk.gadgets.boolean import AllocatedBit, Boolean, u64_into_boolean_vec_le
 from cuzk.gadgets.merkle import POSEIDON, SHA256, level_subcircuit, poseidon_subcircuit
 from cuzk.gadgets.multipack import pack_bits, pack_into_inputs
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.gadgets.sha256 import sha256
 from cuzk.gadgets.subcircuit import BIT, NUM, Subcircuit, call
 from cuzk.hashers.merkle import TreeShape
 from cuzk.r1cs import ONE
@@ -158,7 +158,7 @@ def create_label(
         message += p
         while len(message) % 256:
             message.append(Boolean.constant(False))
-    digest = reverse_bit_numbering(sha256(cs, message))
+    digest = reverse_bit_numbering(sha256_blocks(cs, message))
     return pack_bits(cs, digest[:254])
 
 
@@ -262,3 +262,14 @@ def synthesize(cs: Any, shape: PoRepShape, hints: PartitionHints | None) -> None
     for i in range(shape.challenges):
         ports = [comm_d, comm_c, comm_r_last, *rid_bits]
         call(cs, sub, ports, None if h is None else h.challenges[i])
+
+
+@functools.cache
+def partition_subcircuit(shape: PoRepShape) -> Subcircuit:
+    """The whole partition circuit as a port-less subcircuit (what gets compiled)."""
+
+    def synth(cs: Any, ports: list, hints: Any) -> list:
+        synthesize(cs, shape, hints)
+        return []
+
+    return Subcircuit(shape.key, (), synth)

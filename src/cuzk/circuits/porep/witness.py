@@ -14,34 +14,61 @@ the circuit, not read.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
-from cuzk.circuits.porep import derive
-from cuzk.circuits.porep.circuit import ChallengeHints, Level, PartitionHints
+import numpy as np
+
+from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
+from cuzk.circuits.porep import derive, evaluators
+from cuzk.circuits.porep.circuit import (
+    ChallengeHints,
+    Level,
+    PartitionHints,
+    PoRepShape,
+    partition_subcircuit,
+)
 from cuzk.circuits.porep.graph import StackedGraph
 from cuzk.circuits.porep.params import BASE_DEGREE, RegisteredSealProof
+from cuzk.circuits.porep.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep.types import ChallengeProof, MerkleProof, SealCommitPhase1Output
 from cuzk.errors import InputError
+
+log = logging.getLogger(__name__)
 
 
 def _fr(b: bytes) -> int:
     return int.from_bytes(b, "little")
 
 
+def _lane(v: int) -> np.ndarray:
+    """One instance's Fr value as a 1-lane vector (hints are lane arrays)."""
+    out = np.empty(1, dtype=object)
+    out[0] = v
+    return out
+
+
 def _levels(proof: MerkleProof) -> list[Level]:
-    return [(e.index, [_fr(h) for h in e.hashes]) for e in proof.path]
+    return [
+        (np.array([e.index], dtype=np.uint64), [_lane(_fr(h)) for h in e.hashes])
+        for e in proof.path
+    ]
+
+
+def _column(rows: tuple[bytes, ...]) -> list[np.ndarray]:
+    return [_lane(_fr(r)) for r in rows]
 
 
 def challenge_hints(p: ChallengeProof) -> ChallengeHints:
     rc = p.replica_column_proofs
     return ChallengeHints(
-        data_leaf=_fr(p.comm_d_proofs.leaf),
+        data_leaf=_lane(_fr(p.comm_d_proofs.leaf)),
         d_path=_levels(p.comm_d_proofs),
-        drg_columns=[[_fr(r) for r in c.column.rows] for c in rc.drg_parents],
+        drg_columns=[_column(c.column.rows) for c in rc.drg_parents],
         drg_paths=[_levels(c.inclusion_proof) for c in rc.drg_parents],
-        exp_columns=[[_fr(r) for r in c.column.rows] for c in rc.exp_parents],
+        exp_columns=[_column(c.column.rows) for c in rc.exp_parents],
         exp_paths=[_levels(c.inclusion_proof) for c in rc.exp_parents],
-        challenge=p.labeling_proofs[0].node,
+        challenge=np.array([p.labeling_proofs[0].node], dtype=np.uint64),
         r_path=_levels(p.comm_r_last_proof),
         c_path=_levels(rc.c_x.inclusion_proof),
     )
@@ -62,11 +89,11 @@ def partition_hints(
         if p.comm_r_last != comm_r_last:
             raise InputError(source, f"{base}[{i}]", "inconsistent comm_r_last (tree R root)")
     return PartitionHints(
-        replica_id=_fr(c1.replica_id),
-        comm_d=_fr(c1.comm_d),
-        comm_r=_fr(c1.comm_r),
-        comm_r_last=_fr(comm_r_last),
-        comm_c=_fr(comm_c),
+        replica_id=_lane(_fr(c1.replica_id)),
+        comm_d=_lane(_fr(c1.comm_d)),
+        comm_r=_lane(_fr(c1.comm_r)),
+        comm_r_last=_lane(_fr(comm_r_last)),
+        comm_c=_lane(_fr(comm_c)),
         challenges=[challenge_hints(p) for p in proofs],
     )
 
@@ -106,3 +133,42 @@ def c1_public_inputs(
     c1: SealCommitPhase1Output, proof_type: RegisteredSealProof, k: int
 ) -> list[int]:
     return public_inputs(proof_type, c1.replica_id, c1.comm_d, c1.comm_r, c1.seed, k)
+
+
+# --------------------------------------------------------------------------
+# The compiled circuit and its vectorised witness
+# --------------------------------------------------------------------------
+
+
+def compile_partition(shape: PoRepShape, compiler: Compiler | None = None) -> CompiledCircuit:
+    """The partition circuit compiled to templates (counts are exact; the
+    CSR matrices are built only on :meth:`CompiledCircuit.to_r1cs`)."""
+    return compile_circuit(f"porep-{shape.key}", partition_subcircuit(shape), 1, compiler)
+
+
+def lookup(caller: str, callee: str) -> Evaluator | None:
+    """Which calls a PoRep witness pass defers (and how their outputs are valued)."""
+    if callee.endswith("/challenge"):
+        return evaluators.no_outputs  # all challenges become one pass
+    if callee.startswith("poseidon/") and caller.startswith("merkle-level/"):
+        return None  # the level's evaluator already hashed; synthesize inline
+    return evaluators.by_key(callee)
+
+
+def partition_witness(
+    compiled: CompiledCircuit, shape: PoRepShape, hints: PartitionHints, compiler: Compiler
+) -> WitnessPlan:
+    """Compute the full assignment of one partition (``plan.W``)."""
+    plan = WitnessPlan(compiler, compiled.num_inputs, compiled.num_aux, lookup)
+    plan.run(
+        partition_subcircuit(shape),
+        [],
+        hints,
+        1,
+        np.zeros(1, dtype=np.int64),
+        np.ones(1, dtype=np.int64),
+    )
+    plan.drain()
+    for key, passes, lanes, secs in plan.report()[:8]:
+        log.debug("witness pass %s: %d passes, %d lanes, %.2f s", key, passes, lanes, secs)
+    return plan

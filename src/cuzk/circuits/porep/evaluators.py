@@ -1,0 +1,89 @@
+"""Direct values of the subcircuits a witness plan defers.
+
+Each evaluator returns, for lane arrays of a subcircuit's ports and hints,
+the values its synthesis would give its outputs — computed with the plain
+hashes (:mod:`cuzk.hashers`) instead of gadgets. The plan checks every one
+against the deferred pass that later synthesizes the same calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.circuits.porep.plan import Evaluator, lanes_of
+from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
+from cuzk.gadgets.subcircuit import NUM
+from cuzk.gadgets.values import LaneValues
+from cuzk.hashers.poseidon import hash_vectors
+from cuzk.hashers.poseidon_constants import poseidon_constants
+from cuzk.hashers.sha256 import sha254_nodes
+
+
+def _obj(values: Any, lanes: int) -> np.ndarray:
+    return lanes_of(values, lanes, NUM)
+
+
+def sha256_block(V: LaneValues, ports: list, hints: Any, key: str) -> list:
+    from_iv, pattern = SHAPES[key]
+    return evaluate_block(from_iv, pattern, V.lanes, ports)
+
+
+def poseidon(V: LaneValues, ports: list, hints: Any, arity: int) -> list:
+    cols = [_obj(p, V.lanes) for p in ports]
+    return [hash_vectors(V.F, cols, poseidon_constants(arity))]
+
+
+def _children(cur: np.ndarray, position: np.ndarray, siblings: list) -> list[np.ndarray]:
+    """The level's children with ``cur`` at each lane's position."""
+    arity = len(siblings) + 1
+    pos = np.asarray(position, dtype=np.int64)
+    out = []
+    for j in range(arity):
+        below = siblings[j] if j < arity - 1 else siblings[j - 1]
+        above = siblings[j - 1] if j > 0 else siblings[0]
+        child = np.where(pos > j, below, np.where(pos < j, above, cur))
+        out.append(child.astype(object))
+    return out
+
+
+def _sha_node(children: list[np.ndarray]) -> np.ndarray:
+    left, right = (fr_to_array(c.tolist()).view(np.uint8).reshape(-1, 32) for c in children)
+    digest = np.ascontiguousarray(sha254_nodes(left, right))
+    out = np.empty(len(digest), dtype=object)
+    out[:] = fr_from_array(digest.view(np.uint64).reshape(-1, 4))
+    return out
+
+
+def merkle_level(V: LaneValues, ports: list, hints: Any, hasher: str, arity: int) -> list:
+    position, siblings = hints
+    cur = _obj(ports[0], V.lanes)
+    children = _children(cur, position, [_obj(s, V.lanes) for s in siblings])
+    if hasher == "poseidon":
+        parent = hash_vectors(V.F, children, poseidon_constants(arity))
+    else:
+        parent = _sha_node(children)
+    pos = np.asarray(position, dtype=np.uint64)
+    bits = [
+        ((pos >> np.uint64(i)) & np.uint64(1)).astype(bool) for i in range(arity.bit_length() - 1)
+    ]
+    return [parent, *bits]
+
+
+def no_outputs(V: LaneValues, ports: list, hints: Any) -> list:
+    return []
+
+
+def by_key(key: str) -> Evaluator | None:
+    """The evaluator for a subcircuit key, if it has one."""
+    if key.startswith("sha256-block/"):
+        return lambda V, ports, hints: sha256_block(V, ports, hints, key)
+    if key.startswith("merkle-level/"):
+        _, hasher, arity = key.split("/")
+        return lambda V, ports, hints: merkle_level(V, ports, hints, hasher, int(arity))
+    if key.startswith("poseidon/"):
+        arity = int(key.split("/")[1])
+        return lambda V, ports, hints: poseidon(V, ports, hints, arity)
+    return None
