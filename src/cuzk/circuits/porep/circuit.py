@@ -62,9 +62,16 @@ class PoRepShape:
         return tuple(self.tree_shape.arities(self.nodes))
 
     @property
-    def key(self) -> str:
+    def challenge_key(self) -> str:
+        """Names one challenge's shape (independent of the challenge count)."""
         s = self.tree_shape
-        return f"porep/{self.nodes}/{self.layers}/{s.base}-{s.sub}-{s.top}"
+        return f"porep/{self.nodes}/{self.layers}/{s.base}-{s.sub}-{s.top}/challenge"
+
+    @property
+    def key(self) -> str:
+        """Names the whole partition circuit."""
+        s = self.tree_shape
+        return f"porep/{self.nodes}/{self.layers}/{s.base}-{s.sub}-{s.top}/x{self.challenges}"
 
     @property
     def num_inputs(self) -> int:
@@ -241,7 +248,7 @@ def challenge_subcircuit(shape: PoRepShape) -> Subcircuit:
         synthesize_challenge(cs, shape, ports[0], ports[1], ports[2], ports[3:], hints)
         return []
 
-    return Subcircuit(f"{shape.key}/challenge", (NUM, NUM, NUM) + (BIT,) * FR_BITS, synth)
+    return Subcircuit(shape.challenge_key, (NUM, NUM, NUM) + (BIT,) * FR_BITS, synth)
 
 
 def synthesize(cs: Any, shape: PoRepShape, hints: PartitionHints | None) -> None:

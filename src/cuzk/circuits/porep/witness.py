@@ -146,6 +146,16 @@ def compile_partition(shape: PoRepShape, compiler: Compiler | None = None) -> Co
     return compile_circuit(f"porep-{shape.key}", partition_subcircuit(shape), 1, compiler)
 
 
+def challenge_rows(compiled: CompiledCircuit) -> list[tuple[int, int]]:
+    """[start, end) rows of each challenge's block in a compiled partition."""
+    out = []
+    for offset, seg in compiled.top.segments:
+        template = getattr(seg, "template", None)
+        if template is not None and template.key.endswith("/challenge"):
+            out.append((offset, offset + template.num_rows))
+    return out
+
+
 def lookup(caller: str, callee: str) -> Evaluator | None:
     """Which calls a PoRep witness pass defers (and how their outputs are valued)."""
     if callee.endswith("/challenge"):
