@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", type=Path, default=None, help="compiled-circuit cache")
     p.add_argument("--no-cache", action="store_true", help="compile without the cache")
     p.set_defaults(func=run)
+    register_bench(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,4 +59,149 @@ def run(args: argparse.Namespace) -> int:
     print(f"FFT domain     2^{info['fft_domain_log2']} = {cc.domain_size:,}")
     print(f"non-zeros      A {a:,}  B {b:,}  C {c:,}")
     print(f"compiled in    {seconds:.2f} s ({info['templates']} templates)")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# circuit-bench: compile, materialise and witness timings with peak memory
+# --------------------------------------------------------------------------
+
+
+def register_bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "circuit-bench",
+        help="time compile, CSR materialisation and witness of a PoSt circuit (peak memory)",
+    )
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("--sector-size", required=True)
+    p.add_argument(
+        "--sectors",
+        type=int,
+        default=None,
+        help="distinct sectors to materialise and witness (default: the whole partition)",
+    )
+    p.add_argument("--chunk", type=int, default=64, help="sectors per witness pass")
+    p.add_argument("--backend", choices=("object", "limb"), default="object")
+    p.add_argument("--no-r1cs", action="store_true", help="skip CSR materialisation")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_bench)
+
+
+def _peak_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _phase_compile(kind: str, size: str) -> dict:
+    from cuzk.circuits.post.circuit import compile_post
+    from cuzk.circuits.post.config import post_config
+
+    config = post_config(kind, size)
+    t = time.perf_counter()
+    cc = compile_post(config)
+    return {
+        "seconds": time.perf_counter() - t,
+        "peak_mib": _peak_mib(),
+        "constraints": cc.num_constraints,
+        "nnz": sum(cc.nnz),
+    }
+
+
+def _phase_r1cs(kind: str, size: str, sectors: int) -> dict:
+    import dataclasses
+
+    from cuzk.circuits.post.circuit import compile_post
+    from cuzk.circuits.post.config import post_config
+
+    config = dataclasses.replace(post_config(kind, size), sector_count=sectors)
+    cc = compile_post(config)
+    base = _peak_mib()
+    t = time.perf_counter()
+    r1cs = cc.to_r1cs()
+    seconds = time.perf_counter() - t
+    nbytes = sum(
+        m.indptr.nbytes + m.indices.nbytes + m.coeffs.nbytes for m in (r1cs.a, r1cs.b, r1cs.c)
+    )
+    return {
+        "seconds": seconds,
+        "peak_mib": _peak_mib(),
+        "base_mib": base,
+        "constraints": r1cs.num_constraints,
+        "nnz": r1cs.a.nnz + r1cs.b.nnz + r1cs.c.nnz,
+        "csr_mib": nbytes / 2**20,
+    }
+
+
+def _phase_witness(kind: str, size: str, sectors: int, chunk: int, backend: str) -> dict:
+    import numpy as np
+
+    from cuzk.circuits.post.circuit import compile_post, witness
+    from cuzk.circuits.post.config import post_config
+    from cuzk.circuits.post.generate import generate_sector_proof
+    from cuzk.hashers.field import OBJECT_FR, limb_fr
+
+    config = post_config(kind, size)
+    cc = compile_post(config)
+    rnd = bytes(range(32))
+    t = time.perf_counter()
+    proofs = [generate_sector_proof(config, rnd, 1000 + i, i) for i in range(sectors)]
+    gen = time.perf_counter() - t
+    base = _peak_mib()
+    F = OBJECT_FR if backend == "object" else limb_fr(np)
+    t = time.perf_counter()
+    w = witness(cc, config, proofs, F=F, chunk=chunk)
+    seconds = time.perf_counter() - t
+    return {
+        "seconds": seconds,
+        "generate_seconds": gen,
+        "peak_mib": _peak_mib(),
+        "base_mib": base,
+        "assignment_mib": w.nbytes / 2**20,
+        "distinct_sectors": sectors,
+        "partition_sectors": config.sector_count,
+    }
+
+
+def _in_child(fn, *args) -> dict:
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(fn, args)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from cuzk.circuits.post.config import format_sector_size, post_config
+
+    try:
+        config = post_config(args.kind, args.sector_size)
+    except CuzkError as e:
+        print(f"error: {e}")
+        return 2
+    size = format_sector_size(config.sector_size)
+    k = min(args.sectors or config.sector_count, config.sector_count)
+    report: dict = {"circuit": config.circuit_id, "sectors": k, "backend": args.backend}
+    report["compile"] = _in_child(_phase_compile, args.kind, size)
+    if not args.no_r1cs:
+        report["r1cs"] = _in_child(_phase_r1cs, args.kind, size, k)
+    report["witness"] = _in_child(_phase_witness, args.kind, size, k, args.chunk, args.backend)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    c = report["compile"]
+    print(f"{config.circuit_id}: {c['constraints']:,} constraints, {c['nnz']:,} non-zeros")
+    print(f"compile (structure)   {c['seconds']:8.2f} s   peak {c['peak_mib']:8.0f} MiB")
+    if "r1cs" in report:
+        r = report["r1cs"]
+        print(
+            f"CSR for {k} sector(s)  {r['seconds']:8.2f} s   peak {r['peak_mib']:8.0f} MiB"
+            f"   ({r['constraints']:,} rows, {r['csr_mib']:.0f} MiB of CSR)"
+        )
+    w = report["witness"]
+    print(
+        f"witness {k} distinct of {w['partition_sectors']} sectors "
+        f"{w['seconds']:8.2f} s   peak {w['peak_mib']:8.0f} MiB"
+        f"   (assignment {w['assignment_mib']:.0f} MiB;"
+        f" proof generation {w['generate_seconds']:.1f} s)"
+    )
     return 0
