@@ -64,7 +64,7 @@ from cuzk.algebra import pairing
 from cuzk.algebra.arrays import g1_from_array, g2_from_array
 from cuzk.algebra.curves import G1, G2, Affine
 from cuzk.algebra.domain import EvaluationDomain
-from cuzk.algebra.fields import FR_ODD_PART, FR_TWO_ADICITY, Q, R, Fq2
+from cuzk.algebra.fields import FR_ODD_PART, FR_TWO_ADICITY, Fq2, Q, R
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.errors import InputError
 from cuzk.formats.binfile import BinFile
@@ -159,7 +159,7 @@ def read_r1cs(path: str | os.PathLike) -> CircomR1CS:
     body = f.body(2, "constraints").tobytes()
     pos = 0
     rows: tuple[list, list, list] = ([], [], [])
-    where = f"section 2 (constraints)"
+    where = "section 2 (constraints)"
     for k in range(n_constraints):
         for m in range(3):
             if pos + 4 > len(body):
