@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -344,11 +345,28 @@ class MappedParams:
             results = (_check_chunk(*t) for t in tasks)
             return _first_problem(tasks, results, totals, progress)
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = pool.map(_check_chunk, *zip(*tasks, strict=True))
-            found = _first_problem(tasks, results, totals, progress)
-            if found is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+            found = _first_problem(tasks, _ordered_map(pool, tasks, 2 * jobs), totals, progress)
+            pool.shutdown(wait=True, cancel_futures=True)
             return found
+
+
+def _ordered_map(pool: ProcessPoolExecutor, tasks: list, window: int):
+    """Results of _check_chunk over tasks, in order, with at most ``window`` in flight.
+
+    Submitting lazily keeps a 47 GiB file's ~10^5 chunks from all being queued
+    at once, and lets a bad point found early stop the run.
+    """
+    pending: deque = deque()
+    it = iter(tasks)
+    for t in it:
+        pending.append(pool.submit(_check_chunk, *t))
+        if len(pending) >= window:
+            break
+    while pending:
+        yield pending.popleft().result()
+        nxt = next(it, None)
+        if nxt is not None:
+            pending.append(pool.submit(_check_chunk, *nxt))
 
 
 def _first_problem(tasks, results, totals, progress) -> ParamsProblem | None:
