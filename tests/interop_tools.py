@@ -51,9 +51,8 @@ def node_tools() -> Path:
 def run(cmd: list[str], cwd: Path = REPO, timeout: int = 300, check: bool = True):
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
-        raise ToolError(
-            f"{' '.join(map(str, cmd))} exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
-        )
+        command = " ".join(map(str, cmd))
+        raise ToolError(f"{command} exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
     return p
 
 
@@ -179,7 +178,9 @@ def circuit(name: str, prime: str = "bls12381") -> Circuit:
         snarkjs(
             "zkey", "contribute", d / "k0.zkey", d / f"{name}.zkey", "--name=cuzk", "-e=cuzk tests"
         )
-        snarkjs("zkey", "export", "verificationkey", d / f"{name}.zkey", d / "verification_key.json")
+        snarkjs(
+            "zkey", "export", "verificationkey", d / f"{name}.zkey", d / "verification_key.json"
+        )
         snarkjs(
             "groth16",
             "prove",

@@ -31,7 +31,9 @@ def test_values_are_ab_minus_c_on_the_odd_coset(log_n):
     av, bv, cv = fr_from_array(a), fr_from_array(b), fr_from_array(c)
     for i in random.Random(log_n).sample(range(d.size), min(d.size, 6)):
         x = zeta * pow(d.omega, i, R) % R
-        want = (_interpolate_at(av, d, x) * _interpolate_at(bv, d, x) - _interpolate_at(cv, d, x)) % R
+        want = (
+            _interpolate_at(av, d, x) * _interpolate_at(bv, d, x) - _interpolate_at(cv, d, x)
+        ) % R
         assert out[i] == want
 
 
