@@ -8,7 +8,9 @@ on stderr, naming the file and what is wrong with it).
 - ``cuzk prove --zkey K --wtns W --proof proof.json --public public.json``
   proves with a snarkjs key (H basis as snarkjs defines it);
   ``cuzk prove --params P --r1cs R --wtns W --proof proof.bin`` with a
-  bellperson key for a circom circuit (192-byte binary proof).
+  bellperson key for a circom circuit. Either way the proof is written as
+  snarkjs JSON when its file name ends in ``.json``, else as bellperson's
+  192-byte binary proof.
 - ``cuzk verify (--vkey verification_key.json | --vk K.vk | --params P)
   --proof FILE --public public.json``: the proof may be snarkjs JSON or
   bellperson binary (several partitions: public.json is then a list of lists).
@@ -51,7 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     key.add_argument("--params", help="bellperson parameters (.params); needs --r1cs")
     p.add_argument("--r1cs", help="circom constraint system (.r1cs), with --params")
     p.add_argument("--wtns", required=True, help="witness (.wtns)")
-    p.add_argument("--proof", required=True, help="output: proof.json (--zkey) or binary proof")
+    p.add_argument(
+        "--proof", required=True, help="output: snarkjs JSON if it ends in .json, else binary"
+    )
     p.add_argument("--public", help="output: public signals as JSON")
     p.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--times", action="store_true", help="print per-stage seconds on stderr")
@@ -130,7 +134,6 @@ def run_prove(args: argparse.Namespace) -> int:
         t = times.mark("load key", t)
         proof = zkey_prover.prove_zkey(key, witness, times=times, source=args.wtns)
         public = zkey_prover.public_signals(zkey, witness)
-        snarkjs.write_proof_json(args.proof, proof)
     else:
         if not args.r1cs:
             raise InputError("--params", "", "needs --r1cs: the circuit the parameters are for")
@@ -144,7 +147,14 @@ def run_prove(args: argparse.Namespace) -> int:
             raise InputError(
                 args.wtns, f"constraint {bad_row}", f"not satisfied in the circuit of {args.r1cs}"
             )
-        key = prover.prepare(params.proving_key(), r1cs, backend)
+        try:
+            key = prover.prepare(params.proving_key(), r1cs, backend)
+        except ValueError as e:  # the backend refuses a point off its curve
+            raise InputError(
+                args.params,
+                "points",
+                f"{e}: the file is corrupted (cuzk params-check finds the first bad point)",
+            ) from e
         t = times.mark("load key", t)
         proof = prover.prove(key, r1cs, witness, times=times)
         public = fr_from_array(witness[1 : r1cs.num_inputs])
@@ -155,7 +165,7 @@ def run_prove(args: argparse.Namespace) -> int:
                 f"to {args.r1cs} or are corrupted (run cuzk params-check)"
             )
         times.mark("verify", t)
-        bellperson.write_proofs(args.proof, [proof])
+    _write_proof(args.proof, proof)
     if args.public:
         snarkjs.write_public_json(args.public, public)
     if args.times:
@@ -165,6 +175,14 @@ def run_prove(args: argparse.Namespace) -> int:
         print(f"{'total':<14}{total:9.3f} s", file=sys.stderr)
     print(f"proof written to {args.proof} (verified)")
     return EXIT_OK
+
+
+def _write_proof(path: str, proof: Proof) -> None:
+    """snarkjs JSON for a ``.json`` name, else bellperson's 192-byte binary proof."""
+    if path.endswith(".json"):
+        snarkjs.write_proof_json(path, proof)
+    else:
+        bellperson.write_proofs(path, [proof])
 
 
 # --- verify ------------------------------------------------------------------
