@@ -310,3 +310,26 @@ def test_snarkjs_verifies_with_our_key_json(cube, tmp_path):
     z = sj.read_zkey(cube.zkey)
     sj.write_vk_json(tmp_path / "vk.json", z.vk)
     assert snarkjs_verifies(tmp_path / "vk.json", cube.public, cube.proof)
+
+
+def test_r1cs_constraint_faults_name_the_constraint(cube, tmp_path):
+    c = sj.read_r1cs(cube.r1cs)
+
+    def edit_constraints(fn):
+        return lambda secs: [(i, fn(b) if i == 2 else b) for i, b in secs]
+
+    def first_wire(b):
+        # constraint 0: the first non-empty LC's first term starts after its count
+        pos = 0
+        while struct.unpack_from("<I", b, pos)[0] == 0:
+            pos += 4
+        return b[: pos + 4] + struct.pack("<I", c.n_vars) + b[pos + 8 :]
+
+    with pytest.raises(InputError, match=f"constraint 0: wire {c.n_vars} is not below nVars"):
+        sj.read_r1cs(_rewrite(cube.r1cs, tmp_path / "w.r1cs", edit_constraints(first_wire)))
+    with pytest.raises(InputError, match="ends inside constraint"):
+        sj.read_r1cs(_rewrite(cube.r1cs, tmp_path / "t.r1cs", edit_constraints(lambda b: b[:-40])))
+    with pytest.raises(InputError, match="bytes left after"):
+        sj.read_r1cs(
+            _rewrite(cube.r1cs, tmp_path / "x.r1cs", edit_constraints(lambda b: b + b"\0"))
+        )

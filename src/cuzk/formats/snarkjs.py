@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -156,42 +157,7 @@ def read_r1cs(path: str | os.PathLike) -> CircomR1CS:
             f.name, "header", f"{n_public} public signals but only {n_vars} wires (ONE included)"
         )
 
-    body = f.body(2, "constraints").tobytes()
-    pos = 0
-    rows: tuple[list, list, list] = ([], [], [])
-    where = "section 2 (constraints)"
-    for k in range(n_constraints):
-        for m in range(3):
-            if pos + 4 > len(body):
-                raise InputError(f.name, where, f"ends inside constraint {k} of {n_constraints}")
-            n_terms = int.from_bytes(body[pos : pos + 4], "little")
-            pos += 4
-            end = pos + n_terms * 36
-            if end > len(body):
-                raise InputError(f.name, where, f"ends inside constraint {k} of {n_constraints}")
-            row = []
-            for t in range(pos, end, 36):
-                wire = int.from_bytes(body[t : t + 4], "little")
-                coeff = int.from_bytes(body[t + 4 : t + 36], "little")
-                if wire >= n_vars:
-                    raise InputError(
-                        f.name, f"constraint {k}", f"wire {wire} is not below nVars = {n_vars}"
-                    )
-                if coeff >= R:
-                    raise InputError(f.name, f"constraint {k}", "a coefficient is not below r")
-                row.append((wire, coeff))
-            rows[m].append(row)
-            pos = end
-    if pos != len(body):
-        raise InputError(
-            f.name, where, f"{len(body) - pos} bytes left after {n_constraints} constraints"
-        )
-    # One input constraint per public signal, ONE first: x_i · 0 = 0 (see the module doc).
-    for i in range(n_public + 1):
-        rows[0].append([(i, 1)])
-        rows[1].append([])
-        rows[2].append([])
-    mats = [SparseMatrix.from_rows(r, n_vars) for r in rows]
+    mats = _read_constraints(f, n_constraints, n_vars, n_public)
     r1cs = R1CS(
         num_inputs=n_public + 1, num_aux=n_vars - n_public - 1, a=mats[0], b=mats[1], c=mats[2]
     )
@@ -205,6 +171,93 @@ def read_r1cs(path: str | os.PathLike) -> CircomR1CS:
         n_constraints=n_constraints,
         r1cs=r1cs,
     )
+
+
+_TERM = 36  # u32 wire + 32-byte coefficient
+
+
+def _read_constraints(
+    f: BinFile, n_constraints: int, n_vars: int, n_public: int
+) -> list[SparseMatrix]:
+    """Section 2 as CSR matrices A, B, C, with the input constraints appended.
+
+    Only the term counts are walked in Python (they give each linear
+    combination's place); wires and coefficients are then gathered for all
+    terms at once, the coefficients straight into (nnz, 4) limbs.
+    """
+    raw = f.body(2, "constraints").tobytes()
+    body = np.frombuffer(raw, dtype=np.uint8)
+    where = "section 2 (constraints)"
+    n_lc = 3 * n_constraints
+    starts = [0] * n_lc
+    counts = [0] * n_lc
+    unpack = struct.Struct("<I").unpack_from
+    pos = 0
+    size = len(raw)
+    for j in range(n_lc):
+        if pos + 4 > size:
+            raise InputError(f.name, where, f"ends inside constraint {j // 3} of {n_constraints}")
+        (n_terms,) = unpack(raw, pos)
+        starts[j] = pos + 4
+        counts[j] = n_terms
+        pos += 4 + n_terms * _TERM
+    if pos > size:
+        raise InputError(f.name, where, f"ends inside constraint {n_constraints - 1}")
+    if pos != size:
+        raise InputError(
+            f.name, where, f"{size - pos} bytes left after {n_constraints} constraints"
+        )
+    starts = np.array(starts, dtype=np.int64)
+    counts = np.array(counts, dtype=np.int64)
+    # Byte offset of every term, grouped by linear combination.
+    lc_of_term = np.repeat(np.arange(n_lc, dtype=np.int64), counts)
+    first_term = np.concatenate([[0], np.cumsum(counts)[:-1]]) if n_lc else counts
+    k_in_lc = np.arange(len(lc_of_term), dtype=np.int64) - np.repeat(first_term, counts)
+    offs = starts[lc_of_term] + _TERM * k_in_lc
+    wires = (
+        body[offs[:, None] + np.arange(4)].copy().view("<u4").reshape(-1).astype(np.int64)
+        if len(offs)
+        else np.zeros(0, dtype=np.int64)
+    )
+    coeffs = (
+        body[offs[:, None] + np.arange(4, _TERM)].copy().view("<u8").reshape(-1, 4)
+        if len(offs)
+        else np.zeros((0, 4), dtype=np.uint64)
+    )
+    bad = np.flatnonzero(wires >= n_vars)
+    if len(bad):
+        t = int(bad[0])
+        raise InputError(
+            f.name,
+            f"constraint {int(lc_of_term[t]) // 3}",
+            f"wire {int(wires[t])} is not below nVars = {n_vars}",
+        )
+    t = fr_first_noncanonical(coeffs)
+    if t is not None:
+        raise InputError(
+            f.name, f"constraint {int(lc_of_term[t]) // 3}", "a coefficient is not below r"
+        )
+    mats = []
+    one = np.zeros((1, 4), dtype=np.uint64)
+    one[0, 0] = 1
+    for m in range(3):
+        sel = lc_of_term % 3 == m
+        row_counts = counts[m::3]
+        indices = wires[sel]
+        vals = coeffs[sel]
+        # One input constraint per public signal, ONE first: x_i · 0 = 0 (see the module
+        # doc): x_i in A, empty rows in B and C.
+        if m == 0:
+            extra = np.ones(n_public + 1, dtype=np.int64)
+            indices = np.concatenate([indices, np.arange(n_public + 1, dtype=np.int64)])
+            vals = np.concatenate([vals, np.repeat(one, n_public + 1, axis=0)])
+        else:
+            extra = np.zeros(n_public + 1, dtype=np.int64)
+        all_counts = np.concatenate([row_counts, extra])
+        indptr = np.zeros(len(all_counts) + 1, dtype=np.int64)
+        np.cumsum(all_counts, out=indptr[1:])
+        mats.append(SparseMatrix(indptr=indptr, indices=indices, coeffs=vals, num_cols=n_vars))
+    return mats
 
 
 # --- .wtns ---------------------------------------------------------------------
