@@ -333,3 +333,20 @@ def test_r1cs_constraint_faults_name_the_constraint(cube, tmp_path):
         sj.read_r1cs(
             _rewrite(cube.r1cs, tmp_path / "x.r1cs", edit_constraints(lambda b: b + b"\0"))
         )
+
+
+def test_a_backend_without_h_odd_coset_falls_back_to_the_cpu_reference(cube):
+    class OlderBackend:
+        """A backend of the contract before h_odd_coset was added."""
+
+        name = "older"
+
+        def __getattr__(self, attr):
+            if attr == "h_odd_coset":
+                raise AttributeError(attr)
+            return getattr(be, attr)
+
+    z = sj.read_zkey(cube.zkey)
+    w = sj.read_wtns(cube.wtns, z.n_vars)
+    ref = zkey_prover.prove_zkey(zkey_prover.prepare_zkey(z, be), w, r=3, s=4)
+    assert zkey_prover.prove_zkey(zkey_prover.prepare_zkey(z, OlderBackend()), w, r=3, s=4) == ref
