@@ -258,7 +258,9 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
     cfg = Config()
     for name, values in data.items():
         if name not in _SECTIONS:
-            raise InputError(source, f"[{name}]", f"unknown section (known: {', '.join(_SECTIONS)})")
+            raise InputError(
+                source, f"[{name}]", f"unknown section (known: {', '.join(_SECTIONS)})"
+            )
         if not isinstance(values, dict):
             raise InputError(source, f"[{name}]", "expected a table")
         cls = _SECTIONS[name]

@@ -82,7 +82,7 @@ def discover(cfg: GpusConfig) -> list[Device]:
 
     use_cuda = cfg.backend == "cuda" or (cfg.backend == "auto" and cuda_available())
     if cfg.backend == "cuda" and not cuda_available():
-        raise RuntimeError("[gpus] backend = \"cuda\" but no GPU with CuPy is visible")
+        raise RuntimeError('[gpus] backend = "cuda" but no GPU with CuPy is visible')
     if not use_cuda:
         from cuzk.backends.cpu import CpuBackend
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -178,18 +179,23 @@ class Engine:
             [k.label for k in self.kinds.kinds()],
         )
 
-    def drain(self, timeout: float) -> bool:
-        """Stop accepting work and wait for every accepted job to finish."""
+    def drain(self, timeout: float, abort: Callable[[], bool] = lambda: False) -> bool:
+        """Stop accepting work and wait (at most ``timeout`` s) for accepted jobs to finish.
+
+        What is unfinished when it returns False stays in the journal and is
+        resumed at the next start.
+        """
         self._draining = True
         self.batcher.flush_all()
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        while time.monotonic() < end and not abort():
             if all(j.finished for j in self.registry.all()):
                 return True
             time.sleep(0.05)
-        left = [j.job_id for j in self.registry.all() if not j.finished]
-        log.warning("drain timed out with %d jobs unfinished (journalled: resumed at next start)", len(left))
-        return False
+        left = sum(1 for j in self.registry.all() if not j.finished)
+        if left:
+            log.warning("stopping with %d unfinished job(s); they resume at the next start", left)
+        return left == 0
 
     def stop(self) -> None:
         self._draining = True
@@ -245,7 +251,9 @@ class Engine:
         return sum(
             1
             for j in self.registry.all()
-            if j is not job and j.state == JobState.QUEUED and j.priority >= job.priority
+            if j is not job
+            and j.state == JobState.QUEUED
+            and j.priority >= job.priority
             and j.submitted_at <= job.submitted_at
         )
 
@@ -285,7 +293,12 @@ class Engine:
             self._finish(job, JobState.CANCELLED, "cancelled by request")
         self.batcher.remove(job_id)
         dropped = self.pipeline.drop_job(job_id)
-        log.info("job %s cancelled (%s; %d queued partitions dropped)", job_id, "running" if was_running else "queued", dropped)
+        log.info(
+            "job %s cancelled (%s; %d queued partitions dropped)",
+            job_id,
+            "running" if was_running else "queued",
+            dropped,
+        )
         return was_running
 
     # --- pipeline callbacks -----------------------------------------------------
@@ -432,7 +445,8 @@ class Engine:
                 budgets[f"vram:{d.ordinal}"] = d.budget.snapshot()
         depths = {"batch": len(self.batcher.pending_jobs()), **self.pipeline.stage_depths()}
         workers = tuple(
-            {"name": w.name, "job_id": w.job_id, "proof_kind": w.kind} for w in self.pipeline.workers
+            {"name": w.name, "job_id": w.job_id, "proof_kind": w.kind}
+            for w in self.pipeline.workers
         )
         return EngineStatus(
             uptime_s=time.time() - self._started_at,

@@ -129,7 +129,10 @@ class EngineMetrics:
             "cuzk_requests_rejected", "Requests refused at submission", ["reason"], registry=r
         )
         self.partitions = Counter(
-            "cuzk_partitions_proven", "Partition proofs made and verified", ["proof_kind"], registry=r
+            "cuzk_partitions_proven",
+            "Partition proofs made and verified",
+            ["proof_kind"],
+            registry=r,
         )
         self.stage = Histogram(
             "cuzk_stage_duration_seconds",

@@ -199,7 +199,9 @@ class Pipeline:
                 except Cancelled:
                     self.release(item)
                 except Exception as e:
-                    log.warning("job %s partition %d: proving failed: %s", job.job_id, item.index, e)
+                    log.warning(
+                        "job %s partition %d: proving failed: %s", job.job_id, item.index, e
+                    )
                     self._fail(item, f"partition {item.index}: proving failed: {_describe(e)}")
                 finally:
                     state.job_id = state.kind = ""
@@ -253,7 +255,9 @@ class Pipeline:
                 self.hooks.partition_done(job, item)
             except Exception as e:
                 log.warning("job %s: epilogue failed: %s", job.job_id, e)
-                self.hooks.failed(job, f"partition {item.index}: verification failed: {_describe(e)}")
+                self.hooks.failed(
+                    job, f"partition {item.index}: verification failed: {_describe(e)}"
+                )
             finally:
                 state.job_id = state.kind = ""
 

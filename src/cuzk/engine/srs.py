@@ -264,9 +264,7 @@ class SrsManager:
         return self._ensure_warm(e).vk
 
     # --- leases -------------------------------------------------------------
-    def acquire_host(
-        self, circuit_id: str, working_bytes: int, cancelled: Any = None
-    ) -> HostLease:
+    def acquire_host(self, circuit_id: str, working_bytes: int, cancelled: Any = None) -> HostLease:
         """Pin a key and reserve a partition's host working set, atomically.
 
         Where the devices are host resident (the CPU backend) the key is
@@ -429,7 +427,12 @@ class SrsManager:
                     break
                 n = self._drop(e, o)
                 freed += n
-                log.info("evicted key %s from %s (%d bytes) under memory pressure", e.circuit_id, self.devices[o].label, n)
+                log.info(
+                    "evicted key %s from %s (%d bytes) under memory pressure",
+                    e.circuit_id,
+                    self.devices[o].label,
+                    n,
+                )
         return freed > 0
 
     def evict(self, circuit_id: str) -> tuple[bool, int]:

@@ -70,7 +70,9 @@ def decode_base64(text: str, source: str, field: str) -> bytes:
         return base64.b64decode(raw, validate=True)
     except binascii.Error as e:
         raise InputError(
-            source, field, f"not valid base64 ({e}; {len(raw)} characters, padding must make a multiple of 4)"
+            source,
+            field,
+            f"not valid base64 ({e}; {len(raw)} characters, padding must make a multiple of 4)",
         ) from e
 
 
@@ -104,24 +106,37 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     try:
         phase1 = json.loads(inner)
     except UnicodeDecodeError as e:
-        raise InputError(source, "Phase1Out", f"decodes to bytes that are not UTF-8 (byte {e.start})") from e
+        raise InputError(
+            source, "Phase1Out", f"decodes to bytes that are not UTF-8 (byte {e.start})"
+        ) from e
     except json.JSONDecodeError as e:
         raise _json_error(source, "Phase1Out", e) from e
     if not isinstance(phase1, dict):
         raise InputError(source, "Phase1Out", "expected a SealCommitPhase1Output JSON object")
-    for key in ("registered_proof", "vanilla_proofs", "comm_r", "comm_d", "replica_id", "seed", "ticket"):
+    for key in (
+        "registered_proof",
+        "vanilla_proofs",
+        "comm_r",
+        "comm_d",
+        "replica_id",
+        "seed",
+        "ticket",
+    ):
         if key not in phase1:
             raise InputError(source, f"Phase1Out.{key}", "is missing")
     rp = phase1["registered_proof"]
     m = re.fullmatch(r"StackedDrg(\d+)(KiB|MiB|GiB)V1(_1)?(_Feat_\w+)?", str(rp))
     if not m:
-        raise InputError(source, "Phase1Out.registered_proof", f"{rp!r} is not a StackedDrg seal proof")
+        raise InputError(
+            source, "Phase1Out.registered_proof", f"{rp!r} is not a StackedDrg seal proof"
+        )
     rp_size = int(m.group(1)) * {"KiB": KIB, "MiB": MIB, "GiB": GIB}[m.group(2)]
     if rp_size != size:
         raise InputError(
             source,
             "Phase1Out.registered_proof",
-            f"{rp} is for {sector_size_name(rp_size)} sectors but SectorSize is {sector_size_name(size)}",
+            f"{rp} is for {sector_size_name(rp_size)} sectors but SectorSize is "
+            f"{sector_size_name(size)}",
         )
     return C1Envelope(sector_num=doc["SectorNum"], sector_size=size, phase1_out=phase1)
 
