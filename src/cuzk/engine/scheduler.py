@@ -165,7 +165,8 @@ class BatchCollector:
             for cid, b in list(self._pending.items()):
                 if b.priority < job.priority:
                     to_release.append(self._pending.pop(cid).jobs)
-            if not batchable or self.max_batch_size <= 1:
+            # Latency-critical work (HIGH, CRITICAL) is never held back to fill a batch.
+            if not batchable or self.max_batch_size <= 1 or job.priority > Priority.NORMAL:
                 to_release.append([job])
             else:
                 b = self._pending.get(job.circuit_id)
