@@ -13,8 +13,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import running_daemon
 
+from conftest import running_daemon
 from cuzk.algebra.fields import R
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.jobs import JobState, Priority, ProofKind
@@ -245,15 +245,19 @@ def test_evict_refused_in_use_then_done(daemon) -> None:
 
 # --- bad input ------------------------------------------------------------------------------
 def _c1(sector_size: int = 2048, phase1: object = None, raw_phase1: str | None = None) -> bytes:
-    inner = phase1 if phase1 is not None else {
-        "registered_proof": "StackedDrg2KiBV1_1",
-        "vanilla_proofs": {},
-        "comm_r": [0] * 32,
-        "comm_d": [0] * 32,
-        "replica_id": [0] * 32,
-        "seed": [0] * 32,
-        "ticket": [0] * 32,
-    }
+    inner = (
+        phase1
+        if phase1 is not None
+        else {
+            "registered_proof": "StackedDrg2KiBV1_1",
+            "vanilla_proofs": {},
+            "comm_r": [0] * 32,
+            "comm_d": [0] * 32,
+            "replica_id": [0] * 32,
+            "seed": [0] * 32,
+            "ticket": [0] * 32,
+        }
+    )
     b64 = raw_phase1 if raw_phase1 is not None else base64.b64encode(json.dumps(inner).encode())
     b64 = b64 if isinstance(b64, str) else b64.decode()
     return json.dumps({"SectorNum": 1, "Phase1Out": b64, "SectorSize": sector_size}).encode()
@@ -462,7 +466,9 @@ def test_tls_and_http_status(tmp_path: Path) -> None:
                 urllib.request.urlopen(base + "/status")
             assert ei.value.code == 401
             auth = {"Authorization": f"Bearer {token}"}
-            with urllib.request.urlopen(urllib.request.Request(base + "/status", headers=auth)) as r:
+            with urllib.request.urlopen(
+                urllib.request.Request(base + "/status", headers=auth)
+            ) as r:
                 status = json.load(r)
             assert status["totals"]["completed"] == 1
             assert status["kinds"] == ["demo"]

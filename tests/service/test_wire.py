@@ -218,7 +218,7 @@ def test_known_bytes_decode_as_curio_encodes_them() -> None:
     # Hand-encoded: field 1 (request_id, "r") , field 2 (proof_kind = 4),
     # field 11 twice (vanilla_proofs "a", "b"), field 23 (partition_index = 7),
     # field 32 (comm_d_new, one byte 0xff): tags as Curio's Go client writes them.
-    raw = bytes.fromhex("0a0172" "1004" "5a0161" "5a0162" "b80107" "8202" "01ff")
+    raw = bytes.fromhex("0a017210045a01615a0162b80107820201ff")
     m = pb.SubmitProofRequest.FromString(raw)
     assert m.request_id == "r"
     assert m.proof_kind == pb.WINNING_POST
