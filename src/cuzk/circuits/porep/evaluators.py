@@ -13,7 +13,10 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.algebra.fields import R
 from cuzk.circuits.porep.plan import Evaluator, lanes_of
+
+__all__ = ["lanes_of"]
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.gadgets.subcircuit import NUM
 from cuzk.gadgets.values import LaneValues
@@ -22,7 +25,7 @@ from cuzk.hashers.poseidon_constants import poseidon_constants
 from cuzk.hashers.sha256 import sha254_nodes
 
 
-def _obj(values: Any, lanes: int) -> np.ndarray:
+def obj(values: Any, lanes: int) -> np.ndarray:
     return lanes_of(values, lanes, NUM)
 
 
@@ -32,8 +35,8 @@ def sha256_block(V: LaneValues, ports: list, hints: Any, key: str) -> list:
 
 
 def poseidon(V: LaneValues, ports: list, hints: Any, arity: int) -> list:
-    cols = [_obj(p, V.lanes) for p in ports]
-    return [hash_vectors(V.F, cols, poseidon_constants(arity))]
+    cols = [obj(p, V.lanes) for p in ports]
+    return [hash_vectors(V.F, cols, poseidon_constants(arity)) % R]
 
 
 def _children(cur: np.ndarray, position: np.ndarray, siblings: list) -> list[np.ndarray]:
@@ -49,8 +52,8 @@ def _children(cur: np.ndarray, position: np.ndarray, siblings: list) -> list[np.
     return out
 
 
-def _sha_node(children: list[np.ndarray]) -> np.ndarray:
-    left, right = (fr_to_array(c.tolist()).view(np.uint8).reshape(-1, 32) for c in children)
+def sha_node(children: list[np.ndarray]) -> np.ndarray:
+    left, right = (fr_to_array((c % R).tolist()).view(np.uint8).reshape(-1, 32) for c in children)
     digest = np.ascontiguousarray(sha254_nodes(left, right))
     out = np.empty(len(digest), dtype=object)
     out[:] = fr_from_array(digest.view(np.uint64).reshape(-1, 4))
@@ -59,12 +62,12 @@ def _sha_node(children: list[np.ndarray]) -> np.ndarray:
 
 def merkle_level(V: LaneValues, ports: list, hints: Any, hasher: str, arity: int) -> list:
     position, siblings = hints
-    cur = _obj(ports[0], V.lanes)
-    children = _children(cur, position, [_obj(s, V.lanes) for s in siblings])
+    cur = obj(ports[0], V.lanes)
+    children = _children(cur, position, [obj(s, V.lanes) for s in siblings])
     if hasher == "poseidon":
-        parent = hash_vectors(V.F, children, poseidon_constants(arity))
+        parent = hash_vectors(V.F, children, poseidon_constants(arity)) % R
     else:
-        parent = _sha_node(children)
+        parent = sha_node(children)
     pos = np.asarray(position, dtype=np.uint64)
     bits = [
         ((pos >> np.uint64(i)) & np.uint64(1)).astype(bool) for i in range(arity.bit_length() - 1)

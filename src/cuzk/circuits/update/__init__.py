@@ -1,0 +1,1 @@
+"""SnapDeals (EmptySectorUpdate): parameters, vanilla proofs, generator, circuit."""
