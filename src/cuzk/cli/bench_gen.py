@@ -40,6 +40,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verify", action="store_true", help="run the vanilla verifier on the result")
     p.set_defaults(func=run_gen_c1)
 
+    s = sub.add_parser(
+        "gen-snap", help="write valid SnapDeals partition proofs for any sector size"
+    )
+    s.add_argument("--sector-size", required=True, help="2KiB, 8MiB, 512MiB, 32GiB or 64GiB")
+    s.add_argument("--out", required=True, type=Path, help="JSON array of base64 partition proofs")
+    s.add_argument("--pub", type=Path, default=None, help="public data (default: OUT.pub.json)")
+    s.add_argument("--h", type=int, default=None, help="rho's high-bit count (default: the size's)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--partitions", default=None, help="only these partitions (e.g. 0,3)")
+    s.add_argument("--verify", action="store_true", help="run the vanilla verifier on the result")
+    s.set_defaults(func=run_gen_snap)
+
+    b = sub.add_parser(
+        "circuit-witness",
+        help="time compile, vectorised witness and satisfaction of one PoRep / SnapDeals partition",
+    )
+    b.add_argument("kind", choices=("porep", "snap"))
+    b.add_argument("--sector-size", required=True)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--check", action="store_true", help="check every constraint (slow for 32GiB)")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=run_circuit_witness)
+
 
 def _proof(args: argparse.Namespace):
     size = parse_size(args.sector_size)
@@ -61,9 +84,7 @@ def run_gen_c1(args: argparse.Namespace) -> int:
 
     try:
         proof = _proof(args)
-        partitions = (
-            [int(x) for x in args.partitions.split(",")] if args.partitions is not None else None
-        )
+        partitions = _partition_list(args.partitions)
         rng = random.Random(args.seed)
         t0 = time.perf_counter()
         if args.sealed:
@@ -97,3 +118,135 @@ def run_gen_c1(args: argparse.Namespace) -> int:
         return 2
     print(json.dumps(report))
     return 0
+
+
+def _partition_list(text: str | None) -> list[int] | None:
+    return [int(x) for x in text.split(",")] if text is not None else None
+
+
+def run_gen_snap(args: argparse.Namespace) -> int:
+    from cuzk.circuits.update.generate import generate_sector
+    from cuzk.circuits.update.params import UpdateParams
+    from cuzk.circuits.update.vanilla import UpdateVerifier, dumps_partition_proofs
+
+    try:
+        params = UpdateParams.of(parse_size(args.sector_size))
+        t0 = time.perf_counter()
+        sector = generate_sector(params, random.Random(args.seed), args.h)
+        ks = _partition_list(args.partitions) or list(range(params.partition_count))
+        proofs = [sector.partition_proof(k) for k in ks]
+        t_gen = time.perf_counter() - t0
+        args.out.write_bytes(dumps_partition_proofs(proofs))
+        public = {
+            "registered_proof": f"StackedDrg{params.name}V1",
+            "sector_size": params.sector_bytes,
+            "h": sector.h,
+            "partitions": ks,
+            "comm_r_old": sector.comm_r_old.to_bytes(32, "little").hex(),
+            "comm_d_new": sector.comm_d_new.to_bytes(32, "little").hex(),
+            "comm_r_new": sector.comm_r_new.to_bytes(32, "little").hex(),
+        }
+        pub = args.pub or args.out.with_name(args.out.name + ".pub.json")
+        pub.write_text(json.dumps(public, indent=2) + "\n")
+        report = {"out": str(args.out), "pub": str(pub), "partitions": len(ks)}
+        report["generate_s"] = round(t_gen, 3)
+        if args.verify:
+            t1 = time.perf_counter()
+            roots = (sector.comm_r_old, sector.comm_d_new, sector.comm_r_new)
+            for k, proof in zip(ks, proofs, strict=True):
+                UpdateVerifier(params, f"{args.out}[{k}]").verify(proof, k, sector.h, *roots)
+            report["verify_s"] = round(time.perf_counter() - t1, 3)
+    except (CuzkError, ValueError, OSError) as e:
+        print(f"cuzk-bench gen-snap: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(report))
+    return 0
+
+
+def _peak_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_circuit_witness(args: argparse.Namespace) -> int:
+    """One partition: generate test data, compile, witness, optionally check."""
+    from cuzk.circuits.compile import Compiler
+    from cuzk.circuits.porep.satisfy import compiled_unsatisfied_rows
+
+    rng = random.Random(args.seed)
+    compiler = Compiler()
+    stages: dict[str, dict] = {}
+
+    def stage(name: str, t0: float) -> None:
+        stages[name] = {
+            "seconds": round(time.perf_counter() - t0, 3),
+            "peak_mib": round(_peak_mib()),
+        }
+
+    try:
+        size = parse_size(args.sector_size)
+        t0 = time.perf_counter()
+        if args.kind == "porep":
+            from cuzk.circuits.porep import synthetic
+            from cuzk.circuits.porep.circuit import PoRepShape
+            from cuzk.circuits.porep.witness import (
+                compile_partition,
+                partition_hints,
+                partition_witness,
+            )
+
+            proof = default_proof(size)
+            k = proof.sector.partitions - 1
+            c1 = synthetic.generate_c1(proof, rng, partitions=[k])
+            stage("generate", t0)
+            shape = PoRepShape.of(proof.sector)
+            t0 = time.perf_counter()
+            cc = compile_partition(shape, compiler)
+            stage("compile", t0)
+            t0 = time.perf_counter()
+            plan = partition_witness(cc, shape, partition_hints(c1, k), compiler)
+        else:
+            from cuzk.circuits.update import witness as snap
+            from cuzk.circuits.update.generate import generate_sector
+            from cuzk.circuits.update.params import UpdateParams
+
+            params = UpdateParams.of(size)
+            sector = generate_sector(params, rng)
+            k = params.partition_count - 1
+            proof = sector.partition_proof(k)
+            roots = (sector.comm_r_old, sector.comm_d_new, sector.comm_r_new)
+            stage("generate", t0)
+            t0 = time.perf_counter()
+            cc = snap.compile_partition(params, compiler)
+            stage("compile", t0)
+            t0 = time.perf_counter()
+            hints = snap.partition_hints(params, proof, k, sector.h, *roots)
+            plan = snap.partition_witness(cc, params, hints, compiler)
+        stage("witness", t0)
+        report: dict = {
+            "circuit": cc.circuit_id,
+            "constraints": cc.num_constraints,
+            "aux": cc.num_aux,
+            "stages": stages,
+            "passes": [
+                {"key": key, "passes": n, "lanes": lanes, "seconds": round(secs, 3)}
+                for key, n, lanes, secs in plan.report()[:8]
+            ],
+        }
+        if args.check:
+            t0 = time.perf_counter()
+            report["unsatisfied"] = len(compiled_unsatisfied_rows(cc, plan.W))
+            stage("check", t0)
+    except (CuzkError, ValueError, OSError) as e:
+        print(f"cuzk-bench circuit-witness: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{report['circuit']}: {report['constraints']:,} constraints, {report['aux']:,} aux")
+        for name, st in stages.items():
+            print(f"  {name:9s} {st['seconds']:9.2f} s   peak {st['peak_mib']:,} MiB")
+        if "unsatisfied" in report:
+            print(f"  unsatisfied constraints: {report['unsatisfied']}")
+    return 1 if report.get("unsatisfied") else 0
