@@ -189,8 +189,12 @@ class WitnessPlan:
         num_aux: int,
         lookup: Lookup,
         max_lanes: int = 4096,
+        templates: Sequence[Template] = (),
     ) -> None:
         self.compiler = compiler
+        # templates of an already compiled (or cache-loaded) circuit, by key
+        self.known = {t.key: t for t in templates}
+        self._walks: dict[str, list[Template]] = {}
         self.num_inputs = num_inputs
         self.lookup = lookup
         self.max_lanes = max_lanes
@@ -200,7 +204,8 @@ class WitnessPlan:
         self.stats: dict[str, tuple[int, int, float]] = {}  # key -> (passes, lanes, seconds)
 
     def template(self, sub: Subcircuit) -> Template:
-        return self.compiler.template(sub)
+        got = self.known.get(sub.key)
+        return got if got is not None else self.compiler.template(sub)
 
     def defer(self, sub: Subcircuit, d: Deferred) -> None:
         self.queue.setdefault(sub.key, (sub, []))[1].append(d)
@@ -238,10 +243,15 @@ class WitnessPlan:
         for other, (sub, _) in self.queue.items():
             if other == key:
                 continue
-            for t in self.template(sub).walk():
+            for t in self._walk(sub):
                 if t.key == key:
                     return True
         return False
+
+    def _walk(self, sub: Subcircuit) -> list[Template]:
+        if sub.key not in self._walks:
+            self._walks[sub.key] = list(self.template(sub).walk())
+        return self._walks[sub.key]
 
     def drain(self) -> None:
         """Run every deferred call, each key once its callers are done."""

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
+from cuzk.circuits.cache import load_or_compile
 from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
 from cuzk.circuits.porep import derive, evaluators
 from cuzk.circuits.porep.circuit import (
@@ -29,7 +31,13 @@ from cuzk.circuits.porep.circuit import (
     partition_subcircuit,
 )
 from cuzk.circuits.porep.graph import StackedGraph
-from cuzk.circuits.porep.params import BASE_DEGREE, RegisteredSealProof
+from cuzk.circuits.porep.params import (
+    BASE_DEGREE,
+    RegisteredSealProof,
+    parse_size,
+    sector_params,
+    size_name,
+)
 from cuzk.circuits.porep.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep.types import ChallengeProof, MerkleProof, SealCommitPhase1Output
 from cuzk.errors import InputError
@@ -140,10 +148,28 @@ def c1_public_inputs(
 # --------------------------------------------------------------------------
 
 
-def compile_partition(shape: PoRepShape, compiler: Compiler | None = None) -> CompiledCircuit:
+def compile_partition(
+    shape: PoRepShape, compiler: Compiler | None = None, circuit_id: str | None = None
+) -> CompiledCircuit:
     """The partition circuit compiled to templates (counts are exact; the
     CSR matrices are built only on :meth:`CompiledCircuit.to_r1cs`)."""
-    return compile_circuit(f"porep-{shape.key}", partition_subcircuit(shape), 1, compiler)
+    return compile_circuit(circuit_id or shape.key, partition_subcircuit(shape), 1, compiler)
+
+
+def compiled_porep(
+    sector_size: int | str, cache: Path | None = None, use_cache: bool = True
+) -> CompiledCircuit:
+    """One partition of the registered PoRep circuit for a sector size, through
+    the compiled-circuit cache (what ``cuzk circuit-info porep`` shows)."""
+    size = parse_size(sector_size) if isinstance(sector_size, str) else sector_size
+    try:
+        shape = PoRepShape.of(sector_params(size))
+    except ValueError as e:
+        raise InputError("sector size", str(sector_size), str(e)) from None
+    name = f"porep-{size_name(size)}"
+    if not use_cache:
+        return compile_partition(shape, circuit_id=name)
+    return load_or_compile(name, lambda: compile_partition(shape, circuit_id=name), cache)
 
 
 def challenge_rows(compiled: CompiledCircuit) -> list[tuple[int, int]]:
@@ -169,7 +195,9 @@ def partition_witness(
     compiled: CompiledCircuit, shape: PoRepShape, hints: PartitionHints, compiler: Compiler
 ) -> WitnessPlan:
     """Compute the full assignment of one partition (``plan.W``)."""
-    plan = WitnessPlan(compiler, compiled.num_inputs, compiled.num_aux, lookup)
+    plan = WitnessPlan(
+        compiler, compiled.num_inputs, compiled.num_aux, lookup, templates=compiled.templates()
+    )
     plan.run(
         partition_subcircuit(shape),
         [],

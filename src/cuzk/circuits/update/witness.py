@@ -10,15 +10,19 @@ level of every challenge is one pass, every apex-tree hash one pass.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from cuzk.algebra.fields import R
+from cuzk.circuits.cache import load_or_compile
 from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
 from cuzk.circuits.porep import evaluators
 from cuzk.circuits.porep.plan import Evaluator, WitnessPlan
 from cuzk.circuits.update.circuit import ChallengeHints, PartitionHints, partition_subcircuit
 from cuzk.circuits.update.params import UpdateParams, gen_randomness_constants
 from cuzk.circuits.update.vanilla import PartitionProof
+from cuzk.errors import InputError
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
 
@@ -72,6 +76,19 @@ def compile_partition(params: UpdateParams, compiler: Compiler | None = None) ->
     return compile_circuit(f"snap-{params.name}", partition_subcircuit(params), 1, compiler)
 
 
+def compiled_snap(
+    sector_size: int | str, cache: Path | None = None, use_cache: bool = True
+) -> CompiledCircuit:
+    """One partition of the SnapDeals circuit, through the compiled-circuit cache."""
+    try:
+        params = UpdateParams.of(sector_size)
+    except ValueError as e:
+        raise InputError("sector size", str(sector_size), str(e)) from None
+    if not use_cache:
+        return compile_partition(params)
+    return load_or_compile(f"snap-{params.name}", lambda: compile_partition(params), cache)
+
+
 def _por_level(V: LaneValues, ports: list, hints, hasher: str, arity: int) -> list:
     nbits = arity.bit_length() - 1
     position = np.zeros(V.lanes, dtype=np.uint64)
@@ -108,7 +125,9 @@ def lookup(caller: str, callee: str) -> Evaluator | None:
 def partition_witness(
     compiled: CompiledCircuit, params: UpdateParams, hints: PartitionHints, compiler: Compiler
 ) -> WitnessPlan:
-    plan = WitnessPlan(compiler, compiled.num_inputs, compiled.num_aux, lookup)
+    plan = WitnessPlan(
+        compiler, compiled.num_inputs, compiled.num_aux, lookup, templates=compiled.templates()
+    )
     top = partition_subcircuit(params)
     plan.run(top, [], hints, 1, np.zeros(1, np.int64), np.ones(1, np.int64))
     plan.drain()
