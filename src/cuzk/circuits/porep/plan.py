@@ -111,7 +111,12 @@ def to_limbs(value: Any, lanes: int) -> np.ndarray:
 
 
 class PlanCS(LaneCS):
-    """A lane constraint system that defers calls the plan can evaluate."""
+    """A lane constraint system that defers calls the plan can evaluate.
+
+    Variables are numbered as in inline synthesis; a deferred call only
+    advances the counters past its block (no per-variable placeholders), and
+    the pass keeps ``(index, lane values)`` of the variables it computes.
+    """
 
     def __init__(
         self,
@@ -126,8 +131,20 @@ class PlanCS(LaneCS):
         self.key = key
         self.aux_base = aux_base
         self.input_base = input_base
-        self.reserved_aux: list[tuple[int, int]] = []
-        self.reserved_inputs: list[tuple[int, int]] = []
+        self.num_aux = 0
+        self.num_inputs = 0
+        self.aux_values: list[tuple[int, Any]] = []
+        self.input_values: list[tuple[int, Any]] = []
+
+    def alloc(self, name: str, value: Any = None) -> Variable:
+        self.aux_values.append((self.num_aux, self._check(name, value)))
+        self.num_aux += 1
+        return Variable(AUX, self.num_aux - 1)
+
+    def alloc_input(self, name: str, value: Any = None) -> Variable:
+        self.input_values.append((self.num_inputs, self._check(name, value)))
+        self.num_inputs += 1
+        return Variable(INPUT, self.num_inputs)
 
     def call_subcircuit(self, sub: Subcircuit, ports: list, hints: Any) -> list:
         evaluator = self.plan.lookup(self.key, sub.key)
@@ -135,11 +152,9 @@ class PlanCS(LaneCS):
             return sub.synth(self, ports, hints)
         t = self.plan.template(sub)
         lanes = self.values.lanes
-        a0, i0 = len(self.aux), len(self.inputs)
-        self.aux.extend([None] * t.num_aux)
-        self.inputs.extend([None] * t.num_inputs)
-        self.reserved_aux.append((a0, t.num_aux))
-        self.reserved_inputs.append((i0, t.num_inputs))
+        a0, i0 = self.num_aux, self.num_inputs
+        self.num_aux += t.num_aux
+        self.num_inputs += t.num_inputs
         values = [p.value for p in ports]
         out_values = evaluator(self.values, values, hints)
         if len(out_values) != len(t.outputs):
@@ -167,16 +182,10 @@ class PlanCS(LaneCS):
     def scatter(self, W: np.ndarray, n_inputs: int) -> None:
         """Write this pass's own values into the global assignment."""
         lanes = self.values.lanes
-        for values, reserved, rows_of in (
-            (self.aux, self.reserved_aux, lambda j: n_inputs + self.aux_base + j),
-            (self.inputs, self.reserved_inputs, lambda j: self.input_base + j),
-        ):
-            skip = np.zeros(len(values), dtype=bool)
-            for start, length in reserved:
-                skip[start : start + length] = True
-            for j, v in enumerate(values):
-                if not skip[j]:
-                    W[rows_of(j)] = to_limbs(v, lanes)
+        for j, v in self.aux_values:
+            W[n_inputs + self.aux_base + j] = to_limbs(v, lanes)
+        for j, v in self.input_values:
+            W[self.input_base + j] = to_limbs(v, lanes)
 
 
 class WitnessPlan:
@@ -228,9 +237,9 @@ class WitnessPlan:
         ]
         out = sub.synth(cs, port_objs, hints)
         t = self.template(sub)
-        if len(cs.aux) != t.num_aux or len(cs.inputs) != t.num_inputs:
+        if cs.num_aux != t.num_aux or cs.num_inputs != t.num_inputs:
             raise AssertionError(
-                f"{sub.key}: a witness pass allocated {len(cs.aux)} aux / {len(cs.inputs)} "
+                f"{sub.key}: a witness pass allocated {cs.num_aux} aux / {cs.num_inputs} "
                 f"inputs, the template has {t.num_aux} / {t.num_inputs}"
             )
         cs.scatter(self.W, self.num_inputs)
