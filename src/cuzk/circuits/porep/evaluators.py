@@ -18,6 +18,7 @@ from cuzk.circuits.porep.plan import Evaluator, lanes_of
 
 __all__ = ["lanes_of"]
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
+from cuzk.circuits.porep.vanilla import insert_lanes
 from cuzk.gadgets.subcircuit import NUM
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
@@ -41,15 +42,7 @@ def poseidon(V: LaneValues, ports: list, hints: Any, arity: int) -> list:
 
 def _children(cur: np.ndarray, position: np.ndarray, siblings: list) -> list[np.ndarray]:
     """The level's children with ``cur`` at each lane's position."""
-    arity = len(siblings) + 1
-    pos = np.asarray(position, dtype=np.int64)
-    out = []
-    for j in range(arity):
-        below = siblings[j] if j < arity - 1 else siblings[j - 1]
-        above = siblings[j - 1] if j > 0 else siblings[0]
-        child = np.where(pos > j, below, np.where(pos < j, above, cur))
-        out.append(child.astype(object))
-    return out
+    return insert_lanes(cur, np.asarray(position, dtype=np.int64), siblings)
 
 
 def sha_node(children: list[np.ndarray]) -> np.ndarray:

@@ -25,6 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from cuzk.algebra.fields import R
 from cuzk.circuits.porep import derive
 from cuzk.circuits.porep.graph import StackedGraph
 from cuzk.circuits.porep.labels import create_label, encode, layer_parents
@@ -42,7 +45,8 @@ from cuzk.circuits.porep.types import (
     SealCommitPhase1Output,
 )
 from cuzk.errors import InputError
-from cuzk.hashers.poseidon import hash2, hash_ints
+from cuzk.hashers.field import OBJECT_FR
+from cuzk.hashers.poseidon import hash2, hash_ints, hash_vectors
 from cuzk.hashers.poseidon_constants import poseidon_constants
 from cuzk.hashers.sha256 import sha254_node
 
@@ -67,6 +71,52 @@ def poseidon_root(proof: MerkleProof) -> bytes:
     return cur.to_bytes(32, "little")
 
 
+def batch_column_hashes(columns: Sequence[Sequence[bytes]], chunk: int = 4096) -> list[bytes]:
+    """Poseidon column hashes of many columns (all of one height) at once."""
+    out: list[bytes] = []
+    for lo in range(0, len(columns), chunk):
+        part = columns[lo : lo + chunk]
+        height = len(part[0])
+        cols = [_objects([_fr(c[i]) for c in part]) for i in range(height)]
+        values = hash_vectors(OBJECT_FR, cols, poseidon_constants(height)) % R
+        out += [int(v).to_bytes(32, "little") for v in values]
+    return out
+
+
+def batch_poseidon_roots(proofs: Sequence[MerkleProof], chunk: int = 4096) -> list[bytes]:
+    """The roots many Poseidon paths hash to (vectorised; paths of one shape)."""
+    out: list[bytes] = []
+    for lo in range(0, len(proofs), chunk):
+        part = proofs[lo : lo + chunk]
+        cur = _objects([_fr(p.leaf) for p in part])
+        for level in range(len(part[0].path)):
+            elements = [p.path[level] for p in part]
+            arity = len(elements[0].hashes) + 1
+            position = np.array([e.index for e in elements], dtype=np.int64)
+            siblings = [_objects([_fr(e.hashes[j]) for e in elements]) for j in range(arity - 1)]
+            children = insert_lanes(cur, position, siblings)
+            cur = hash_vectors(OBJECT_FR, children, poseidon_constants(arity)) % R
+        out += [int(v).to_bytes(32, "little") for v in cur]
+    return out
+
+
+def _objects(values: list[int]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def insert_lanes(cur: np.ndarray, position: np.ndarray, siblings: list[np.ndarray]) -> list:
+    """Per lane, the siblings with ``cur`` inserted at ``position``."""
+    arity = len(siblings) + 1
+    out = []
+    for j in range(arity):
+        below = siblings[j] if j < arity - 1 else siblings[j - 1]
+        above = siblings[j - 1] if j > 0 else siblings[0]
+        out.append(np.where(position > j, below, np.where(position < j, above, cur)).astype(object))
+    return out
+
+
 def sha256_root(proof: MerkleProof) -> bytes:
     cur = proof.leaf
     for e in proof.path:
@@ -89,6 +139,8 @@ class Verifier:
         self.tree_arities = s.tree_arities
         self.tree_kind = proof_kind(s.tree_shape)
         self._parents: dict[int, list[int]] = {}
+        self._columns: list[tuple[ColumnProof, str]] = []
+        self._paths: list[tuple[MerkleProof, str, str]] = []
 
     def fail(self, path: str, problem: str) -> InputError:
         return InputError(self.source, path, problem)
@@ -137,8 +189,8 @@ class Verifier:
             raise self.fail(path, f"opens leaf {opened}, not node {node}")
         if proof.root != root:
             raise self.fail(f"{path}.data.{proof.kind}.root", f"is not {what}")
-        if poseidon_root(proof) != proof.root:
-            raise self.fail(path, f"the path does not hash to its root ({what})")
+        # hashed later, with every other path of this verification, in one batch
+        self._paths.append((proof, path, f"the path does not hash to its root ({what})"))
 
     def check_column(self, cp: ColumnProof, path: str, node: int, comm_c: bytes) -> None:
         if cp.column.index != node:
@@ -148,8 +200,7 @@ class Verifier:
                 f"{path}.column.rows",
                 f"expected {self.sector.layers} labels, got {len(cp.column.rows)}",
             )
-        if column_hash(cp.column.rows) != cp.inclusion_proof.leaf:
-            raise self.fail(f"{path}.inclusion_proof", "leaf is not the column's hash")
+        self._columns.append((cp, f"{path}.inclusion_proof"))
         self.check_tree(cp.inclusion_proof, f"{path}.inclusion_proof", node, comm_c, "comm_c")
 
     # --- one challenge ---------------------------------------------------
@@ -162,7 +213,8 @@ class Verifier:
         comm_c: bytes,
         comm_r_last: bytes,
     ) -> None:
-        layers = self.sector.layers
+        """The openings: tree D, tree R, the challenged and parent columns in tree C
+        (Poseidon hashes are queued for :meth:`check_hashes`)."""
         self.check_tree_d(p.comm_d_proofs, f"{path}.comm_d_proofs", challenge, c1.comm_d)
         self.check_tree(
             p.comm_r_last_proof, f"{path}.comm_r_last_proof", challenge, comm_r_last, "comm_r_last"
@@ -183,6 +235,11 @@ class Verifier:
         for i, cp in enumerate(rc.exp_parents):
             self.check_column(cp, f"{rpath}.exp_parents[{i}]", parents[BASE_DEGREE + i], comm_c)
 
+    def check_labels(self, p: ChallengeProof, path: str, challenge: int, replica_id: bytes) -> None:
+        """Labels of the challenged column from its parents' columns, and the encoding."""
+        layers = self.sector.layers
+        rc = p.replica_column_proofs
+        rpath = f"{path}.replica_column_proofs"
         if len(p.labeling_proofs) != layers:
             raise self.fail(
                 f"{path}.labeling_proofs", f"expected {layers} proofs, got {len(p.labeling_proofs)}"
@@ -204,7 +261,7 @@ class Verifier:
                     raise self.fail(f"{lpath}.parents[{j}]", "is not the parent column's label")
             if len(lp.parents) != len(expected):
                 raise self.fail(f"{lpath}.parents", f"expected {len(expected)} parent labels")
-            label = create_label(c1.replica_id, layer, challenge, expected)
+            label = create_label(replica_id, layer, challenge, expected)
             if label != rc.c_x.column.rows[layer - 1]:
                 raise self.fail(
                     f"{rpath}.c_x.column.rows[{layer - 1}]",
@@ -235,7 +292,8 @@ class Verifier:
         if len(c1.partitions) != s.partitions:
             raise self.fail(base, f"expected {s.partitions} partitions, got {len(c1.partitions)}")
         challenges = derive.partition_challenges(self.proof_type, c1.replica_id, c1.seed)
-        for k in partitions if partitions is not None else range(s.partitions):
+        checked = list(partitions) if partitions is not None else list(range(s.partitions))
+        for k in checked:
             proofs = c1.partitions[k]
             kpath = f"{base}[{k}]"
             if len(proofs) != len(challenges[k]):
@@ -247,6 +305,31 @@ class Verifier:
                 raise self.fail("comm_r", f"is not Poseidon(comm_c, comm_r_last) of partition {k}")
             for i, (p, c) in enumerate(zip(proofs, challenges[k], strict=True)):
                 self.check_challenge(p, f"{kpath}[{i}]", c, c1, comm_c, comm_r_last)
+        self.check_hashes()
+        for k in checked:
+            kpath = f"{base}[{k}]"
+            for i, (p, c) in enumerate(zip(c1.partitions[k], challenges[k], strict=True)):
+                self.check_labels(p, f"{kpath}[{i}]", c, c1.replica_id)
+
+    def check_hashes(self) -> None:
+        """Column hashes and Poseidon paths, vectorised over the whole proof.
+
+        Raises for the first failure in the order the checks were queued
+        (each column's hash comes before its path)."""
+        columns, self._columns = self._columns, []
+        paths, self._paths = self._paths, []
+        col_hashes = batch_column_hashes([cp.column.rows for cp, _ in columns])
+        bad_column = {
+            where
+            for (cp, where), h in zip(columns, col_hashes, strict=True)
+            if h != cp.inclusion_proof.leaf
+        }
+        roots = batch_poseidon_roots([proof for proof, _, _ in paths])
+        for (proof, where, problem), root in zip(paths, roots, strict=True):
+            if where in bad_column:
+                raise self.fail(where, "leaf is not the column's hash")
+            if root != proof.root:
+                raise self.fail(where, problem)
 
 
 def verify_c1(
