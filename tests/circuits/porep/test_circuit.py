@@ -11,12 +11,14 @@ import pytest
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.circuits.compile import Compiler, compile_circuit
+from cuzk.circuits.porep import c2
+from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
 from cuzk.circuits.porep.circuit import PoRepShape
 from cuzk.circuits.porep.params import custom_proof, parse_size, sector_params
 from cuzk.circuits.porep.satisfy import compiled_unsatisfied_rows, unsatisfied_rows
 from cuzk.circuits.porep.sealer import seal_random
 from cuzk.circuits.porep.sha_blocks import sha256_blocks
-from cuzk.circuits.porep.types import PathElement
+from cuzk.circuits.porep.types import C1Wrapper, PathElement
 from cuzk.circuits.porep.vanilla import Verifier
 from cuzk.circuits.porep.witness import (
     c1_public_inputs,
@@ -151,12 +153,21 @@ def _witness(compiler, pt, c1):
 
 
 @pytest.mark.slow
-def test_sealed_2kib_witness_satisfies_the_2kib_circuit(compiler, sealed_2kib):
+def test_sealed_2kib_witness_satisfies_the_2kib_circuit(sealed_2kib, tmp_path):
+    """Through the engine-facing path: Curio's c1.json, the compiled-circuit
+    cache, vanilla verification, witness and public inputs."""
     sealed, c1 = sealed_2kib
     pt = sealed.proof_type
-    cc, W = _witness(compiler, pt, c1)
-    assert [int(x) for x in fr_from_array(W[1 : cc.num_inputs])] == c1_public_inputs(c1, pt, 0)
+    raw = dumps_wrapper(C1Wrapper(234, dumps_c1(c1), 2048))
+    request = c2.parse(raw, "c1.json")
+    assert request.circuit_id == "porep-2k" and request.partitions == 1
+    W, inputs = c2.synthesize(request, 0, cache=tmp_path)
+    assert inputs == c1_public_inputs(c1, pt, 0)
+    cc = c2.compiled("porep-2k", tmp_path)
+    assert cc.num_constraints == 2_687_961
+    assert [int(x) for x in fr_from_array(W[1 : cc.num_inputs])] == inputs
     assert len(compiled_unsatisfied_rows(cc, W)) == 0
+    assert list(tmp_path.glob("porep-2KiB-*.npz"))  # cached for the next run
 
 
 def _flip(b: bytes, bit: int = 1) -> bytes:

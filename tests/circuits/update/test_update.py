@@ -141,3 +141,18 @@ def test_witness_satisfies_and_tampering_breaks_it(compiler, sector_2kib):
         assert e.value.field.startswith("challenge_proofs[4]")
         plan = partition_witness(cc, p, partition_hints(p, bad, 0, s.h, *roots), compiler)
         assert len(compiled_unsatisfied_rows(cc, plan.W)) > 0
+
+
+def test_engine_path(sector_2kib, tmp_path):
+    p, s, proof = sector_2kib
+    from cuzk.circuits.update import c2 as snap_c2
+    from cuzk.circuits.update.vanilla import write_partition_proof as w
+
+    assert snap_c2.circuit_id(p) == "snap-2k" and snap_c2.params_of("snap-2k") == p
+    W, inputs = snap_c2.synthesize(
+        p, w(proof), 0, s.comm_r_old, s.comm_d_new, s.comm_r_new, cache=tmp_path
+    )
+    assert inputs == public_inputs(p, 0, s.h, s.comm_r_old, s.comm_d_new, s.comm_r_new)
+    assert len(compiled_unsatisfied_rows(snap_c2.compiled("snap-2k", tmp_path), W)) == 0
+    with pytest.raises(InputError, match="not a SnapDeals circuit id"):
+        snap_c2.params_of("porep-2k")

@@ -1,0 +1,109 @@
+"""The circuit side of PoRep C2, shaped for the proving engine.
+
+A C2 request is Curio's ``c1.json`` (or a bare C1 output). :func:`parse`
+reads it; each partition is then :func:`synthesize`\\ d into the full
+assignment and the public inputs its proof is verified against, under the
+circuit named by :func:`circuit_id` (Curio's ids: ``porep-2k`` … ``porep-64g``).
+Groth16 itself (keys, proving, verification) is the engine's.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.algebra.arrays import fr_to_array
+from cuzk.circuits.compile import CompiledCircuit, Compiler
+from cuzk.circuits.porep.c1 import load_c1_file
+from cuzk.circuits.porep.circuit import PoRepShape
+from cuzk.circuits.porep.params import (
+    KIB,
+    SECTORS,
+    RegisteredSealProof,
+    registered_proof,
+)
+from cuzk.circuits.porep.types import C1Wrapper, SealCommitPhase1Output
+from cuzk.circuits.porep.vanilla import Verifier
+from cuzk.circuits.porep.witness import (
+    c1_public_inputs,
+    compiled_porep,
+    partition_hints,
+    partition_witness,
+)
+from cuzk.errors import InputError
+
+_SHORT = {2 * KIB: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
+_BY_SHORT = {v: k for k, v in _SHORT.items()}
+
+
+def circuit_id(proof: RegisteredSealProof) -> str:
+    return f"porep-{_SHORT[proof.sector_size]}"
+
+
+def sector_size_of(cid: str) -> int:
+    """The sector size a PoRep circuit id names; InputError if it is not one."""
+    prefix, _, short = cid.partition("-")
+    if prefix != "porep" or short not in _BY_SHORT or _BY_SHORT[short] not in SECTORS:
+        raise InputError("circuit_id", cid, "not a PoRep circuit id (porep-2k … porep-64g)")
+    return _BY_SHORT[short]
+
+
+@dataclass(frozen=True)
+class C2Request:
+    proof: RegisteredSealProof
+    c1: SealCommitPhase1Output
+    wrapper: C1Wrapper | None
+    source: str
+
+    @property
+    def circuit_id(self) -> str:
+        return circuit_id(self.proof)
+
+    @property
+    def partitions(self) -> int:
+        return self.proof.sector.partitions
+
+
+def parse(raw: bytes, source: str = "c1.json") -> C2Request:
+    """Read a c1.json / C1 output; only interactive seal proofs are proven."""
+    c1, wrapper = load_c1_file(raw, source)
+    proof = registered_proof(c1.registered_proof, source)
+    if not proof.interactive:
+        raise InputError(
+            source, "registered_proof", f"{proof.name}: only interactive PoRep is supported"
+        )
+    if len(c1.partitions) != proof.sector.partitions:
+        raise InputError(
+            source,
+            f"vanilla_proofs.{c1.vanilla_variant}",
+            f"expected {proof.sector.partitions} partitions, got {len(c1.partitions)}",
+        )
+    return C2Request(proof, c1, wrapper, source)
+
+
+@functools.lru_cache(maxsize=4)
+def compiled(cid: str, cache: Path | None = None) -> CompiledCircuit:
+    return compiled_porep(sector_size_of(cid), cache)
+
+
+def synthesize(
+    request: C2Request, k: int, cache: Path | None = None, verify_vanilla: bool = True
+) -> tuple[np.ndarray, list[int]]:
+    """Partition ``k``: its full assignment ``(n, 4)`` and its public inputs.
+
+    The partition's vanilla proofs are verified first (a bad one is an
+    InputError naming its JSON path), and the inputs the witness carries must
+    equal those derived from replica_id, comm_d, comm_r and the seed.
+    """
+    if verify_vanilla:
+        Verifier(request.proof, request.source).verify(request.c1, [k])
+    cc = compiled(request.circuit_id, cache)
+    shape = PoRepShape.of(request.proof.sector)
+    plan = partition_witness(cc, shape, partition_hints(request.c1, k, request.source), Compiler())
+    inputs = c1_public_inputs(request.c1, request.proof, k)
+    if not np.array_equal(plan.W[1 : 1 + len(inputs)], fr_to_array(inputs)):
+        raise InputError(request.source, f"partition {k}", "does not answer the seed's challenges")
+    return plan.W, inputs

@@ -1,0 +1,65 @@
+"""The circuit side of a SnapDeals proof, shaped for the proving engine.
+
+A request carries one bincode partition proof per partition (Curio sends
+them as ``vanilla_proofs``), the registered update proof (or sector size)
+and ``comm_r_old``, ``comm_d_new``, ``comm_r_new``; ``h`` is always the
+sector size's default, as in filecoin-proofs. Circuit ids follow Curio's:
+``snap-2k`` … ``snap-64g``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.algebra.arrays import fr_to_array
+from cuzk.circuits.compile import CompiledCircuit, Compiler
+from cuzk.circuits.update.params import UpdateParams
+from cuzk.circuits.update.vanilla import UpdateVerifier, public_inputs, read_partition_proof
+from cuzk.circuits.update.witness import compiled_snap, partition_hints, partition_witness
+from cuzk.errors import InputError
+
+_SHORT = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
+_BY_SHORT = {v: k for k, v in _SHORT.items()}
+
+
+def circuit_id(params: UpdateParams) -> str:
+    return f"snap-{_SHORT[params.sector_bytes]}"
+
+
+def params_of(cid: str) -> UpdateParams:
+    prefix, _, short = cid.partition("-")
+    if prefix != "snap" or short not in _BY_SHORT:
+        raise InputError("circuit_id", cid, "not a SnapDeals circuit id (snap-2k … snap-64g)")
+    return UpdateParams.of(_BY_SHORT[short])
+
+
+@functools.lru_cache(maxsize=4)
+def compiled(cid: str, cache: Path | None = None) -> CompiledCircuit:
+    return compiled_snap(params_of(cid).sector_bytes, cache)
+
+
+def synthesize(
+    params: UpdateParams,
+    proof_bytes: bytes,
+    k: int,
+    comm_r_old: int,
+    comm_d_new: int,
+    comm_r_new: int,
+    source: str = "SnapDeals request",
+    cache: Path | None = None,
+) -> tuple[np.ndarray, list[int]]:
+    """Partition ``k``'s full assignment and public inputs, after verifying it."""
+    where = f"{source}: vanilla_proofs[{k}]"
+    proof = read_partition_proof(proof_bytes, where)
+    h = params.h_default
+    roots = (comm_r_old, comm_d_new, comm_r_new)
+    UpdateVerifier(params, where).verify(proof, k, h, *roots)
+    cc = compiled(circuit_id(params), cache)
+    plan = partition_witness(cc, params, partition_hints(params, proof, k, h, *roots), Compiler())
+    inputs = public_inputs(params, k, h, *roots)
+    if not np.array_equal(plan.W[1 : 1 + len(inputs)], fr_to_array(inputs)):
+        raise InputError(where, "", "the witness does not carry the request's public inputs")
+    return plan.W, inputs
