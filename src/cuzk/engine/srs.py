@@ -360,7 +360,8 @@ class SrsManager:
                         cancelled=cancelled,
                     )
                     try:
-                        prepared = prover.prepare(pk, r1cs, device.backend)
+                        with device.activate():  # preload may run on any thread
+                            prepared = prover.prepare(pk, r1cs, device.backend)
                     except BaseException:
                         key_res.release()
                         working.release()
