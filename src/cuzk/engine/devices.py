@@ -43,7 +43,7 @@ class Device:
 
     def activate(self) -> AbstractContextManager[Any]:
         """Make this the current CUDA device of the calling thread (a no-op on the CPU)."""
-        if self.host_resident:
+        if self.backend.name != "cuda":
             return contextlib.nullcontext()
         import cupy
 
