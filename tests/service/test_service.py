@@ -477,7 +477,7 @@ def test_tls_and_http_status(tmp_path: Path) -> None:
             ) as r:
                 status = json.load(r)
             assert status["totals"]["completed"] == 1
-            assert status["kinds"] == ["demo"]
+            assert "demo" in status["kinds"]
             assert status["memory"]["host"]["peak_bytes"] <= status["memory"]["host"]["limit_bytes"]
             req = urllib.request.Request(base + "/metrics", headers=auth)
             with urllib.request.urlopen(req) as r:
