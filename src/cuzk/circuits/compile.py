@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -515,12 +515,3 @@ def compile_circuit(
     compiler = compiler or Compiler()
     template = compiler.template(top)
     return CompiledCircuit(circuit_id, template, copies, compiler.coefficients)
-
-
-def synthesize_inline(cs: Any, top: Subcircuit, hints: Sequence[Any] | None, copies: int) -> None:
-    """Run ``copies`` copies of ``top`` on an ordinary constraint system."""
-    for i in range(copies):
-        top.synth(cs, [], None if hints is None else hints[i])
-
-
-SynthFn = Callable[[Any, list, Any], list]
