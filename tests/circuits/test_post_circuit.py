@@ -145,3 +145,22 @@ def test_winning_post_32gib_end_to_end(circuit_cache):
     )
     assert time.perf_counter() - t1 < compile_s + 1
     assert np.array_equal(again.a.indices, r1cs.a.indices)
+
+
+def test_per_copy_matrices_give_the_partition_products():
+    from cuzk.circuits.compile import matvec_by_copies
+    from cuzk.errors import ResourceError
+
+    config = post_config(WINDOW, "2KiB")
+    cc = compile_post(config)
+    proofs = [generate_sector_proof(config, RND, 5 + i, i) for i in range(2)]
+    w = fr_from_array(witness(cc, config, proofs))
+    full = cc.to_r1cs()
+    copy = cc.copy_r1cs()
+    assert copy.num_constraints * 2 + cc.num_inputs == full.num_constraints
+    got = matvec_by_copies(cc, copy, w)
+    assert list(got) == [m.matvec(w) for m in (full.a, full.b, full.c)]
+    window = compile_post(post_config(WINDOW, "32GiB"))
+    assert window.csr_bytes > 40 * 2**30
+    with pytest.raises(ResourceError, match="GiB"):
+        window.to_r1cs(limit_bytes=8 * 2**30)

@@ -30,7 +30,8 @@ def _ensure_allocated(cs: Any, e: Elt) -> AllocatedNum:
     """An S-box input: allocate a linear combination with lc·1 = v."""
     if isinstance(e, AllocatedNum):
         return e
-    v = AllocatedNum.alloc(cs, e.value, "allocate for Elt::Num")
+    # Linear combinations may carry unreduced lane values; reduce once here.
+    v = AllocatedNum.alloc(cs, values_of(cs).canonical(e.value), "allocate for Elt::Num")
     cs.enforce("enforce num allocation preserves lc", e.lc(), ONE, v.variable)
     return v
 

@@ -72,6 +72,10 @@ class ScalarValues:
     def inverse(self, a):
         return None if a is None else pow(a, -1, R)
 
+    def canonical(self, a):
+        """The value reduced mod r (a no-op here: ints are kept reduced)."""
+        return a
+
     # --- bits -------------------------------------------------------------
     def b_and(self, a, b):
         return None if _any_none(a, b) else a & b
@@ -111,9 +115,6 @@ class ScalarValues:
         if _any_none(*bits):
             return None
         return sum(int(bool(b)) << i for i, b in enumerate(bits))
-
-    def w_const(self, v: int):
-        return v
 
 
 SCALAR = ScalarValues()
@@ -167,6 +168,10 @@ class LaneValues:
         if isinstance(a, int):
             return [bool((a >> i) & 1) for i in range(count)]
         return self.F.bits_le(a, count)
+
+    def canonical(self, a):
+        """Reduce a lane vector that a backend may keep unreduced."""
+        return a % R if isinstance(a, int) else self.F.canonical(a)
 
     def inverse(self, a):
         if isinstance(a, int):
@@ -232,9 +237,6 @@ class LaneValues:
                 term = b.astype(self.xp.uint64) << self.xp.uint64(i)
                 acc = term if isinstance(acc, int) and acc == 0 else self._w(acc) + term
         return acc
-
-    def w_const(self, v: int):
-        return v
 
 
 def values_of(cs: Any) -> Any:

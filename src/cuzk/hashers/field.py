@@ -18,11 +18,12 @@ and both are tested against each other and against plain ints.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Protocol
 
 import numpy as np
 
-from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
 
 Vec = Any  # a backend's vector type (an object array or a limb array)
@@ -34,6 +35,7 @@ class FrVectors(Protocol):
     name: str
 
     def from_ints(self, values: Sequence[int]) -> Vec: ...
+    def canonical(self, v: Vec) -> Vec: ...
     def to_ints(self, v: Vec) -> list[int]: ...
     def from_array(self, a: np.ndarray) -> Vec: ...
     def to_array(self, v: Vec) -> np.ndarray: ...
@@ -72,27 +74,36 @@ def dot(F: FrVectors, xs: Sequence[Vec | int], coeffs: Sequence[int]) -> Vec | i
 
 
 class ObjectFr:
-    """Fr vectors as numpy object arrays of ints in [0, r)."""
+    """Fr vectors as numpy object arrays of Python ints.
+
+    Values are kept *congruent* mod r, not always reduced: sums, differences
+    and products by constants skip the (costly) big-int remainder, which is
+    taken when two vectors are multiplied (so sizes stay bounded) and when
+    values leave the backend (``to_ints``, ``to_array``, ``bits_le``,
+    ``equal``, :meth:`canonical`).
+    """
 
     name = "object"
-
-    @staticmethod
-    def _v(a: Vec | int) -> Vec | int:
-        return a
 
     def from_ints(self, values: Sequence[int]) -> np.ndarray:
         out = np.empty(len(values), dtype=object)
         out[:] = [int(v) % R for v in values]
         return out
 
+    def canonical(self, v: np.ndarray) -> np.ndarray:
+        return v % R
+
     def to_ints(self, v: np.ndarray) -> list[int]:
-        return [int(x) for x in v]
+        return [int(x) % R for x in v]
 
     def from_array(self, a: np.ndarray) -> np.ndarray:
         return self.from_ints(fr_from_array(np.asarray(a)))
 
     def to_array(self, v: np.ndarray) -> np.ndarray:
-        return fr_to_array(v.tolist())
+        # One to_bytes per element through map (the fastest pure-Python route).
+        ints = (v % R).tolist()
+        raw = b"".join(map(int.to_bytes, ints, repeat(32), repeat("little")))
+        return np.frombuffer(raw, dtype="<u8").reshape(-1, 4).copy()
 
     def full(self, n: int, c: int) -> np.ndarray:
         out = np.empty(n, dtype=object)
@@ -103,15 +114,17 @@ class ObjectFr:
         return len(v)
 
     def add(self, a, b):
-        return (a + b) % R
+        return a + b
 
     def sub(self, a, b):
-        return (a - b) % R
+        return a - b
 
     def neg(self, a):
-        return (-a) % R
+        return -a
 
     def mul(self, a, b):
+        if isinstance(a, int) or isinstance(b, int):
+            return a * b
         return (a * b) % R
 
     def square(self, a):
@@ -125,11 +138,11 @@ class ObjectFr:
         return np.where(np.asarray(bits, dtype=bool), 1, 0).astype(object)
 
     def bits_le(self, v: np.ndarray, count: int) -> list[np.ndarray]:
-        ints = [int(x) for x in v]
+        ints = [int(x) % R for x in v]
         return [np.array([(x >> i) & 1 for x in ints], dtype=bool) for i in range(count)]
 
     def equal(self, a, b):
-        return np.asarray(a == b, dtype=bool)
+        return np.asarray((a - b) % R == 0, dtype=bool)
 
     def concat(self, parts: Sequence[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts)
@@ -192,6 +205,9 @@ class LimbFr:
 
     def to_ints(self, v: Any) -> list[int]:
         return self._limbs_to_std(self._redc_one(v))
+
+    def canonical(self, v: Any) -> Any:
+        return v  # limb vectors are always reduced
 
     def from_array(self, a: np.ndarray) -> Any:
         host = np.ascontiguousarray(np.asarray(a, dtype=np.uint64))

@@ -38,7 +38,7 @@ from cuzk.gadgets.merkle import POSEIDON, por_subcircuit, poseidon_subcircuit, s
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import Subcircuit, call
 from cuzk.gadgets.values import LaneValues
-from cuzk.hashers.field import OBJECT_FR, FrVectors
+from cuzk.hashers.field import OBJECT_FR, FrVectors, limb_fr
 from cuzk.r1cs import ONE
 
 log = logging.getLogger(__name__)
@@ -119,17 +119,54 @@ def sector_hints(proof: FallbackPoStSectorProof) -> tuple:
     return (sp.comm_r_last, sp.comm_c, proof.comm_r), pors
 
 
+def _witness_chunk(config: PoStConfig, part: Sequence[tuple], F: FrVectors, xp: Any) -> tuple:
+    """Aux (k, aux per sector, 4) and inputs (k, inputs per sector, 4) of k sectors."""
+    k = len(part)
+    challenges = config.challenge_count
+    por = por_subcircuit(POSEIDON, config.arities)
+    # The sector headers, one lane per sector …
+    V = LaneValues(k, F, xp)
+    head = LaneCS(V)
+    comm_r_last = _sector_header(
+        head, tuple(F.from_ints([h[0][j] for h in part]) for j in range(3))
+    )
+    # … then every inclusion proof of these sectors as its own lane
+    # (lane = sector·challenges + challenge): they are independent.
+    W = LaneValues(k * challenges, F, xp)
+    pors = LaneCS(W)
+    lane_sector = np.repeat(np.arange(k), challenges)
+    root = AllocatedNum(comm_r_last.variable, F.take(comm_r_last.value, lane_sector))
+    flat = [h[1][i] for h in part for i in range(challenges)]
+    por.synth(pors, [root], stack_por_hints(W, flat))
+    aux = np.concatenate(
+        [head.aux_values(), pors.aux_values().reshape(k, challenges * len(pors.aux), 4)], axis=1
+    )
+    inputs = np.concatenate(
+        [head.input_values(), pors.input_values().reshape(k, challenges * len(pors.inputs), 4)],
+        axis=1,
+    )
+    return aux, inputs
+
+
+def _chunk_job(args: tuple) -> tuple:
+    config, part, backend = args
+    F = OBJECT_FR if backend == "object" else limb_fr(np)
+    return _witness_chunk(config, part, F, np)
+
+
 def witness(
     cc: CompiledCircuit,
     config: PoStConfig,
     proofs: Sequence[FallbackPoStSectorProof],
     F: FrVectors = OBJECT_FR,
     xp: Any = np,
-    chunk: int = 128,
+    chunk: int = 64,
+    processes: int = 1,
 ) -> np.ndarray:
     """The full assignment ``[ONE, inputs…, aux…]`` as (variables, 4) uint64.
 
-    Sectors are computed ``chunk`` at a time as lanes of one synthesis pass;
+    Sectors are computed ``chunk`` at a time as lanes of one synthesis pass
+    (``processes`` > 1 spreads chunks over worker processes, numpy only);
     padding sectors (repeats of the last proof) are copied, not recomputed.
     """
     for p in proofs:
@@ -146,46 +183,33 @@ def witness(
     t = cc.top
     if cc.copies != n or t.key != sub.key:
         raise ValueError(f"compiled circuit {cc.circuit_id} does not match {config.circuit_id}")
-    n_in, n_aux_s, n_inp_s = cc.num_inputs, t.num_aux, t.num_inputs
-    out = np.zeros((n_in + cc.num_aux, 4), dtype=np.uint64)
-    out[0, 0] = 1
-    inputs = out[1:n_in].reshape(n, n_inp_s, 4)
-    aux = out[n_in:].reshape(n, n_aux_s, 4)
+    n_in = cc.num_inputs
+    out = np.empty((n_in + cc.num_aux, 4), dtype=np.uint64)
+    out[0] = (1, 0, 0, 0)
+    inputs = out[1:n_in].reshape(n, t.num_inputs, 4)
+    aux = out[n_in:].reshape(n, t.num_aux, 4)
     hints = [sector_hints(p) for p in proofs]
     real = len(proofs)
-    challenges = config.challenge_count
-    por = por_subcircuit(POSEIDON, config.arities)
-    for start in range(0, real, chunk):
-        part = hints[start : start + chunk]
-        k = len(part)
-        # The sector headers, one lane per sector …
-        V = LaneValues(k, F, xp)
-        head = LaneCS(V)
-        comm_r_last = _sector_header(
-            head, tuple(F.from_ints([h[0][j] for h in part]) for j in range(3))
-        )
-        # … then every inclusion proof of these sectors as its own lane
-        # (lane = sector·challenges + challenge), since they are independent.
-        W = LaneValues(k * challenges, F, xp)
-        pors = LaneCS(W)
-        root = AllocatedNum(
-            comm_r_last.variable, F.take(comm_r_last.value, np.repeat(np.arange(k), challenges))
-        )
-        flat = [h[1][i] for h in part for i in range(challenges)]
-        por.synth(pors, [root], stack_por_hints(W, flat))
-        n_head, n_por = len(head.aux), len(pors.aux)
-        if (
-            n_head + challenges * n_por != n_aux_s
-            or len(head.inputs) + challenges * len(pors.inputs) != n_inp_s
-        ):
-            raise AssertionError("witness pass disagrees with the compiled sector")
-        sec_aux = aux[start : start + k]
-        sec_aux[:, :n_head] = head.aux_values()
-        sec_aux[:, n_head:] = pors.aux_values().reshape(k, challenges * n_por, 4)
-        sec_in = inputs[start : start + k]
-        sec_in[:, : len(head.inputs)] = head.input_values()
-        sec_in[:, len(head.inputs) :] = pors.input_values().reshape(k, -1, 4)
-        log.debug("witness: sectors %d..%d", start, start + k)
+    starts = list(range(0, real, chunk))
+    if processes > 1 and len(starts) > 1 and xp is np:
+        import concurrent.futures
+        import multiprocessing
+
+        jobs = [(config, hints[s : s + chunk], F.name) for s in starts]
+        ctx = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(processes, mp_context=ctx) as pool:
+            results = pool.map(_chunk_job, jobs)
+            for s, (a, i) in zip(starts, results, strict=True):
+                aux[s : s + len(a)] = a
+                inputs[s : s + len(i)] = i
+    else:
+        for s in starts:
+            a, i = _witness_chunk(config, hints[s : s + chunk], F, xp)
+            if a.shape[1:] != aux.shape[1:] or i.shape[1:] != inputs.shape[1:]:
+                raise AssertionError("witness pass disagrees with the compiled sector")
+            aux[s : s + len(a)] = a
+            inputs[s : s + len(i)] = i
+            log.debug("witness: sectors %d..%d", s, s + len(a))
     if real < n:
         aux[real:] = aux[real - 1]
         inputs[real:] = inputs[real - 1]
