@@ -141,6 +141,8 @@ def test_challenges_and_ids():
         parse_sector_size("3GiB")
     with pytest.raises(InputError):
         config_for_registered_proof(15)
+    with pytest.raises(InputError, match="0x3f"):
+        leaf_challenge(b"\xff" * 32, 1, 0, 64)
     c = 0x1234
     assert comm_r_from_sealed_cid(sealed_cid_from_comm_r(c)) == c
     with pytest.raises(InputError):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import grpc
 import pytest
+from daemon_harness import running_daemon
 
-from conftest import running_daemon
 from cuzk.algebra.fields import R
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.jobs import JobState, Priority, ProofKind
@@ -86,9 +86,15 @@ def test_four_clients_25_mixed_priority_proofs_each(tmp_path: Path) -> None:
         def client_run(ci: int) -> None:
             try:
                 with d.client() as c:
-                    reqs = [
-                        demo_request(partitions=2, priority=prios[(ci + j) % 5]) for j in range(25)
-                    ]
+                    # CRITICAL jobs have two partitions, the others one: a partition
+                    # queued behind a CRITICAL job cannot finish before both of its
+                    # (which start together on the two workers).
+                    reqs = []
+                    for j in range(25):
+                        p = prios[(ci + j) % 5]
+                        reqs.append(
+                            demo_request(partitions=2 if p == pb.CRITICAL else 1, priority=p)
+                        )
                     start.wait()
                     ids = [c.submit(r).job_id for r in reqs]
                     for r, job_id in zip(reqs, ids, strict=True):
@@ -107,7 +113,7 @@ def test_four_clients_25_mixed_priority_proofs_each(tmp_path: Path) -> None:
         assert len(results) == 100
         for job_id, (req, resp) in results.items():
             assert resp.status == COMPLETED, (job_id, resp.error_message)
-            assert len(resp.proof) == 2 * 192
+            assert len(resp.proof) == (2 if req.priority == pb.CRITICAL else 1) * 192
             check_proof(engine, req, resp.proof)
 
         # CRITICAL jobs finish ahead of lower-priority jobs still queued when they arrived.
@@ -132,7 +138,7 @@ def test_four_clients_25_mixed_priority_proofs_each(tmp_path: Path) -> None:
         assert st.pinned_memory_limit_bytes == budget
         metrics = d.client().metrics()
         assert 'cuzk_proofs_completed_total{proof_kind="demo"} 100.0' in metrics
-        assert 'cuzk_partitions_proven_total{proof_kind="demo"} 200.0' in metrics
+        assert 'cuzk_partitions_proven_total{proof_kind="demo"} 120.0' in metrics
 
 
 def test_prove_and_status(daemon) -> None:
@@ -168,8 +174,8 @@ def test_request_id_is_an_idempotency_key(daemon) -> None:
 
 def test_await_timeout_and_unknown_job(daemon) -> None:
     c = daemon.client()
-    big = DemoCircuit.with_constraints(2000)
-    job = c.submit(demo_request(big, partitions=3)).job_id
+    big = DemoCircuit.with_constraints(1200)
+    job = c.submit(demo_request(big, partitions=2)).job_id
     r = c.await_proof(job, timeout_ms=50)
     assert r.status == pb.AwaitProofResponse.TIMEOUT
     assert c.await_proof(job).status == COMPLETED
@@ -471,7 +477,7 @@ def test_tls_and_http_status(tmp_path: Path) -> None:
             ) as r:
                 status = json.load(r)
             assert status["totals"]["completed"] == 1
-            assert status["kinds"] == ["demo"]
+            assert "demo" in status["kinds"]
             assert status["memory"]["host"]["peak_bytes"] <= status["memory"]["host"]["limit_bytes"]
             req = urllib.request.Request(base + "/metrics", headers=auth)
             with urllib.request.urlopen(req) as r:

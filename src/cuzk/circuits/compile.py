@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,7 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
+from cuzk.errors import ResourceError
 from cuzk.gadgets.boolean import AllocatedBit
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import BIT, NUM, Subcircuit
@@ -401,9 +402,67 @@ class CompiledCircuit:
     def templates(self) -> list[Template]:
         return list(self.top.walk())
 
-    def to_r1cs(self) -> R1CS:
-        """Materialise A, B, C (memory ≈ 40 bytes per non-zero)."""
+    @property
+    def csr_bytes(self) -> int:
+        """Host memory :meth:`to_r1cs` needs: 8-byte index and 32-byte
+        coefficient per non-zero, 8-byte row pointers (three matrices)."""
+        return 40 * sum(self.nnz) + 3 * 8 * (self.num_constraints + 1)
+
+    def to_r1cs(self, limit_bytes: int | None = None) -> R1CS:
+        """Materialise A, B, C; refuse (ResourceError) beyond ``limit_bytes``."""
+        if limit_bytes is not None and self.csr_bytes > limit_bytes:
+            raise ResourceError(
+                f"{self.circuit_id}: its matrices need {self.csr_bytes / 2**30:.1f} GiB, "
+                f"over the {limit_bytes / 2**30:.1f} GiB allowed; use the per-copy "
+                "matrices (copy_r1cs / copy_columns) instead"
+            )
         return build_r1cs(self)
+
+    def copy_r1cs(self) -> R1CS:
+        """The matrices of one copy of the top template, over its own columns
+        ``[ONE, its inputs…, its aux…]``, without input constraints.
+
+        Every copy's rows are these rows with columns renamed by
+        :meth:`copy_columns` — a WindowPoSt partition's 125M rows are 2349
+        renamings of one sector's 53,333 — so A·w can be computed copy by copy
+        from a 20 MB matrix instead of a 46 GB one (see :func:`matvec_by_copies`).
+        """
+        one = CompiledCircuit(self.circuit_id + "/copy", self.top, 1, self.coefficients)
+        full = build_r1cs(one)
+        rows = self.top.num_rows
+
+        def body(m: SparseMatrix) -> SparseMatrix:
+            end = int(m.indptr[rows])
+            return SparseMatrix(m.indptr[: rows + 1], m.indices[:end], m.coeffs[:end], m.num_cols)
+
+        return R1CS(
+            num_inputs=full.num_inputs,
+            num_aux=full.num_aux,
+            a=body(full.a),
+            b=body(full.b),
+            c=body(full.c),
+        )
+
+    def copy_columns(self, k: int) -> np.ndarray:
+        """Global column of each column of copy ``k``'s :meth:`copy_r1cs`."""
+        t = self.top
+        inputs = 1 + k * t.num_inputs + np.arange(t.num_inputs, dtype=np.int64)
+        aux = self.num_inputs + k * t.num_aux + np.arange(t.num_aux, dtype=np.int64)
+        return np.concatenate([np.zeros(1, dtype=np.int64), inputs, aux])
+
+
+def matvec_by_copies(cc: CompiledCircuit, copy: R1CS, w: list[int]) -> tuple[list, list, list]:
+    """(A·w, B·w, C·w) of the whole circuit from one copy's matrices (reference)."""
+    out: tuple[list, list, list] = ([], [], [])
+    for k in range(cc.copies):
+        wk = [w[int(c)] for c in cc.copy_columns(k)]
+        for res, m in zip(out, (copy.a, copy.b, copy.c), strict=True):
+            res.extend(m.matvec(wk))
+    # bellperson's input constraints: x_i in A, nothing in B and C.
+    out[0].extend(w[: cc.num_inputs])
+    out[1].extend([0] * cc.num_inputs)
+    out[2].extend([0] * cc.num_inputs)
+    return out
 
 
 def _entries_for(inst: Instances, m: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
@@ -515,12 +574,3 @@ def compile_circuit(
     compiler = compiler or Compiler()
     template = compiler.template(top)
     return CompiledCircuit(circuit_id, template, copies, compiler.coefficients)
-
-
-def synthesize_inline(cs: Any, top: Subcircuit, hints: Sequence[Any] | None, copies: int) -> None:
-    """Run ``copies`` copies of ``top`` on an ordinary constraint system."""
-    for i in range(copies):
-        top.synth(cs, [], None if hints is None else hints[i])
-
-
-SynthFn = Callable[[Any, list, Any], list]

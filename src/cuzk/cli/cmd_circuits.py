@@ -196,11 +196,22 @@ def _phase_witness(
     return out
 
 
+def _child_main(queue, fn, args) -> None:
+    queue.put(fn(*args))
+
+
 def _in_child(fn, *args) -> dict:
+    """Run one phase in a fresh process, so its peak memory is its own."""
     import multiprocessing
 
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(fn, args)
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child_main, args=(queue, fn, args))
+    proc.start()
+    try:
+        return queue.get()
+    finally:
+        proc.join()
 
 
 def run_bench(args: argparse.Namespace) -> int:

@@ -90,7 +90,7 @@ class DaemonConfig:
     journal: str = ""  # SQLite journal; "" = $CUZK_HOME/journal.sqlite
     job_retention: float = 24 * 3600.0  # finished jobs stay answerable this long
     shutdown_timeout: float = 600.0  # SIGTERM: finish accepted work for at most this long
-    grpc_threads: int = 16
+    grpc_threads: int = 64  # each waiting AwaitProof or Prove holds one
 
     def journal_path(self) -> Path:
         return Path(self.journal) if self.journal else cuzk_home() / "journal.sqlite"

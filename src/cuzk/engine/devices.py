@@ -8,7 +8,9 @@ against the host budget.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,14 @@ class Device:
     def host_resident(self) -> bool:
         """Keys prepared for this device live in host memory (the CPU backend)."""
         return self.budget is None
+
+    def activate(self) -> AbstractContextManager[Any]:
+        """Make this the current CUDA device of the calling thread (a no-op on the CPU)."""
+        if self.backend.name != "cuda":
+            return contextlib.nullcontext()
+        import cupy
+
+        return cupy.cuda.Device(self.ordinal)
 
     def key_bytes(self, pk: ProvingKey, r1cs: R1CS) -> int:
         """Device memory a prepared key and its circuit's matrices occupy."""

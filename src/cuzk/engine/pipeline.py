@@ -216,7 +216,8 @@ class Pipeline:
                 self.release(item)
                 return
             t = time.perf_counter()
-            proof = prover.prove(lease.key, r1cs, item.witness.assignment)
+            with device.activate():
+                proof = prover.prove(lease.key, r1cs, item.witness.assignment)
             dt = time.perf_counter() - t
         finally:
             self.srs.release_device(lease)

@@ -220,7 +220,7 @@ class SrsManager:
                 except InputError:
                     log.info("key cache holds %s, which no registered kind owns", d.name)
 
-    def _ensure_on_disk(self, e: SrsEntry) -> None:
+    def _ensure_on_disk(self, e: SrsEntry, cancelled: Any = None) -> None:
         if (e.directory / "meta.json").exists():
             return
         with self._lock:
@@ -236,7 +236,9 @@ class SrsManager:
                 )
             r1cs = e.handler.r1cs(e.circuit_id)
             (res,) = self.host_budget.reserve(
-                [(key_host_bytes(r1cs), f"key generation {e.circuit_id}")], evict=self.evict_idle
+                [(key_host_bytes(r1cs), f"key generation {e.circuit_id}")],
+                evict=self.evict_idle,
+                cancelled=cancelled,
             )
             try:
                 t = time.perf_counter()
@@ -252,8 +254,8 @@ class SrsManager:
                 res.release()
             e.size_bytes = key_dir_bytes(e.directory)
 
-    def _ensure_warm(self, e: SrsEntry) -> ProvingKey:
-        self._ensure_on_disk(e)
+    def _ensure_warm(self, e: SrsEntry, cancelled: Any = None) -> ProvingKey:
+        self._ensure_on_disk(e, cancelled)
         with self._lock:
             if e.pk is None:
                 e.pk = load_key(e.directory)
@@ -276,8 +278,7 @@ class SrsManager:
             e.refs += 1
             e.last_used = time.monotonic()
         try:
-            self._ensure_on_disk(e)
-            pk = self._ensure_warm(e)
+            pk = self._ensure_warm(e, cancelled)
             host_devices = [d for d in self.devices.values() if d.host_resident]
             if not host_devices:
                 (working,) = self.host_budget.reserve(
@@ -349,7 +350,7 @@ class SrsManager:
                         cancelled=cancelled,
                     )
                 else:
-                    pk = self._ensure_warm(e)
+                    pk = self._ensure_warm(e, cancelled)
                     working, key_res = device.budget.reserve(
                         [
                             (device.working_bytes(r1cs), f"partition {e.circuit_id}"),
@@ -359,7 +360,8 @@ class SrsManager:
                         cancelled=cancelled,
                     )
                     try:
-                        prepared = prover.prepare(pk, r1cs, device.backend)
+                        with device.activate():  # preload may run on any thread
+                            prepared = prover.prepare(pk, r1cs, device.backend)
                     except BaseException:
                         key_res.release()
                         working.release()

@@ -31,9 +31,8 @@ from cuzk.gadgets.multipack import pack_bits, pack_into_inputs
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.poseidon import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
-from cuzk.gadgets.subcircuit import BIT, NUM, Subcircuit, call
+from cuzk.gadgets.subcircuit import NUM, Subcircuit, call
 from cuzk.gadgets.values import values_of
-from cuzk.hashers.merkle import TreeShape
 from cuzk.hashers.poseidon_constants import poseidon_constants
 from cuzk.r1cs import ONE
 
@@ -117,10 +116,6 @@ def level_subcircuit(hasher: str, arity: int) -> Subcircuit:
 # --------------------------------------------------------------------------
 
 
-def path_arities(shape: TreeShape, num_leaves: int) -> list[int]:
-    return shape.arities(num_leaves)
-
-
 def por(
     cs: Any,
     hasher: str,
@@ -173,7 +168,6 @@ def por_subcircuit(hasher: str, arities: tuple[int, ...], private: bool = True) 
 
 
 __all__ = [
-    "BIT",
     "POSEIDON",
     "SHA256",
     "hash_node",

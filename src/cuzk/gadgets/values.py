@@ -116,9 +116,6 @@ class ScalarValues:
             return None
         return sum(int(bool(b)) << i for i, b in enumerate(bits))
 
-    def w_const(self, v: int):
-        return v
-
 
 SCALAR = ScalarValues()
 
@@ -240,9 +237,6 @@ class LaneValues:
                 term = b.astype(self.xp.uint64) << self.xp.uint64(i)
                 acc = term if isinstance(acc, int) and acc == 0 else self._w(acc) + term
         return acc
-
-    def w_const(self, v: int):
-        return v
 
 
 def values_of(cs: Any) -> Any:

@@ -16,6 +16,7 @@ import hashlib
 import struct
 from collections.abc import Sequence
 
+from cuzk.algebra.fields import R
 from cuzk.circuits.post.config import PoStConfig
 from cuzk.errors import InputError
 
@@ -23,6 +24,13 @@ from cuzk.errors import InputError
 def _check_randomness(randomness: bytes) -> None:
     if len(randomness) != 32:
         raise InputError("PoSt randomness", "", f"randomness has 32 bytes, not {len(randomness)}")
+    if int.from_bytes(randomness, "little") >= R:
+        # rust-fil-proofs rejects it too (as_safe_commitment); Lotus masks first.
+        raise InputError(
+            "PoSt randomness",
+            "",
+            "not a field element: clear the top two bits of byte 31 (randomness[31] &= 0x3f)",
+        )
 
 
 def leaf_challenge(randomness: bytes, sector_id: int, challenge_index: int, num_leaves: int) -> int:
