@@ -121,3 +121,14 @@ def test_params_check_reports_section_and_index(cube, tmp_path, capsys):
     assert main([*prove, "--proof", str(tmp_path / "x.bin")]) == 1
     assert "did not verify" in capsys.readouterr().err
     assert not (tmp_path / "x.bin").exists()
+
+
+def test_setup_writes_a_zkey_we_and_snarkjs_prove_with(cube, tmp_path, capsys):
+    zkey, vkey = tmp_path / "dev.zkey", tmp_path / "vk.json"
+    assert main(["setup", "--r1cs", str(cube.r1cs), "--zkey", str(zkey), "--vkey", str(vkey)]) == 0
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    assert main(["prove", "--zkey", str(zkey), "--wtns", str(cube.wtns), "--proof", str(proof),
+                 "--public", str(public)]) == 0  # fmt: skip
+    assert snarkjs_verifies(vkey, public, proof)
+    assert main(["setup", "--r1cs", str(cube.r1cs)]) == 2
+    assert "give one output key" in capsys.readouterr().err

@@ -17,8 +17,9 @@ on stderr, naming the file and what is wrong with it).
 - ``cuzk verify --params P --check`` (or ``cuzk params-check P``): validate
   every point of a .params file, with a progress bar; reports the first bad
   point by section and index.
-- ``cuzk setup --r1cs R --params OUT``: a development (single-party, insecure)
-  setup for a circom circuit, written as bellperson files and snarkjs JSON.
+- ``cuzk setup --r1cs R (--params OUT | --zkey OUT)``: a development
+  (single-party, insecure) setup for a circom circuit, written as bellperson
+  parameters or a snarkjs .zkey (plus, on request, .vk and key JSON).
 - ``cuzk export-vkey (--zkey | --params | --vk) --vkey OUT.json``: a snarkjs
   verification key, so ``snarkjs groth16 verify`` can check cuzk's proofs.
 """
@@ -77,11 +78,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes to use")
     c.set_defaults(func=_guard(run_params_check))
 
-    s = sub.add_parser(
-        "setup", help="development Groth16 setup (INSECURE) for a circom .r1cs, bellperson files"
-    )
+    s = sub.add_parser("setup", help="development Groth16 setup (INSECURE) for a circom .r1cs")
     s.add_argument("--r1cs", required=True, help="circom constraint system (.r1cs)")
-    s.add_argument("--params", required=True, help="output: bellperson .params")
+    s.add_argument("--params", help="output: bellperson .params")
+    s.add_argument("--zkey", help="output: snarkjs .zkey")
     s.add_argument("--vk", help="output: bellperson .vk")
     s.add_argument("--vkey", help="output: snarkjs verification_key.json")
     s.add_argument("--seed", type=int, help="seeded setup, reproducible (tests only)")
@@ -294,17 +294,28 @@ def run_params_check(args: argparse.Namespace) -> int:
 
 
 def run_setup(args: argparse.Namespace) -> int:
+    if bool(args.params) == bool(args.zkey):
+        raise InputError("setup", "", "give one output key: --params (bellperson) or --zkey")
     circuit = snarkjs.read_r1cs(args.r1cs)
-    pk = setup.setup(circuit.r1cs, seed=args.seed)
-    bellperson.write_params(args.params, pk)
+    if args.zkey:
+        from cuzk.formats import zkey_setup
+
+        zkey_setup.write_zkey(args.zkey, circuit, seed=args.seed)
+        vk = snarkjs.read_zkey(args.zkey).vk
+        out = args.zkey
+    else:
+        pk = setup.setup(circuit.r1cs, seed=args.seed)
+        bellperson.write_params(args.params, pk)
+        vk, out = pk.vk, args.params
     if args.vk:
-        bellperson.write_vk(args.vk, pk.vk)
+        bellperson.write_vk(args.vk, vk)
     if args.vkey:
-        snarkjs.write_vk_json(args.vkey, pk.vk)
+        snarkjs.write_vk_json(args.vkey, vk)
+    r1 = circuit.r1cs
     print(
-        f"{args.params}: {circuit.r1cs.num_constraints} constraints "
-        f"({circuit.n_constraints} + {circuit.n_public + 1} input constraints), "
-        f"domain {pk.domain_size}; development key, INSECURE"
+        f"{out}: {r1.num_constraints} constraints ({circuit.n_constraints} + "
+        f"{circuit.n_public + 1} input constraints), domain "
+        f"{1 << max(0, (r1.num_constraints - 1).bit_length())}; development key, INSECURE"
     )
     return EXIT_OK
 

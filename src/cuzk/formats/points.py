@@ -156,6 +156,28 @@ def g2_from_lem(raw: np.ndarray) -> DecodedPoints:
     return DecodedPoints(_limbs(std, n, (2, 2, 6)), infinity, problem)
 
 
+def _to_lem(a: np.ndarray, width: int) -> bytes:
+    """Limb rows of affine points → snarkjs Montgomery bytes (infinity stays all zero)."""
+    flat = np.ascontiguousarray(a, dtype="<u8").reshape(len(a), width)
+    coords = le_ints(flat.reshape(-1, 6).view(np.uint8), 48)
+    return ints_to_le(coords * (1 << 384) % Q, 48)
+
+
+def g1_to_lem(a: np.ndarray) -> bytes:
+    """(n, 2, 6) limbs → snarkjs G1 bytes (n·96)."""
+    return _to_lem(a, 12)
+
+
+def g2_to_lem(a: np.ndarray) -> bytes:
+    """(n, 2, 2, 6) limbs → snarkjs G2 bytes (n·192), x.c0 ‖ x.c1 ‖ y.c0 ‖ y.c1."""
+    return _to_lem(a, 24)
+
+
+def fr_to_mont2(values) -> bytes:
+    """Fr ints → zkey coefficient bytes (n·2^512 mod r, 32 bytes LE each)."""
+    return ints_to_le((int(v) * FR_MONT2 % R for v in values), 32)
+
+
 def fr_from_mont2(raw: np.ndarray) -> tuple[np.ndarray, int | None]:
     """zkey coefficients (n·32 bytes, n·2^512 mod r) to (n, 4) standard limbs.
 
