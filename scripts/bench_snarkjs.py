@@ -4,14 +4,18 @@ Usage (from the repository root, after ``make test`` has installed the tools):
 
     .venv/bin/python scripts/bench_snarkjs.py [--runs 3] [--power 16] [--work .cache/bench]
 
-Builds once and caches under --work: a BLS12-381 powers of tau of 2^power
-(minutes: snarkjs is slow to prepare phase 2), circomlib's SHA-256 of 512 bits
-(tests/data/circom/sha256_2blocks.circom, ~59k constraints, 2^16 domain),
-its witness, a Groth16 key with one phase-2 contribution and its verification
-key. Then alternates the two provers ``--runs`` times each, as separate
-processes timed from start to exit (startup and key reading included on
-both sides), checks every proof with ``snarkjs groth16 verify``, and prints
-the per-stage medians and the ratio cuzk ÷ snarkjs.
+Builds once and caches under --work: circomlib's SHA-256 of 512 bits
+(tests/data/circom/sha256_2blocks.circom, ~62.5k constraints, 2^16 domain),
+its witness, a Groth16 .zkey and its verification key (exported by snarkjs).
+The key comes from ``cuzk setup --zkey`` (--key cuzk, the default: seconds) or
+from snarkjs itself (--key snarkjs: a BLS12-381 powers of tau of 2^power with
+one phase-2 contribution, which snarkjs needs hours to prepare on 2 cores).
+Both provers do the same work on either key.
+
+Then alternates the two provers ``--runs`` times each, as separate processes
+timed from start to exit (startup and key reading included on both sides),
+checks every proof with ``snarkjs groth16 verify``, and prints the per-stage
+medians and the ratio cuzk ÷ snarkjs.
 
 snarkjs's stages are read from the timestamps of its ``-v`` log lines; cuzk's
 from ``cuzk prove --times``.
@@ -39,15 +43,9 @@ def sh(*cmd, cwd: Path = REPO) -> None:
     subprocess.run(list(map(str, cmd)), cwd=cwd, check=True, stdout=subprocess.DEVNULL)
 
 
-def build(work: Path, power: int) -> dict[str, Path]:
+def build(work: Path, power: int, key: str) -> dict[str, Path]:
     work.mkdir(parents=True, exist_ok=True)
     snarkjs = BIN / "snarkjs"
-    ptau = work / f"pot{power}.ptau"
-    if not ptau.exists():
-        sh(snarkjs, "powersoftau", "new", "bls12381", power, work / "pot_0.ptau")
-        sh(snarkjs, "powersoftau", "contribute", work / "pot_0.ptau", work / "pot_1.ptau",
-           "--name=bench", "-e=cuzk bench")  # fmt: skip
-        sh(snarkjs, "powersoftau", "prepare", "phase2", work / "pot_1.ptau", ptau)
     name = CIRCUIT.stem
     r1cs = work / f"{name}.r1cs"
     if not r1cs.exists():
@@ -56,11 +54,19 @@ def build(work: Path, power: int) -> dict[str, Path]:
     wtns = work / f"{name}.wtns"
     if not wtns.exists():
         sh(snarkjs, "wtns", "calculate", work / f"{name}_js" / f"{name}.wasm", INPUT, wtns)
-    zkey = work / f"{name}.zkey"
+    zkey = work / f"{name}.{key}.zkey"
+    if not zkey.exists() and key == "cuzk":
+        sh(REPO / ".venv" / "bin" / "cuzk", "setup", "--r1cs", r1cs, "--zkey", zkey)
     if not zkey.exists():
+        ptau = work / f"pot{power}.ptau"
+        if not ptau.exists():
+            sh(snarkjs, "powersoftau", "new", "bls12381", power, work / "pot_0.ptau")
+            sh(snarkjs, "powersoftau", "contribute", work / "pot_0.ptau", work / "pot_1.ptau",
+               "--name=bench", "-e=cuzk bench")  # fmt: skip
+            sh(snarkjs, "powersoftau", "prepare", "phase2", work / "pot_1.ptau", ptau)
         sh(snarkjs, "groth16", "setup", r1cs, ptau, work / "k0.zkey")
         sh(snarkjs, "zkey", "contribute", work / "k0.zkey", zkey, "--name=bench", "-e=bench")
-    vkey = work / "verification_key.json"
+    vkey = work / f"verification_key.{key}.json"
     if not vkey.exists():
         sh(snarkjs, "zkey", "export", "verificationkey", zkey, vkey)
     return {"zkey": zkey, "wtns": wtns, "vkey": vkey}
@@ -133,8 +139,15 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--power", type=int, default=16)
     ap.add_argument("--work", type=Path, default=REPO / ".cache" / "bench")
+    ap.add_argument(
+        "--key",
+        choices=("cuzk", "snarkjs"),
+        default="cuzk",
+        help="who makes the .zkey: cuzk setup --zkey (seconds) or snarkjs from a 2^power "
+        "powers of tau (hours on 2 cores: phase-2 preparation)",
+    )
     args = ap.parse_args()
-    files = build(args.work, args.power)
+    files = build(args.work, args.power, args.key)
     results: dict[str, list] = {"snarkjs": [], "cuzk": []}
     for i in range(args.runs):
         for tool, fn in (("snarkjs", run_snarkjs), ("cuzk", run_cuzk)):
@@ -144,6 +157,7 @@ def main() -> int:
             verify(files, out)
             results[tool].append((total, stages))
             print(f"run {i} {tool:<8}{total:8.2f} s (verified by snarkjs)", file=sys.stderr)
+    print(f"\nkey: {files['zkey'].name} (made by {args.key})")
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"{platform.python_implementation()} {platform.python_version()}; "
           f"date {time.strftime('%Y-%m-%d')}; runs {args.runs} each, medians")  # fmt: skip
