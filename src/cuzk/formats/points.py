@@ -102,26 +102,50 @@ def _off_curve(limbs: np.ndarray, group: str) -> np.ndarray:
     return bad
 
 
+def _mulmod_le(raw: np.ndarray, width: int, factor: int, modulus: int) -> bytes:
+    """Each ``width``-byte LE integer times ``factor`` mod ``modulus``, LE again (one pass)."""
+    buf = np.ascontiguousarray(raw, dtype=np.uint8).tobytes()
+    fb, tb = int.from_bytes, int.to_bytes
+    return b"".join(
+        [
+            tb(fb(buf[i : i + width], "little") * factor % modulus, width, "little")
+            for i in range(0, len(buf), width)
+        ]
+    )
+
+
+def first_not_below(limbs: np.ndarray, modulus: int) -> int | None:
+    """Index of the first row of LE 64-bit limbs whose value is not below ``modulus``."""
+    k = limbs.shape[1]
+    m = np.frombuffer(modulus.to_bytes(8 * k, "little"), dtype="<u8")
+    less = np.zeros(len(limbs), dtype=bool)
+    equal = np.ones(len(limbs), dtype=bool)
+    for j in range(k - 1, -1, -1):
+        less |= equal & (limbs[:, j] < m[j])
+        equal &= limbs[:, j] == m[j]
+    return first_true(~less)
+
+
 def _from_lem(raw: np.ndarray, size: int, group: str) -> DecodedPoints:
-    raw = np.asarray(raw, dtype=np.uint8).reshape(-1, size)
+    raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, size)
     n = len(raw)
     infinity = ~raw.any(axis=1)
-    c = le_ints(raw, 48)
-    big = c >= Q
-    problem = None
-    if big.any():
-        problem = PointProblem(
-            int(np.flatnonzero(big)[0]) // (size // 48), "a coordinate is not below q"
+    coords = raw.view("<u8").reshape(-1, 6)
+    big = first_not_below(coords, Q)
+    if big is not None:
+        return DecodedPoints(
+            np.zeros((n, *_SHAPE[group]), np.uint64),
+            infinity,
+            PointProblem(big // (size // 48), "a coordinate is not below q"),
         )
-        c = np.where(big, 0, c)
-    std = c * FQ_MONT_INV % Q
-    shape = (2, 6) if group == "G1" else (2, 2, 6)
-    limbs = np.frombuffer(ints_to_le(std, 48), dtype="<u8").reshape((n, *shape)).copy()
-    if problem is None:
-        off = _off_curve(limbs, group) & ~infinity
-        if off.any():
-            problem = PointProblem(first_true(off), f"not on the {group} curve")
+    std = _mulmod_le(raw, 48, FQ_MONT_INV, Q)
+    limbs = np.frombuffer(std, dtype="<u8").reshape((n, *_SHAPE[group])).copy()
+    off = _off_curve(limbs, group) & ~infinity
+    problem = PointProblem(first_true(off), f"not on the {group} curve") if off.any() else None
     return DecodedPoints(limbs, infinity, problem)
+
+
+_SHAPE = {"G1": (2, 6), "G2": (2, 2, 6)}
 
 
 def g1_from_lem(raw: np.ndarray) -> DecodedPoints:
@@ -159,25 +183,21 @@ def fr_to_mont2(values) -> bytes:
 def fr_from_mont2(raw: np.ndarray) -> tuple[np.ndarray, int | None]:
     """zkey coefficients (n·32 bytes, n·2^512 mod r) to (n, 4) standard limbs.
 
-    Returns the array and the index of the first value not below r (or None).
+    Returns the array and the index of the first value not below r (or None;
+    the array is then not converted).
     """
-    v = le_ints(raw, 32)
-    big = v >= R
-    bad = first_true(big) if big.any() else None
-    std = np.where(big, 0, v) * FR_MONT2_INV % R
-    out = np.frombuffer(ints_to_le(std, 32), dtype="<u8").reshape(-1, 4).copy()
-    return out, bad
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    limbs = raw.view("<u8").reshape(-1, 4)
+    bad = first_not_below(limbs, R)
+    if bad is not None:
+        return limbs.copy(), bad
+    std = _mulmod_le(raw, 32, FR_MONT2_INV, R)
+    return np.frombuffer(std, dtype="<u8").reshape(-1, 4).copy(), None
 
 
 def fr_first_noncanonical(a: np.ndarray) -> int | None:
     """Index of the first (n, 4) limb row that is not below r, or None."""
-    r_limbs = np.frombuffer(R.to_bytes(32, "little"), dtype="<u8")
-    less = np.zeros(len(a), dtype=bool)
-    equal = np.ones(len(a), dtype=bool)
-    for k in range(3, -1, -1):
-        less |= equal & (a[:, k] < r_limbs[k])
-        equal &= a[:, k] == r_limbs[k]
-    return first_true(~less)
+    return first_not_below(a, R)
 
 
 # --- zcash uncompressed (bellperson) <-> limbs ---------------------------------
