@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint gpu-check clean
+.PHONY: demo prove-demo test lint clean
 
 $(BIN)/cuzk: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +12,12 @@ $(BIN)/cuzk: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# The main job: start cuzk-daemon on its built-in defaults, run a cuzk-bench batch, stop it.
 demo: $(BIN)/cuzk
+	$(BIN)/cuzk-bench demo-service
+
+# The prover alone, without the service: set up, prove and verify the demo circuit.
+prove-demo: $(BIN)/cuzk
 	$(BIN)/cuzk demo
 
 lint: $(BIN)/cuzk
