@@ -4,6 +4,7 @@ import pytest
 
 from cuzk.backends.cpu import CpuBackend
 from cuzk.formats import snarkjs as sj
+from cuzk.formats import snarkjs_json as sjson
 from cuzk.formats import zkey_prover, zkey_setup
 from interop_tools import circuit, snarkjs, snarkjs_verifies
 
@@ -22,10 +23,10 @@ def test_snarkjs_proves_with_our_zkey_and_we_agree(name, tmp_path):
     assert snarkjs_verifies(tmp_path / "vk.json", tmp_path / "pub.json", tmp_path / "theirs.json")
     # we read the same key snarkjs did, and our proof passes snarkjs's verifier
     z = sj.read_zkey(zkey)
-    assert z.vk.ic == sj.read_vk_json(tmp_path / "vk.json").ic
+    assert z.vk.ic == sjson.read_vk_json(tmp_path / "vk.json").ic
     w = sj.read_wtns(circ.wtns, z.n_vars)
     proof = zkey_prover.prove_zkey(zkey_prover.prepare_zkey(z, CpuBackend()), w)
-    sj.write_proof_json(tmp_path / "ours.json", proof)
+    sjson.write_proof_json(tmp_path / "ours.json", proof)
     assert snarkjs_verifies(tmp_path / "vk.json", tmp_path / "pub.json", tmp_path / "ours.json")
     # and the QAP coefficients are the circuit's
     qa, _ = z.matrices

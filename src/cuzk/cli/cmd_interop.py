@@ -36,7 +36,7 @@ from pathlib import Path
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.backends import get_backend
 from cuzk.errors import CuzkError, EncodingError, InputError, VerificationError
-from cuzk.formats import bellperson, snarkjs
+from cuzk.formats import bellperson, snarkjs, snarkjs_json
 from cuzk.groth16 import prover, setup, verifier
 from cuzk.groth16.keys import VerifyingKey
 from cuzk.groth16.proof import Proof
@@ -167,7 +167,7 @@ def run_prove(args: argparse.Namespace) -> int:
         times.mark("verify", t)
     _write_proof(args.proof, proof)
     if args.public:
-        snarkjs.write_public_json(args.public, public)
+        snarkjs_json.write_public_json(args.public, public)
     if args.times:
         total = sum(times.seconds.values())
         for stage, sec in times.seconds.items():
@@ -180,7 +180,7 @@ def run_prove(args: argparse.Namespace) -> int:
 def _write_proof(path: str, proof: Proof) -> None:
     """snarkjs JSON for a ``.json`` name, else bellperson's 192-byte binary proof."""
     if path.endswith(".json"):
-        snarkjs.write_proof_json(path, proof)
+        snarkjs_json.write_proof_json(path, proof)
     else:
         bellperson.write_proofs(path, [proof])
 
@@ -190,7 +190,7 @@ def _write_proof(path: str, proof: Proof) -> None:
 
 def _load_vk(args: argparse.Namespace) -> tuple[VerifyingKey, str]:
     if args.vkey:
-        return snarkjs.read_vk_json(args.vkey), args.vkey
+        return snarkjs_json.read_vk_json(args.vkey), args.vkey
     if args.vk:
         return bellperson.read_vk(args.vk), args.vk
     return bellperson.MappedParams(args.params).vk, args.params
@@ -199,7 +199,7 @@ def _load_vk(args: argparse.Namespace) -> tuple[VerifyingKey, str]:
 def _load_proofs(path: str) -> list[Proof]:
     data = Path(path).read_bytes()
     if data.lstrip()[:1] == b"{":
-        return [snarkjs.read_proof_json(path)]
+        return [snarkjs_json.read_proof_json(path)]
     return bellperson.proofs_from_bytes(data, path)
 
 
@@ -209,9 +209,9 @@ def _load_public(path: str, partitions: int) -> list[list[int]]:
     except json.JSONDecodeError as e:
         raise InputError(path, f"line {e.lineno}", f"not JSON: {e.msg}") from e
     if isinstance(doc, list) and doc and all(isinstance(x, list) for x in doc):
-        lists = [snarkjs.public_from_json(x, f"{path}[{i}]") for i, x in enumerate(doc)]
+        lists = [snarkjs_json.public_from_json(x, f"{path}[{i}]") for i, x in enumerate(doc)]
     else:
-        lists = [snarkjs.public_from_json(doc, path)]
+        lists = [snarkjs_json.public_from_json(doc, path)]
     if len(lists) != partitions:
         raise InputError(
             path, "", f"{len(lists)} lists of public inputs for {partitions} partition proofs"
@@ -310,7 +310,7 @@ def run_setup(args: argparse.Namespace) -> int:
     if args.vk:
         bellperson.write_vk(args.vk, vk)
     if args.vkey:
-        snarkjs.write_vk_json(args.vkey, vk)
+        snarkjs_json.write_vk_json(args.vkey, vk)
     r1 = circuit.r1cs
     print(
         f"{out}: {r1.num_constraints} constraints ({circuit.n_constraints} + "
@@ -327,6 +327,6 @@ def run_export_vkey(args: argparse.Namespace) -> int:
         vk = bellperson.MappedParams(args.params).vk
     else:
         vk = bellperson.read_vk(args.vk)
-    snarkjs.write_vk_json(args.vkey, vk)
+    snarkjs_json.write_vk_json(args.vkey, vk)
     print(f"verification key written to {args.vkey}")
     return EXIT_OK
