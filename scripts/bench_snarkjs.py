@@ -119,9 +119,9 @@ def run_cuzk(files, out: Path) -> tuple[float, dict[str, float]]:
         raise RuntimeError(f"cuzk prove failed: {p.stderr}")
     stages = {}
     for line in p.stderr.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == "s" and parts[0] != "total":
-            stages[parts[0]] = float(parts[1])
+        parts = line.rsplit(maxsplit=2)  # "<stage name>  <seconds> s"
+        if len(parts) == 3 and parts[2] == "s" and parts[0].strip() != "total":
+            stages[parts[0].strip()] = float(parts[1])
     stages["python start + write"] = total - sum(stages.values())
     return total, stages
 
