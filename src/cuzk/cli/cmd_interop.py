@@ -149,6 +149,8 @@ def run_prove(args: argparse.Namespace) -> int:
             )
         try:
             key = prover.prepare(params.proving_key(), r1cs, backend)
+        except InputError as e:  # counts that do not fit the circuit: name the file
+            raise InputError(args.params, e.field, f"{e.problem} ({args.r1cs})") from e
         except ValueError as e:  # the backend refuses a point off its curve
             raise InputError(
                 args.params,
