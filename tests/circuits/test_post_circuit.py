@@ -13,17 +13,19 @@ import pytest
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.cache import load_or_build_r1cs, load_or_compile
+from cuzk.circuits.post.challenges import sector_leaf_challenges
 from cuzk.circuits.post.circuit import (
     compile_post,
     public_inputs,
-    sector_hints,
     sector_subcircuit,
     single_sector_config,
+    slot_hints,
     witness,
 )
 from cuzk.circuits.post.config import WINDOW, WINNING, config_for_registered_proof, post_config
 from cuzk.circuits.post.generate import generate_sector_proof
 from cuzk.circuits.post.vanilla import read_sector_proof
+from cuzk.errors import InputError
 from cuzk.hashers.field import limb_fr
 from cuzk.r1cs import ConstraintSystem
 
@@ -33,10 +35,11 @@ RND = bytes(range(32))
 
 def _inline(config, proofs):
     cs = ConstraintSystem(keep_names=False)
-    sub = sector_subcircuit(config.arities, config.challenge_count)
-    padded = list(proofs) + [proofs[-1]] * (config.sector_count - len(proofs))
-    for p in padded:
-        sub.synth(cs, [], sector_hints(p))
+    sub = sector_subcircuit(config.arities, config.circuit_challenge_count)
+    slots = [h for p in proofs for h in slot_hints(config, p)]
+    slots += [slots[-1]] * (config.circuit_sector_count - len(slots))
+    for h in slots:
+        sub.synth(cs, [], h)
     return cs
 
 
@@ -92,10 +95,12 @@ def test_limb_backend_witness_equals_object_backend():
 
 def test_32gib_counts():
     winning = compile_post(post_config(WINNING, "32GiB"))
-    # 1 sector: header 313 + 66 × (10 levels × 530 + 2); inputs ONE + comm_r + 66.
-    assert winning.num_circuit_constraints == 313 + 66 * 5302 == 350_245
-    assert winning.num_inputs == 68
-    assert winning.num_constraints == 350_313
+    # 66 slots × (header 313 + 1 × (10 levels × 530 + 2)); inputs ONE + 66 × (comm_r, leaf).
+    # rust-fil-proofs' circuitinfo: 370,590 constraints, 133 public inputs (ONE counted).
+    assert winning.copies == 66
+    assert winning.num_circuit_constraints == 66 * (313 + 5302) == 370_590
+    assert winning.num_inputs == 133
+    assert winning.num_constraints == 370_723
     window = compile_post(post_config(WINDOW, "32GiB"))
     # rust-fil-proofs quotes 125,279,217 constraints for 2349 sectors.
     assert window.num_circuit_constraints == 2349 * 53_333 == 125_279_217
@@ -132,11 +137,11 @@ def test_winning_post_32gib_end_to_end(circuit_cache):
     cc = load_or_compile(config.circuit_id, lambda: compile_post(config), circuit_cache)
     r1cs = load_or_build_r1cs(cc, circuit_cache)
     compile_s = time.perf_counter() - t0
-    assert r1cs.num_constraints == 350_313
+    assert r1cs.num_constraints == 370_723
     proof = generate_sector_proof(config, RND, 1234)
     w = witness(cc, config, [proof])
     assignment = fr_from_array(w)
-    assert assignment[1:68] == public_inputs(config, RND, [(1234, proof.comm_r)])
+    assert assignment[1:133] == public_inputs(config, RND, [(1234, proof.comm_r)])
     assert r1cs.is_satisfied(assignment)
     # Second load comes from the cache.
     t1 = time.perf_counter()
@@ -145,6 +150,50 @@ def test_winning_post_32gib_end_to_end(circuit_cache):
     )
     assert time.perf_counter() - t1 < compile_s + 1
     assert np.array_equal(again.a.indices, r1cs.a.indices)
+
+
+# a.len() of the WinningPoSt circuit per sector size: 66 × (313 + one inclusion
+# proof) constraints plus 133 input constraints.
+WINNING_COUNTS = {
+    "2KiB": 90_883,
+    "4KiB": 111_607,
+    "16KiB": 125_863,
+    "32KiB": 146_587,
+    "8MiB": 230_803,
+    "16MiB": 251_527,
+    "512MiB": 300_763,
+    "1GiB": 321_487,
+    "32GiB": 370_723,
+    "64GiB": 391_447,
+}
+
+
+@pytest.mark.parametrize("size", sorted(WINNING_COUNTS))
+def test_winning_post_counts_all_sizes(size):
+    config = post_config(WINNING, size)
+    assert (config.circuit_sector_count, config.circuit_challenge_count) == (66, 1)
+    cc = compile_post(config)
+    assert cc.num_inputs == 133
+    assert cc.num_constraints == WINNING_COUNTS[size]
+
+
+def test_winning_post_slots_are_the_sector_repeated_with_challenge_i():
+    config = post_config(WINNING, "2KiB")
+    proof = generate_sector_proof(config, RND, 77)
+    pub = public_inputs(config, RND, [(77, proof.comm_r)])
+    assert len(pub) == 132
+    # Slot i: the sector's comm_r, then the leaf of its vanilla challenge i.
+    assert pub[0::2] == [proof.comm_r] * 66
+    assert pub[1::2] == sector_leaf_challenges(config, RND, 77)
+    slots = slot_hints(config, proof)
+    assert len(slots) == 66 and all(len(pors) == 1 for _, pors in slots)
+    assert {h for h, _ in slots} == {
+        (proof.sectors[0].comm_r_last, proof.sectors[0].comm_c, proof.comm_r)
+    }
+    with pytest.raises(InputError, match="WinningPoSt proves exactly 1"):
+        public_inputs(config, RND, [(77, proof.comm_r)] * 2)
+    with pytest.raises(InputError, match="no sectors"):
+        witness(compile_post(config), config, [])
 
 
 def test_per_copy_matrices_give_the_partition_products():

@@ -20,6 +20,7 @@ from cuzk.groth16.proof import Proof
 
 RND = bytes(range(32))
 WINDOW_2K_V1_1 = 10  # RegisteredPoStProof StackedDrgWindow2KiBV1_1
+WINNING_2K = 0  # RegisteredPoStProof StackedDrgWinning2KiBV1
 
 
 def window_request(randomness: bytes = RND, partition: int = 0) -> ProofRequest:
@@ -62,6 +63,27 @@ def test_request_checks() -> None:
                 ProofKind.WINDOW_POST_PARTITION, registered_proof=10, vanilla_proofs=(b"x",)
             )
         )
+    # WinningPoSt takes exactly the one challenged sector's vanilla proof.
+    win_cfg = config_for_registered_proof(WINNING_2K)
+    one = write_sector_proof(generate_sector_proof(win_cfg, RND, 5))
+    for proofs in ((), (one, one)):
+        with pytest.raises(InputError, match=f"{len(proofs)} given, WinningPoSt takes"):
+            winning.parse(
+                ProofRequest(
+                    ProofKind.WINNING_POST, registered_proof=WINNING_2K, vanilla_proofs=proofs
+                )
+            )
+    parsed = winning.parse(
+        ProofRequest(
+            ProofKind.WINNING_POST,
+            registered_proof=WINNING_2K,
+            vanilla_proofs=(one,),
+            randomness=RND,
+        )
+    )
+    assert parsed.circuit_id == "winning-2k"
+    w = winning.synthesize("winning-2k", parsed.partitions[0])
+    assert len(w.public_inputs) == 132
     # registered_proof 0 with a sector size: the size decides.
     assert winning._config(ProofRequest(ProofKind.WINNING_POST, sector_size=32 << 30)).kind
     assert window._config(ProofRequest(ProofKind.WINDOW_POST_PARTITION, sector_size=2048)).kind == (

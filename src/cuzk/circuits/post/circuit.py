@@ -1,21 +1,26 @@
 """The fallback PoSt circuit (WinningPoSt and WindowPoSt), compiled once.
 
-Per sector, in rust-fil-proofs' synthesis order (``FallbackPoStCircuit``):
-allocate ``comm_r_last``, ``comm_c``, ``comm_r``; expose ``comm_r`` as a
-public input; enforce ``comm_r = Poseidon2(comm_c, comm_r_last)``; then one
-Merkle inclusion proof in tree R per challenge, rooted at ``comm_r_last``,
-each exposing its packed path bits (the challenged leaf index) as a public
-input. A partition is ``sector_count`` such sectors back to back (missing
-sectors are the last one repeated).
+The circuit is a row of sector slots. Per slot, in rust-fil-proofs' synthesis
+order (``FallbackPoStCircuit``): allocate ``comm_r_last``, ``comm_c``,
+``comm_r``; expose ``comm_r`` as a public input; enforce ``comm_r =
+Poseidon2(comm_c, comm_r_last)``; then one Merkle inclusion proof in tree R
+per challenge of the slot, rooted at ``comm_r_last``, each exposing its packed
+path bits (the challenged leaf index) as a public input.
 
-Public inputs per sector: ``comm_r``, then one leaf index per challenge.
+WindowPoSt: one slot per sector of the partition, 10 challenges each
+(missing sectors are the last one repeated). WinningPoSt (as
+``winning_post_setup_params`` lays it out): 66 slots of 1 challenge each,
+all for the one challenged sector; slot i carries that sector's comm_r and
+its vanilla inclusion proof i, whose leaf is derived with challenge index i.
+
+Public inputs per slot: ``comm_r``, then one leaf index per challenge.
 Counts for 32GiB (bellperson ``a.len()``, input constraints included):
-WinningPoSt 350,313; one WindowPoSt partition 125,305,057 (the circuit's
-125,279,217 constraints — the figure rust-fil-proofs quotes for 2349
-sectors — plus 25,840 input constraints).
+WinningPoSt 370,723 (66 × (313 + 5,302) = 370,590 constraints, the figure
+rust-fil-proofs' circuitinfo prints, plus 133 input constraints); one
+WindowPoSt partition 125,305,057 (125,279,217 for 2349 sectors plus 25,840).
 
-The witness of a partition is computed by running the sector synthesis
-once over all sectors as lanes (:class:`~cuzk.circuits.witness.LaneCS`).
+The witness of a partition is computed by running the slot synthesis once
+over all slots as lanes (:class:`~cuzk.circuits.witness.LaneCS`).
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from cuzk.circuits.compile import CompiledCircuit, compile_circuit
-from cuzk.circuits.post.challenges import sector_leaf_challenges
-from cuzk.circuits.post.config import PoStConfig
+from cuzk.circuits.post.challenges import leaf_challenge
+from cuzk.circuits.post.config import WINNING, PoStConfig
 from cuzk.circuits.post.vanilla import FallbackPoStSectorProof
 from cuzk.circuits.witness import LaneCS
 from cuzk.errors import InputError
@@ -71,24 +76,30 @@ def _sector_synth(arities: tuple[int, ...], challenges: int):
 
 @functools.cache
 def sector_subcircuit(arities: tuple[int, ...], challenges: int) -> Subcircuit:
-    """One sector's part of the circuit: no ports; hints
+    """One slot of the circuit: no ports; hints
     ``((comm_r_last, comm_c, comm_r), [por hints per challenge])``."""
     key = f"post-sector/{'-'.join(map(str, arities))}/{challenges}"
     return Subcircuit(key, (), _sector_synth(arities, challenges))
 
 
 def compile_post(config: PoStConfig) -> CompiledCircuit:
-    """The partition circuit: ``sector_count`` copies of the sector subcircuit."""
-    sub = sector_subcircuit(config.arities, config.challenge_count)
-    return compile_circuit(config.circuit_id, sub, copies=config.sector_count)
+    """The partition circuit: ``circuit_sector_count`` copies of the slot subcircuit."""
+    sub = sector_subcircuit(config.arities, config.circuit_challenge_count)
+    return compile_circuit(config.circuit_id, sub, copies=config.circuit_sector_count)
 
 
-def _pad(items: Sequence[Any], n: int, what: str) -> list[Any]:
-    if not items:
+def _check_sector_count(config: PoStConfig, n: int, what: str) -> None:
+    if n == 0:
         raise InputError(what, "", "no sectors given")
-    if len(items) > n:
-        raise InputError(what, "", f"{len(items)} sectors, a partition holds {n}")
-    return list(items) + [items[-1]] * (n - len(items))
+    if config.kind == WINNING and n != config.sector_count:
+        raise InputError(what, "", f"{n} sectors, WinningPoSt proves exactly {config.sector_count}")
+    if n > config.sector_count:
+        raise InputError(what, "", f"{n} sectors, a partition holds {config.sector_count}")
+
+
+def _pad(rows: list[Any], n: int) -> list[Any]:
+    """Fill the circuit's slots by repeating the last (rust-fil-proofs pads so)."""
+    return rows + [rows[-1]] * (n - len(rows))
 
 
 def public_inputs(
@@ -97,41 +108,58 @@ def public_inputs(
     sectors: Sequence[tuple[int, int]],
     partition: int = 0,
 ) -> list[int]:
-    """The verifier's inputs for (sector_id, comm_r) pairs of one partition."""
-    out: list[int] = []
-    base = partition * config.sector_count
-    per_sector = []
+    """The verifier's inputs for (sector_id, comm_r) pairs of one partition.
+
+    Each sector fills ``slots_per_sector`` consecutive slots (WinningPoSt: its
+    one sector 66 times); slot g of the partition (counted across partitions)
+    gets ``comm_r`` and its challenges' leaf indices.
+    """
+    _check_sector_count(config, len(sectors), "public inputs")
+    c = config.circuit_challenge_count
+    first = partition * config.circuit_sector_count
+    rows = []
     for i, (sector_id, comm_r) in enumerate(sectors):
-        per_sector.append(
-            [comm_r, *sector_leaf_challenges(config, randomness, sector_id, base + i)]
-        )
-    for row in _pad(per_sector, config.sector_count, "public inputs"):
+        for j in range(config.slots_per_sector):
+            g = first + i * config.slots_per_sector + j
+            leaves = [
+                leaf_challenge(
+                    randomness, sector_id, config.circuit_challenge_index(g, n), config.num_leaves
+                )
+                for n in range(c)
+            ]
+            rows.append([comm_r, *leaves])
+    out: list[int] = []
+    for row in _pad(rows, config.circuit_sector_count):
         out += row
     return out
 
 
-def sector_hints(proof: FallbackPoStSectorProof) -> tuple:
-    """Scalar hints of one sector's witness from its vanilla proof."""
+def slot_hints(config: PoStConfig, proof: FallbackPoStSectorProof) -> list[tuple]:
+    """Scalar hints of the circuit slots one vanilla sector proof fills:
+    ``((comm_r_last, comm_c, comm_r), [por hints])`` per slot, its inclusion
+    proofs taken ``circuit_challenge_count`` at a time."""
     sp = proof.sectors[0]
+    header = (sp.comm_r_last, sp.comm_c, proof.comm_r)
     pors = [
         (ip.leaf, [(el.index, list(el.hashes)) for el in ip.path]) for ip in sp.inclusion_proofs
     ]
-    return (sp.comm_r_last, sp.comm_c, proof.comm_r), pors
+    c = config.circuit_challenge_count
+    return [(header, pors[j * c : (j + 1) * c]) for j in range(config.slots_per_sector)]
 
 
 def _witness_chunk(config: PoStConfig, part: Sequence[tuple], F: FrVectors, xp: Any) -> tuple:
-    """Aux (k, aux per sector, 4) and inputs (k, inputs per sector, 4) of k sectors."""
+    """Aux (k, aux per slot, 4) and inputs (k, inputs per slot, 4) of k slots."""
     k = len(part)
-    challenges = config.challenge_count
+    challenges = config.circuit_challenge_count
     por = por_subcircuit(POSEIDON, config.arities)
-    # The sector headers, one lane per sector …
+    # The slot headers, one lane per slot …
     V = LaneValues(k, F, xp)
     head = LaneCS(V)
     comm_r_last = _sector_header(
         head, tuple(F.from_ints([h[0][j] for h in part]) for j in range(3))
     )
-    # … then every inclusion proof of these sectors as its own lane
-    # (lane = sector·challenges + challenge): they are independent.
+    # … then every inclusion proof of these slots as its own lane
+    # (lane = slot·challenges + challenge): they are independent.
     W = LaneValues(k * challenges, F, xp)
     pors = LaneCS(W)
     lane_sector = np.repeat(np.arange(k), challenges)
@@ -165,9 +193,11 @@ def witness(
 ) -> np.ndarray:
     """The full assignment ``[ONE, inputs…, aux…]`` as (variables, 4) uint64.
 
-    Sectors are computed ``chunk`` at a time as lanes of one synthesis pass
+    ``proofs`` are the vanilla sector proofs of the partition (WinningPoSt:
+    the one sector's proof, unrolled into the circuit's 66 slots). Slots are
+    computed ``chunk`` at a time as lanes of one synthesis pass
     (``processes`` > 1 spreads chunks over worker processes, numpy only);
-    padding sectors (repeats of the last proof) are copied, not recomputed.
+    padding slots (repeats of the last) are copied, not recomputed.
     """
     for p in proofs:
         if len(p.sectors) != 1 or len(p.sectors[0].inclusion_proofs) != config.challenge_count:
@@ -176,10 +206,9 @@ def witness(
                 f"sector {p.sector_id}",
                 f"needs 1 sector proof with {config.challenge_count} inclusion proofs",
             )
-    n = config.sector_count
-    if not proofs or len(proofs) > n:
-        raise InputError("vanilla proofs", "", f"{len(proofs)} sectors for a partition of {n}")
-    sub = sector_subcircuit(config.arities, config.challenge_count)
+    _check_sector_count(config, len(proofs), "vanilla proofs")
+    n = config.circuit_sector_count
+    sub = sector_subcircuit(config.arities, config.circuit_challenge_count)
     t = cc.top
     if cc.copies != n or t.key != sub.key:
         raise ValueError(f"compiled circuit {cc.circuit_id} does not match {config.circuit_id}")
@@ -188,8 +217,8 @@ def witness(
     out[0] = (1, 0, 0, 0)
     inputs = out[1:n_in].reshape(n, t.num_inputs, 4)
     aux = out[n_in:].reshape(n, t.num_aux, 4)
-    hints = [sector_hints(p) for p in proofs]
-    real = len(proofs)
+    hints = [h for p in proofs for h in slot_hints(config, p)]
+    real = len(hints)
     starts = list(range(0, real, chunk))
     if processes > 1 and len(starts) > 1 and xp is np:
         import concurrent.futures
@@ -209,7 +238,7 @@ def witness(
                 raise AssertionError("witness pass disagrees with the compiled sector")
             aux[s : s + len(a)] = a
             inputs[s : s + len(i)] = i
-            log.debug("witness: sectors %d..%d", s, s + len(a))
+            log.debug("witness: slots %d..%d", s, s + len(a))
     if real < n:
         aux[real:] = aux[real - 1]
         inputs[real:] = inputs[real - 1]
@@ -217,5 +246,6 @@ def witness(
 
 
 def single_sector_config(config: PoStConfig) -> PoStConfig:
-    """The same circuit with one sector per partition (one sector's part)."""
+    """The same circuit with one sector per partition (one sector's part; for
+    WinningPoSt, whose one sector fills all 66 slots, the whole circuit)."""
     return dataclasses.replace(config, sector_count=1)

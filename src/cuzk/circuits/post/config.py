@@ -1,10 +1,16 @@
 """PoSt parameters: sector sizes, tree shapes, challenge and sector counts.
 
 Values from rust-fil-proofs ``filecoin-proofs/src/constants.rs``:
-WinningPoSt proves 66 challenges in 1 sector; WindowPoSt 10 challenges per
+WinningPoSt challenges 1 sector 66 times; WindowPoSt 10 challenges per
 sector, 2349 sectors per 32GiB partition (2300 for 64GiB, 2 for the small
 test sizes). Tree R's shape per sector size: base arity 8, then optionally
 a sub-tree arity and a top-tree arity (the ``SectorShape*`` types).
+
+A :class:`PoStConfig` holds these API-level counts, which fix the vanilla
+proofs (WinningPoSt: one sector proof with 66 inclusion proofs). The circuit
+is laid out from them as ``winning_post_setup_params`` does: WinningPoSt's
+circuit has 66 sector slots of 1 challenge each (the one sector repeated),
+WindowPoSt's has the partition's sectors with all their challenges.
 """
 
 from __future__ import annotations
@@ -103,9 +109,44 @@ class PoStConfig:
         return f"{self.kind}/{format_sector_size(self.sector_size)}"
 
     def challenge_index(self, sector_index: int, n: int) -> int:
+        """The index hashed into challenge n of the vanilla sector at ``sector_index``."""
         if self.challenge_index_per_sector:
             return n
         return sector_index * self.challenge_count + n
+
+    # --- the circuit's layout ---------------------------------------------------
+    @property
+    def circuit_sector_count(self) -> int:
+        """Sector slots in the circuit: WinningPoSt's challenge count over its
+        sector count (66), WindowPoSt's sectors per partition."""
+        if self.kind == WINNING:
+            if self.challenge_count % self.sector_count:
+                raise InputError(
+                    "PoSt config", self.circuit_id, "sector count must divide challenge count"
+                )
+            return self.challenge_count // self.sector_count
+        return self.sector_count
+
+    @property
+    def circuit_challenge_count(self) -> int:
+        """Challenges per sector slot of the circuit (WinningPoSt: 1)."""
+        if self.kind == WINNING:
+            return self.challenge_count // self.circuit_sector_count
+        return self.challenge_count
+
+    @property
+    def slots_per_sector(self) -> int:
+        """Circuit slots one vanilla sector proof fills (its inclusion proofs in
+        groups of ``circuit_challenge_count``): 66 for WinningPoSt, else 1."""
+        return self.challenge_count // self.circuit_challenge_count
+
+    def circuit_challenge_index(self, slot: int, n: int) -> int:
+        """The index hashed into challenge n of circuit slot ``slot`` (counted
+        across partitions), as the circuit's public inputs derive it. For
+        WinningPoSt slot i gets index i, the same leaf as vanilla challenge i."""
+        if self.challenge_index_per_sector:
+            return n
+        return slot * self.circuit_challenge_count + n
 
 
 def post_config(kind: str, sector_size: int | str, v1_1: bool = True) -> PoStConfig:

@@ -1,10 +1,10 @@
 """Valid PoSt vanilla proofs for test sectors of any size.
 
 Only the challenged paths are materialised (:func:`~cuzk.hashers.merkle.
-sparse_poseidon_tree`): a 32GiB sector's proof costs ten Merkle paths, not
-a 32GiB tree. ``comm_c`` is random and ``comm_r = Poseidon2(comm_c,
-comm_r_last)``, so the proof passes the vanilla verifier and satisfies the
-circuit exactly as a real sector's would.
+sparse_poseidon_tree`): a 32GiB sector's WindowPoSt proof costs ten Merkle
+paths (its WinningPoSt proof 66), not a 32GiB tree. ``comm_c`` is random and
+``comm_r = Poseidon2(comm_c, comm_r_last)``, so the proof passes the vanilla
+verifier and satisfies the circuit exactly as a real sector's would.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ same layout in ``lib/proof/post_vproof_bin_decode.go``)::
         [32] comm_r_last
 
 Integers are little-endian; 32-byte values are little-endian Fr elements.
+A WindowPoSt proof holds 1 sector with 10 inclusion proofs; a WinningPoSt
+proof (Curio's ``GenerateSingleVanillaProof`` for the one challenged sector)
+holds 1 sector with 66, which the circuit takes as 66 one-challenge slots.
 """
 
 from __future__ import annotations

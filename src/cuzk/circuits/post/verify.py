@@ -1,5 +1,10 @@
 """The PoSt vanilla verifier (what ``FallbackPoSt::verify`` checks, per sector).
 
+It checks the vanilla sector proof as Curio sends it: for WinningPoSt one
+proof with 66 inclusion proofs, which rust-fil-proofs unrolls into 66
+one-challenge sector proofs before its check; slot i's challenge index is i,
+which is vanilla challenge i here, so the two checks accept the same proofs.
+
 For a sector with public ``comm_r`` at position ``sector_index`` of its
 partition, a vanilla proof is valid when:
 

@@ -5,7 +5,10 @@ the 32-byte challenge ``randomness``, and its proof type as
 ``registered_proof`` (Filecoin's RegisteredPoStProof number) or, failing
 that, ``sector_size``. WindowPoSt requests are per partition
 (``partition_index``), as Curio sends them; each request is one partition
-proof. Circuit ids are Curio's: ``winning-32g``, ``wpost-32g``, ``wpost-2k``.
+proof. A WinningPoSt request carries exactly one vanilla proof: the
+challenged sector's, with 66 inclusion proofs, which the circuit takes as 66
+one-challenge sector slots. Circuit ids are Curio's: ``winning-32g``,
+``wpost-32g``, ``wpost-2k``.
 
 The circuit, its witness and public inputs come from
 :mod:`cuzk.circuits.post`; the vanilla proofs are verified (challenges,
@@ -98,6 +101,13 @@ class PoStKind(ProofKindHandler):
             read_sector_proof(b, f"{self.source}: vanilla_proofs[{i}]")
             for i, b in enumerate(request.vanilla_proofs)
         )
+        if self.kind == ProofKind.WINNING_POST and len(proofs) != cfg.sector_count:
+            raise InputError(
+                self.source,
+                "vanilla_proofs",
+                f"{len(proofs)} given, WinningPoSt takes the vanilla proof of its "
+                f"{cfg.sector_count} challenged sector",
+            )
         if len(proofs) > cfg.sector_count:
             raise InputError(
                 self.source,
