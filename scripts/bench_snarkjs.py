@@ -4,14 +4,18 @@ Usage (from the repository root, after ``make test`` has installed the tools):
 
     .venv/bin/python scripts/bench_snarkjs.py [--runs 3] [--power 16] [--work .cache/bench]
 
-Builds once and caches under --work: a BLS12-381 powers of tau of 2^power
-(minutes: snarkjs is slow to prepare phase 2), circomlib's SHA-256 of 512 bits
-(tests/data/circom/sha256_2blocks.circom, ~59k constraints, 2^16 domain),
-its witness, a Groth16 key with one phase-2 contribution and its verification
-key. Then alternates the two provers ``--runs`` times each, as separate
-processes timed from start to exit (startup and key reading included on
-both sides), checks every proof with ``snarkjs groth16 verify``, and prints
-the per-stage medians and the ratio cuzk ÷ snarkjs.
+Builds once and caches under --work: circomlib's SHA-256 of 512 bits
+(tests/data/circom/sha256_2blocks.circom, ~62.5k constraints, 2^16 domain),
+its witness, a Groth16 .zkey and its verification key (exported by snarkjs).
+The key comes from ``cuzk setup --zkey`` (--key cuzk, the default: seconds) or
+from snarkjs itself (--key snarkjs: a BLS12-381 powers of tau of 2^power with
+one phase-2 contribution, which snarkjs needs hours to prepare on 2 cores).
+Both provers do the same work on either key.
+
+Then alternates the two provers ``--runs`` times each, as separate processes
+timed from start to exit (startup and key reading included on both sides),
+checks every proof with ``snarkjs groth16 verify``, and prints the per-stage
+medians and the ratio cuzk ÷ snarkjs.
 
 snarkjs's stages are read from the timestamps of its ``-v`` log lines; cuzk's
 from ``cuzk prove --times``.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,15 +44,9 @@ def sh(*cmd, cwd: Path = REPO) -> None:
     subprocess.run(list(map(str, cmd)), cwd=cwd, check=True, stdout=subprocess.DEVNULL)
 
 
-def build(work: Path, power: int) -> dict[str, Path]:
+def build(work: Path, power: int, key: str) -> dict[str, Path]:
     work.mkdir(parents=True, exist_ok=True)
     snarkjs = BIN / "snarkjs"
-    ptau = work / f"pot{power}.ptau"
-    if not ptau.exists():
-        sh(snarkjs, "powersoftau", "new", "bls12381", power, work / "pot_0.ptau")
-        sh(snarkjs, "powersoftau", "contribute", work / "pot_0.ptau", work / "pot_1.ptau",
-           "--name=bench", "-e=cuzk bench")  # fmt: skip
-        sh(snarkjs, "powersoftau", "prepare", "phase2", work / "pot_1.ptau", ptau)
     name = CIRCUIT.stem
     r1cs = work / f"{name}.r1cs"
     if not r1cs.exists():
@@ -56,11 +55,19 @@ def build(work: Path, power: int) -> dict[str, Path]:
     wtns = work / f"{name}.wtns"
     if not wtns.exists():
         sh(snarkjs, "wtns", "calculate", work / f"{name}_js" / f"{name}.wasm", INPUT, wtns)
-    zkey = work / f"{name}.zkey"
+    zkey = work / f"{name}.{key}.zkey"
+    if not zkey.exists() and key == "cuzk":
+        sh(REPO / ".venv" / "bin" / "cuzk", "setup", "--r1cs", r1cs, "--zkey", zkey)
     if not zkey.exists():
+        ptau = work / f"pot{power}.ptau"
+        if not ptau.exists():
+            sh(snarkjs, "powersoftau", "new", "bls12381", power, work / "pot_0.ptau")
+            sh(snarkjs, "powersoftau", "contribute", work / "pot_0.ptau", work / "pot_1.ptau",
+               "--name=bench", "-e=cuzk bench")  # fmt: skip
+            sh(snarkjs, "powersoftau", "prepare", "phase2", work / "pot_1.ptau", ptau)
         sh(snarkjs, "groth16", "setup", r1cs, ptau, work / "k0.zkey")
         sh(snarkjs, "zkey", "contribute", work / "k0.zkey", zkey, "--name=bench", "-e=bench")
-    vkey = work / "verification_key.json"
+    vkey = work / f"verification_key.{key}.json"
     if not vkey.exists():
         sh(snarkjs, "zkey", "export", "verificationkey", zkey, vkey)
     return {"zkey": zkey, "wtns": wtns, "vkey": vkey}
@@ -112,11 +119,16 @@ def run_cuzk(files, out: Path) -> tuple[float, dict[str, float]]:
         raise RuntimeError(f"cuzk prove failed: {p.stderr}")
     stages = {}
     for line in p.stderr.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == "s" and parts[0] != "total":
-            stages[parts[0]] = float(parts[1])
+        parts = line.rsplit(maxsplit=2)  # "<stage name>  <seconds> s"
+        if len(parts) == 3 and parts[2] == "s" and parts[0].strip() != "total":
+            stages[parts[0].strip()] = float(parts[1])
     stages["python start + write"] = total - sum(stages.values())
     return total, stages
+
+
+def _child_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def verify(files, out: Path) -> None:
@@ -133,26 +145,41 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--power", type=int, default=16)
     ap.add_argument("--work", type=Path, default=REPO / ".cache" / "bench")
+    ap.add_argument(
+        "--key",
+        choices=("cuzk", "snarkjs"),
+        default="cuzk",
+        help="who makes the .zkey: cuzk setup --zkey (seconds) or snarkjs from a 2^power "
+        "powers of tau (hours on 2 cores: phase-2 preparation)",
+    )
     args = ap.parse_args()
-    files = build(args.work, args.power)
+    files = build(args.work, args.power, args.key)
     results: dict[str, list] = {"snarkjs": [], "cuzk": []}
     for i in range(args.runs):
         for tool, fn in (("snarkjs", run_snarkjs), ("cuzk", run_cuzk)):
             out = args.work / f"run-{tool}-{i}"
             out.mkdir(exist_ok=True)
+            before = _child_cpu()
             total, stages = fn(files, out)
+            cpu = _child_cpu() - before
             verify(files, out)
-            results[tool].append((total, stages))
-            print(f"run {i} {tool:<8}{total:8.2f} s (verified by snarkjs)", file=sys.stderr)
+            results[tool].append((total, stages, cpu))
+            print(f"run {i} {tool:<8}{total:8.2f} s wall {cpu:8.2f} s CPU (verified by snarkjs)",
+                  file=sys.stderr)  # fmt: skip
+    print(f"\nkey: {files['zkey'].name} (made by {args.key})")
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"{platform.python_implementation()} {platform.python_version()}; "
           f"date {time.strftime('%Y-%m-%d')}; runs {args.runs} each, medians")  # fmt: skip
     med = {t: statistics.median(x[0] for x in r) for t, r in results.items()}
+    cpu = {t: statistics.median(x[2] for x in r) for t, r in results.items()}
     for tool, runs in results.items():
-        print(f"\n{tool}: {med[tool]:.2f} s wall")
+        print(f"\n{tool}: {med[tool]:.2f} s wall, {cpu[tool]:.2f} s CPU (user + sys)")
         for stage in runs[0][1]:
             print(f"  {stage:<38}{statistics.median(r[1][stage] for r in runs):8.2f} s")
-    print(f"\nratio cuzk / snarkjs = {med['cuzk'] / med['snarkjs']:.2f}")
+    ratios = [c[0] / s[0] for c, s in zip(results["cuzk"], results["snarkjs"], strict=True)]
+    print(f"\nratio cuzk / snarkjs = {med['cuzk'] / med['snarkjs']:.2f} (wall, medians); "
+          f"per run {', '.join(f'{r:.2f}' for r in ratios)}; "
+          f"CPU time ratio {cpu['cuzk'] / cpu['snarkjs']:.2f}")  # fmt: skip
     return 0
 
 

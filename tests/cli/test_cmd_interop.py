@@ -121,3 +121,48 @@ def test_params_check_reports_section_and_index(cube, tmp_path, capsys):
     assert main([*prove, "--proof", str(tmp_path / "x.bin")]) == 1
     assert "did not verify" in capsys.readouterr().err
     assert not (tmp_path / "x.bin").exists()
+
+
+def test_setup_writes_a_zkey_we_and_snarkjs_prove_with(cube, tmp_path, capsys):
+    zkey, vkey = tmp_path / "dev.zkey", tmp_path / "vk.json"
+    assert main(["setup", "--r1cs", str(cube.r1cs), "--zkey", str(zkey), "--vkey", str(vkey)]) == 0
+    proof, public = tmp_path / "p.json", tmp_path / "pub.json"
+    assert main(["prove", "--zkey", str(zkey), "--wtns", str(cube.wtns), "--proof", str(proof),
+                 "--public", str(public)]) == 0  # fmt: skip
+    assert snarkjs_verifies(vkey, public, proof)
+    assert main(["setup", "--r1cs", str(cube.r1cs)]) == 2
+    assert "give one output key" in capsys.readouterr().err
+
+
+def test_params_of_another_circuit_are_bad_input(cube, other, tmp_path, capsys):
+    params = tmp_path / "other.params"
+    assert main(["setup", "--r1cs", str(other.r1cs), "--params", str(params), "--seed", "2"]) == 0
+    prove = ["prove", "--params", str(params), "--r1cs", str(cube.r1cs), "--wtns", str(cube.wtns)]
+    assert main([*prove, "--proof", str(tmp_path / "x.bin")]) == 2
+    err = capsys.readouterr().err
+    assert str(params) in err and "key and circuit differ" in err
+
+
+def test_unsatisfied_witness_names_the_constraint(cube, tmp_path, capsys):
+    params = tmp_path / "c.params"
+    assert main(["setup", "--r1cs", str(cube.r1cs), "--params", str(params), "--seed", "3"]) == 0
+    data = bytearray(cube.wtns.read_bytes())
+    data[-32] ^= 1  # the last signal, off by one
+    bad = tmp_path / "bad.wtns"
+    bad.write_bytes(bytes(data))
+    prove = ["prove", "--params", str(params), "--r1cs", str(cube.r1cs), "--wtns", str(bad)]
+    assert main([*prove, "--proof", str(tmp_path / "x.bin")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: constraint" in err and "not satisfied" in err
+    # with a zkey the circuit's C is not at hand: the proof fails verification, exit 1
+    zprove = [
+        "prove",
+        "--zkey",
+        str(cube.zkey),
+        "--wtns",
+        str(bad),
+        "--proof",
+        str(tmp_path / "y.json"),
+    ]
+    assert main(zprove) == 1
+    assert "did not verify" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from cuzk.algebra.fields import R
 from cuzk.backends.cpu import CpuBackend
 from cuzk.errors import InputError, VerificationError
 from cuzk.formats import snarkjs as sj
+from cuzk.formats import snarkjs_json as sjson
 from cuzk.formats import zkey_prover
 from cuzk.formats.binfile import BinFile, write_binfile
 from cuzk.groth16 import verifier
@@ -92,7 +93,7 @@ def test_zkey_qap_is_the_r1cs_in_cuzk_domain_order(circ):
 
 def test_vkey_json_matches_the_zkey(circ):
     z = sj.read_zkey(circ.zkey)
-    vk = sj.read_vk_json(circ.vkey)
+    vk = sjson.read_vk_json(circ.vkey)
     assert vk.ic == z.vk.ic
     assert (vk.alpha_g1, vk.beta_g2, vk.gamma_g2, vk.delta_g2) == (
         z.vk.alpha_g1,
@@ -101,7 +102,7 @@ def test_vkey_json_matches_the_zkey(circ):
         z.vk.delta_g2,
     )
     assert vk.beta_g1 is None and vk.delta_g1 is None  # not in the JSON
-    doc = sj.vk_to_json(z.vk)
+    doc = sjson.vk_to_json(z.vk)
     theirs = json.loads(circ.vkey.read_text())
     for k in ("nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         assert doc[k] == theirs[k]
@@ -116,18 +117,18 @@ def test_snarkjs_accepts_our_proof_and_we_accept_theirs(circ, tmp_path):
     proof = zkey_prover.prove_zkey(zkey_prover.prepare_zkey(z, be), w)
     public = zkey_prover.public_signals(z, w)
     assert public == circ.public_values()
-    sj.write_proof_json(tmp_path / "proof.json", proof)
-    sj.write_public_json(tmp_path / "public.json", public)
+    sjson.write_proof_json(tmp_path / "proof.json", proof)
+    sjson.write_public_json(tmp_path / "public.json", public)
     assert snarkjs_verifies(circ.vkey, tmp_path / "public.json", tmp_path / "proof.json")
     # and theirs with ours
-    vk = sj.read_vk_json(circ.vkey)
-    theirs = sj.read_proof_json(circ.proof)
-    assert verifier.verify(vk, sj.read_public_json(circ.public), theirs)
+    vk = sjson.read_vk_json(circ.vkey)
+    theirs = sjson.read_proof_json(circ.proof)
+    assert verifier.verify(vk, sjson.read_public_json(circ.public), theirs)
 
 
 def test_tampered_snarkjs_proofs_are_rejected(circ, tmp_path):
-    vk = sj.read_vk_json(circ.vkey)
-    p = sj.read_proof_json(circ.proof)
+    vk = sjson.read_vk_json(circ.vkey)
+    p = sjson.read_proof_json(circ.proof)
     public = circ.public_values()
     bumped = [public[0] + 1, *public[1:]]
     assert not verifier.verify(vk, bumped, p)
@@ -138,16 +139,16 @@ def test_tampered_snarkjs_proofs_are_rejected(circ, tmp_path):
     doc["pi_a"][0] = str(int(doc["pi_a"][0]) ^ 1)
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     with pytest.raises(InputError, match="pi_a: not on the G1 curve"):
-        sj.read_proof_json(tmp_path / "bad.json")
+        sjson.read_proof_json(tmp_path / "bad.json")
     # snarkjs agrees that the bumped public input fails
-    sj.write_public_json(tmp_path / "bumped.json", bumped)
+    sjson.write_public_json(tmp_path / "bumped.json", bumped)
     assert not snarkjs_verifies(circ.vkey, tmp_path / "bumped.json", circ.proof)
 
 
 def test_proof_json_round_trip(cube, tmp_path):
-    p = sj.read_proof_json(cube.proof)
-    sj.write_proof_json(tmp_path / "p.json", p)
-    assert sj.read_proof_json(tmp_path / "p.json") == p
+    p = sjson.read_proof_json(cube.proof)
+    sjson.write_proof_json(tmp_path / "p.json", p)
+    assert sjson.read_proof_json(tmp_path / "p.json") == p
     ours = json.loads((tmp_path / "p.json").read_text())
     theirs = json.loads(cube.proof.read_text())
     assert ours == theirs
@@ -287,28 +288,28 @@ def test_bn128_files_are_refused_as_the_wrong_curve(tmp_path):
     with pytest.raises(InputError, match="wrong curve: the prime is bn128's r"):
         sj.read_wtns(bn.wtns)
     with pytest.raises(InputError, match="wrong curve 'bn128'"):
-        sj.read_vk_json(bn.vkey)
+        sjson.read_vk_json(bn.vkey)
     with pytest.raises(InputError, match="wrong curve 'bn128'"):
-        sj.read_proof_json(bn.proof)
+        sjson.read_proof_json(bn.proof)
 
 
 def test_json_inputs_are_checked(tmp_path):
     bad = tmp_path / "public.json"
     bad.write_text('["1", "x"]')
     with pytest.raises(InputError, match=r"\[1\]: 'x' is not a decimal integer"):
-        sj.read_public_json(bad)
+        sjson.read_public_json(bad)
     bad.write_text(f'["{R}"]')
     with pytest.raises(InputError, match="out of range"):
-        sj.read_public_json(bad)
+        sjson.read_public_json(bad)
     bad.write_text("[1,")
     with pytest.raises(InputError, match="not JSON"):
-        sj.read_public_json(bad)
+        sjson.read_public_json(bad)
 
 
 def test_snarkjs_verifies_with_our_key_json(cube, tmp_path):
     """The verification_key.json we write from a zkey is one snarkjs verifies with."""
     z = sj.read_zkey(cube.zkey)
-    sj.write_vk_json(tmp_path / "vk.json", z.vk)
+    sjson.write_vk_json(tmp_path / "vk.json", z.vk)
     assert snarkjs_verifies(tmp_path / "vk.json", cube.public, cube.proof)
 
 

@@ -17,8 +17,9 @@ on stderr, naming the file and what is wrong with it).
 - ``cuzk verify --params P --check`` (or ``cuzk params-check P``): validate
   every point of a .params file, with a progress bar; reports the first bad
   point by section and index.
-- ``cuzk setup --r1cs R --params OUT``: a development (single-party, insecure)
-  setup for a circom circuit, written as bellperson files and snarkjs JSON.
+- ``cuzk setup --r1cs R (--params OUT | --zkey OUT)``: a development
+  (single-party, insecure) setup for a circom circuit, written as bellperson
+  parameters or a snarkjs .zkey (plus, on request, .vk and key JSON).
 - ``cuzk export-vkey (--zkey | --params | --vk) --vkey OUT.json``: a snarkjs
   verification key, so ``snarkjs groth16 verify`` can check cuzk's proofs.
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.backends import get_backend
 from cuzk.errors import CuzkError, EncodingError, InputError, VerificationError
-from cuzk.formats import bellperson, snarkjs
+from cuzk.formats import bellperson, snarkjs, snarkjs_json
 from cuzk.groth16 import prover, setup, verifier
 from cuzk.groth16.keys import VerifyingKey
 from cuzk.groth16.proof import Proof
@@ -77,11 +78,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes to use")
     c.set_defaults(func=_guard(run_params_check))
 
-    s = sub.add_parser(
-        "setup", help="development Groth16 setup (INSECURE) for a circom .r1cs, bellperson files"
-    )
+    s = sub.add_parser("setup", help="development Groth16 setup (INSECURE) for a circom .r1cs")
     s.add_argument("--r1cs", required=True, help="circom constraint system (.r1cs)")
-    s.add_argument("--params", required=True, help="output: bellperson .params")
+    s.add_argument("--params", help="output: bellperson .params")
+    s.add_argument("--zkey", help="output: snarkjs .zkey")
     s.add_argument("--vk", help="output: bellperson .vk")
     s.add_argument("--vkey", help="output: snarkjs verification_key.json")
     s.add_argument("--seed", type=int, help="seeded setup, reproducible (tests only)")
@@ -149,6 +149,8 @@ def run_prove(args: argparse.Namespace) -> int:
             )
         try:
             key = prover.prepare(params.proving_key(), r1cs, backend)
+        except InputError as e:  # counts that do not fit the circuit: name the file
+            raise InputError(args.params, e.field, f"{e.problem} ({args.r1cs})") from e
         except ValueError as e:  # the backend refuses a point off its curve
             raise InputError(
                 args.params,
@@ -167,7 +169,7 @@ def run_prove(args: argparse.Namespace) -> int:
         times.mark("verify", t)
     _write_proof(args.proof, proof)
     if args.public:
-        snarkjs.write_public_json(args.public, public)
+        snarkjs_json.write_public_json(args.public, public)
     if args.times:
         total = sum(times.seconds.values())
         for stage, sec in times.seconds.items():
@@ -180,7 +182,7 @@ def run_prove(args: argparse.Namespace) -> int:
 def _write_proof(path: str, proof: Proof) -> None:
     """snarkjs JSON for a ``.json`` name, else bellperson's 192-byte binary proof."""
     if path.endswith(".json"):
-        snarkjs.write_proof_json(path, proof)
+        snarkjs_json.write_proof_json(path, proof)
     else:
         bellperson.write_proofs(path, [proof])
 
@@ -190,7 +192,7 @@ def _write_proof(path: str, proof: Proof) -> None:
 
 def _load_vk(args: argparse.Namespace) -> tuple[VerifyingKey, str]:
     if args.vkey:
-        return snarkjs.read_vk_json(args.vkey), args.vkey
+        return snarkjs_json.read_vk_json(args.vkey), args.vkey
     if args.vk:
         return bellperson.read_vk(args.vk), args.vk
     return bellperson.MappedParams(args.params).vk, args.params
@@ -199,7 +201,7 @@ def _load_vk(args: argparse.Namespace) -> tuple[VerifyingKey, str]:
 def _load_proofs(path: str) -> list[Proof]:
     data = Path(path).read_bytes()
     if data.lstrip()[:1] == b"{":
-        return [snarkjs.read_proof_json(path)]
+        return [snarkjs_json.read_proof_json(path)]
     return bellperson.proofs_from_bytes(data, path)
 
 
@@ -209,9 +211,9 @@ def _load_public(path: str, partitions: int) -> list[list[int]]:
     except json.JSONDecodeError as e:
         raise InputError(path, f"line {e.lineno}", f"not JSON: {e.msg}") from e
     if isinstance(doc, list) and doc and all(isinstance(x, list) for x in doc):
-        lists = [snarkjs.public_from_json(x, f"{path}[{i}]") for i, x in enumerate(doc)]
+        lists = [snarkjs_json.public_from_json(x, f"{path}[{i}]") for i, x in enumerate(doc)]
     else:
-        lists = [snarkjs.public_from_json(doc, path)]
+        lists = [snarkjs_json.public_from_json(doc, path)]
     if len(lists) != partitions:
         raise InputError(
             path, "", f"{len(lists)} lists of public inputs for {partitions} partition proofs"
@@ -294,17 +296,28 @@ def run_params_check(args: argparse.Namespace) -> int:
 
 
 def run_setup(args: argparse.Namespace) -> int:
+    if bool(args.params) == bool(args.zkey):
+        raise InputError("setup", "", "give one output key: --params (bellperson) or --zkey")
     circuit = snarkjs.read_r1cs(args.r1cs)
-    pk = setup.setup(circuit.r1cs, seed=args.seed)
-    bellperson.write_params(args.params, pk)
+    if args.zkey:
+        from cuzk.formats import zkey_setup
+
+        zkey_setup.write_zkey(args.zkey, circuit, seed=args.seed)
+        vk = snarkjs.read_zkey(args.zkey).vk
+        out = args.zkey
+    else:
+        pk = setup.setup(circuit.r1cs, seed=args.seed)
+        bellperson.write_params(args.params, pk)
+        vk, out = pk.vk, args.params
     if args.vk:
-        bellperson.write_vk(args.vk, pk.vk)
+        bellperson.write_vk(args.vk, vk)
     if args.vkey:
-        snarkjs.write_vk_json(args.vkey, pk.vk)
+        snarkjs_json.write_vk_json(args.vkey, vk)
+    r1 = circuit.r1cs
     print(
-        f"{args.params}: {circuit.r1cs.num_constraints} constraints "
-        f"({circuit.n_constraints} + {circuit.n_public + 1} input constraints), "
-        f"domain {pk.domain_size}; development key, INSECURE"
+        f"{out}: {r1.num_constraints} constraints ({circuit.n_constraints} + "
+        f"{circuit.n_public + 1} input constraints), domain "
+        f"{1 << max(0, (r1.num_constraints - 1).bit_length())}; development key, INSECURE"
     )
     return EXIT_OK
 
@@ -316,6 +329,6 @@ def run_export_vkey(args: argparse.Namespace) -> int:
         vk = bellperson.MappedParams(args.params).vk
     else:
         vk = bellperson.read_vk(args.vk)
-    snarkjs.write_vk_json(args.vkey, vk)
+    snarkjs_json.write_vk_json(args.vkey, vk)
     print(f"verification key written to {args.vkey}")
     return EXIT_OK
