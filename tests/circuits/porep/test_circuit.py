@@ -220,3 +220,19 @@ def test_tampered_values_fail_vanilla_and_leave_the_circuit_unsatisfied(compiler
     hit = {i for i, (lo, hi) in enumerate(blocks) if ((rows >= lo) & (rows < hi)).any()}
     assert hit == {1, 2, 3}
     assert rows.min() >= blocks[1][0]  # the header and the honest challenge hold
+
+
+@pytest.mark.slow
+def test_synthetic_8mib_c1_witness_satisfies(compiler):
+    """A generated (sparse) 8MiB C1 output: vanilla-valid, and its witness
+    satisfies the 3,844,969-constraint circuit."""
+    from cuzk.circuits.porep.params import default_proof
+    from cuzk.circuits.porep.synthetic import generate_c1
+
+    pt = default_proof(parse_size("8MiB"))
+    c1 = generate_c1(pt, random.Random(88))
+    Verifier(pt).verify(c1)
+    cc, W = _witness(compiler, pt, c1)
+    assert cc.num_constraints == 3_844_969
+    assert [int(x) for x in fr_from_array(W[1 : cc.num_inputs])] == c1_public_inputs(c1, pt, 0)
+    assert len(compiled_unsatisfied_rows(cc, W)) == 0
