@@ -61,16 +61,6 @@ def column_hash(rows: Sequence[bytes]) -> bytes:
     return v.to_bytes(32, "little")
 
 
-def poseidon_root(proof: MerkleProof) -> bytes:
-    """Hash a Poseidon tree's leaf up its path (each level with its arity)."""
-    cur = _fr(proof.leaf)
-    for e in proof.path:
-        children = [_fr(h) for h in e.hashes]
-        children.insert(e.index, cur)
-        cur = hash_ints(children, poseidon_constants(len(children)))
-    return cur.to_bytes(32, "little")
-
-
 def batch_column_hashes(columns: Sequence[Sequence[bytes]], chunk: int = 4096) -> list[bytes]:
     """Poseidon column hashes of many columns (all of one height) at once."""
     out: list[bytes] = []
