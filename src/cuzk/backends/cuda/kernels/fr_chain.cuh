@@ -21,6 +21,11 @@ typedef long long int64_t;
 #define CUZK_HD __host__ __device__ __forceinline__
 #endif
 
+// Dynamic shared memory, spelled so the host emulation can provide it.
+#ifndef CUZK_DYN_SMEM
+#define CUZK_DYN_SMEM(T, name) extern __shared__ T name[]
+#endif
+
 struct cc_chain {
 #ifdef __CUDA_ARCH__
     CUZK_HD uint32_t add_cc(uint32_t a, uint32_t b) {
