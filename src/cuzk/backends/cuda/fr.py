@@ -105,7 +105,9 @@ class FrKernels:
         cm = cp.asarray(mont_limbs([c]))
         out = cp.empty_like(a)
         if len(a):
-            self.fn("fr_scale_kernel")(grid_for(len(a)), (THREADS,), (out, a, cm, np.uint64(len(a))))
+            self.fn("fr_scale_kernel")(
+                grid_for(len(a)), (THREADS,), (out, a, cm, np.uint64(len(a)))
+            )
         return out
 
     def reduce(self, a):

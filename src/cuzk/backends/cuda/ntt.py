@@ -95,16 +95,18 @@ class NttEngine:
 
     ``full_tables``: True/False forces full or split power tables; None
     chooses full ones for large domains when they take at most an eighth of
-    the free budget.
+    the free budget. ``variant`` picks the Fr multiplication scheme (see
+    ``fr.cuh``; None: its default).
     """
 
-    def __init__(self, ctx, full_tables: bool | None = None) -> None:
+    def __init__(self, ctx, full_tables: bool | None = None, variant: int | None = None) -> None:
         import cupy
 
         self.cp = cupy
         self.ctx = ctx
         self.full_tables = full_tables
-        self.module = ctx.module("ntt.cu")
+        self.extra = () if variant is None else (f"-DFR_MUL_VARIANT={variant}",)
+        self.module = ctx.module("ntt.cu", self.extra)
         self._fn: dict[str, Any] = {}
         self._tile: dict[tuple[int, bool], Any] = {}
         self._pow: dict[tuple[int, int, int], PowTable] = {}
@@ -140,7 +142,9 @@ class NttEngine:
         lobits = (log_n + 1) // 2
         lo = _powers(base, 1 << lobits)
         hi = _powers(pow(base, 1 << lobits, R), 1 << (log_n - lobits), scale)
-        table = PowTable(log_n, lobits, self.cp.asarray(mont_limbs(lo)), self.cp.asarray(mont_limbs(hi)))
+        table = PowTable(
+            log_n, lobits, self.cp.asarray(mont_limbs(lo)), self.cp.asarray(mont_limbs(hi))
+        )
         if self._want_full(log_n):
             n = 1 << log_n
             hold = self.ctx.budget.acquire(n * 32, f"NTT power table 2^{log_n}")
@@ -236,7 +240,15 @@ class NttEngine:
         self.fn("ntt_gather_kernel")(
             grid_for(n),
             (THREADS,),
-            (out, src, np.uint64(len(x)), np.uint32(log_n), np.uint32(bitrev), np.uint32(mode), *sargs),
+            (
+                out,
+                src,
+                np.uint64(len(x)),
+                np.uint32(log_n),
+                np.uint32(bitrev),
+                np.uint32(mode),
+                *sargs,
+            ),
         )
         return out
 

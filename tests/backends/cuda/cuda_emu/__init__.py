@@ -150,7 +150,9 @@ class FakeKernel:
             elif a is None:
                 keep.append(ctypes.c_void_p(0))
             else:
-                raise TypeError(f"{self.name}: argument of type {type(a).__name__} (use numpy scalars)")
+                raise TypeError(
+                    f"{self.name}: argument of type {type(a).__name__} (use numpy scalars)"
+                )
         ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
         self.launches += 1
         self._fn(*grid, *block, ctypes.c_ulonglong(shared_mem), ptrs)
@@ -258,6 +260,15 @@ def make_module() -> types.ModuleType:
 
     cp.__getattr__ = __getattr__
     return cp
+
+
+def uninstall() -> None:
+    """Remove the stand-in (and the kernels the loader cached through it)."""
+    if isinstance(sys.modules.get("cupy"), _FakeCupy):
+        del sys.modules["cupy"]
+        from cuzk.backends.cuda import loader
+
+        loader.load_module.cache_clear()
 
 
 def install() -> types.ModuleType:
