@@ -344,7 +344,7 @@ def _check_rows(dev, dict_std: np.ndarray, w, out, samples: int, seed: int) -> b
         s, e = int(ptr[r]), int(ptr[r + 1])
         cols = cp.asnumpy(dev.cols[s:e]).astype(np.int64)
         codes = cp.asnumpy(dev.codes[s:e])
-        wv = fr_from_array(cp.asnumpy(w[cols])) if e > s else []
+        wv = fr_from_array(cp.asnumpy(w[cp.asarray(cols)])) if e > s else []
         want = sum(dvals[int(c)] * x for c, x in zip(codes, wv, strict=True)) % R
         got = fr_from_array(cp.asnumpy(out[int(r) : int(r) + 1]))[0]
         if got != want:

@@ -36,6 +36,9 @@ PREBUILD_DEFAULT = (
     ("fr_ops.cu", ("-DFR_MUL_VARIANT=1",)),
     ("fr_ops.cu", ("-DFR_MUL_VARIANT=2",)),
     ("ntt.cu", ()),
+    ("ntt.cu", ("-DFR_MUL_VARIANT=0",)),
+    ("ntt.cu", ("-DFR_MUL_VARIANT=1",)),
+    ("ntt.cu", ("-DFR_MUL_VARIANT=2",)),
     ("spmv.cu", ()),
     ("hpoly.cu", ()),
 )
