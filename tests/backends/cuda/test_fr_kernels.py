@@ -51,7 +51,7 @@ def ints(a: np.ndarray) -> list[int]:
     return [v % R for v in fr_from_array(a)]
 
 
-@pytest.mark.parametrize("variant", [None, 0, 1, 2])
+@pytest.mark.parametrize("variant", [None, 0, 1, 2, 3])
 def test_field_ops_match_python(ctx, variant):
     from cuzk.backends.cuda.fr import FrKernels
 

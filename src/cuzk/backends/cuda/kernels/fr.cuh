@@ -12,12 +12,13 @@
 //   0  even/odd CIOS on PTX carry chains (mad.lo.cc / madc.hi.cc),
 //   1  CIOS on 32x32->64 multiply-adds (mad.wide.u32), generic modulus,
 //   2  as 1, using p mod 2^64 = 2^64 - 2^32 + 1 to replace two products
-//      of every reduction row by additions.
+//      of every reduction row by additions,
+//   3  as 0, with the same use of p's two low words (the default: fastest).
 #pragma once
 #include "fr_chain.cuh"
 
 #ifndef FR_MUL_VARIANT
-#define FR_MUL_VARIANT 0
+#define FR_MUL_VARIANT 3
 #endif
 
 struct fr_t {
@@ -212,6 +213,83 @@ CUZK_HD fr_t fr_mul_eo(const fr_t& a, const fr_t& b) {
     return fr_cond_sub_p(r);
 }
 
+// Variant 3: variant 0 with p[0] = 1 and p[1] = 2^32 - 1 folded in. With
+// t = E[0] + O[0] and m = -t: m*p[0] = m (low word, no high word), and
+// m*p[1] = m*2^32 - m has low word -m = t and high word m - (t != 0). Four
+// of the 32 products of a row become additions, which run on the integer
+// ALU while the multiplier pipe stays the bottleneck.
+CUZK_HD fr_t fr_mul_eo_sp(const fr_t& a, const fr_t& b) {
+    uint32_t E[9], O[9];
+#pragma unroll
+    for (int k = 0; k < 9; k++) E[k] = O[k] = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const uint32_t bi = b.w[i];
+        {
+            cc_chain c;
+            E[0] = c.mad_lo_cc(a.w[0], bi, E[0]);
+            E[1] = c.madc_hi_cc(a.w[0], bi, E[1]);
+            E[2] = c.madc_lo_cc(a.w[2], bi, E[2]);
+            E[3] = c.madc_hi_cc(a.w[2], bi, E[3]);
+            E[4] = c.madc_lo_cc(a.w[4], bi, E[4]);
+            E[5] = c.madc_hi_cc(a.w[4], bi, E[5]);
+            E[6] = c.madc_lo_cc(a.w[6], bi, E[6]);
+            E[7] = c.madc_hi_cc(a.w[6], bi, E[7]);
+            E[8] = c.addc(0, 0);
+        }
+        {
+            cc_chain c;
+            O[1] = c.mad_lo_cc(a.w[1], bi, O[1]);
+            O[2] = c.madc_hi_cc(a.w[1], bi, O[2]);
+            O[3] = c.madc_lo_cc(a.w[3], bi, O[3]);
+            O[4] = c.madc_hi_cc(a.w[3], bi, O[4]);
+            O[5] = c.madc_lo_cc(a.w[5], bi, O[5]);
+            O[6] = c.madc_hi_cc(a.w[5], bi, O[6]);
+            O[7] = c.madc_lo_cc(a.w[7], bi, O[7]);
+            O[8] = c.madc_hi(a.w[7], bi, O[8]);
+        }
+        const uint32_t t = E[0] + O[0];
+        const uint32_t m = 0u - t;
+        const uint32_t m_hi1 = m - (t != 0u);  // high word of m * (2^32 - 1)
+        {
+            cc_chain c;  // E += m * (p0 + p2 W^2 + p4 W^4 + p6 W^6), p0 = 1
+            E[0] = c.add_cc(E[0], m);
+            E[1] = c.addc_cc(E[1], 0);
+            E[2] = c.madc_lo_cc(m, FR_P2, E[2]);
+            E[3] = c.madc_hi_cc(m, FR_P2, E[3]);
+            E[4] = c.madc_lo_cc(m, FR_P4, E[4]);
+            E[5] = c.madc_hi_cc(m, FR_P4, E[5]);
+            E[6] = c.madc_lo_cc(m, FR_P6, E[6]);
+            E[7] = c.madc_hi_cc(m, FR_P6, E[7]);
+            E[8] = c.addc(E[8], 0);
+        }
+        {
+            cc_chain c;  // carry of position 0, then O += m * (p1 W + p3 W^3 + ...)
+            c.add_cc(O[0], 0xffffffffu);
+            O[1] = c.addc_cc(O[1], t);
+            O[2] = c.addc_cc(O[2], m_hi1);
+            O[3] = c.madc_lo_cc(m, FR_P3, O[3]);
+            O[4] = c.madc_hi_cc(m, FR_P3, O[4]);
+            O[5] = c.madc_lo_cc(m, FR_P5, O[5]);
+            O[6] = c.madc_hi_cc(m, FR_P5, O[6]);
+            O[7] = c.madc_lo_cc(m, FR_P7, O[7]);
+            O[8] = c.madc_hi(m, FR_P7, O[8]);
+        }
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            E[k] = E[k + 1];
+            O[k] = O[k + 1];
+        }
+        E[8] = O[8] = 0;
+    }
+    cc_chain c;
+    fr_t r;
+    r.w[0] = c.add_cc(E[0], O[0]);
+#pragma unroll
+    for (int k = 1; k < 8; k++) r.w[k] = c.addc_cc(E[k], O[k]);
+    return fr_cond_sub_p(r);
+}
+
 // Variant 1: CIOS with 64-bit intermediates (gnark's "no-carry" form, valid
 // because p's top word is below 2^31 - 1).
 CUZK_HD fr_t fr_mul_wide(const fr_t& a, const fr_t& b) {
@@ -289,8 +367,10 @@ CUZK_HD fr_t fr_mul(const fr_t& a, const fr_t& b) {
     return fr_mul_eo(a, b);
 #elif FR_MUL_VARIANT == 1
     return fr_mul_wide(a, b);
-#else
+#elif FR_MUL_VARIANT == 2
     return fr_mul_wide_sp(a, b);
+#else
+    return fr_mul_eo_sp(a, b);
 #endif
 }
 
