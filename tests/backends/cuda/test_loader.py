@@ -31,3 +31,10 @@ def test_prebuilt_lookup(tmp_path, monkeypatch):
     assert loader.prebuilt_path("spmv.cu", (), "90") == tmp_path / f"spmv-{key}.cubin"
     monkeypatch.delenv("CUZK_KERNEL_PREBUILT")
     assert loader.prebuilt_path("spmv.cu", (), "90") is None
+
+
+def test_default_multiplication_variant_matches_header():
+    from cuzk.backends.cuda.fr import DEFAULT_VARIANT
+
+    text = (loader.KERNEL_DIR / "fr.cuh").read_text()
+    assert f"#define FR_MUL_VARIANT {DEFAULT_VARIANT}\n" in text

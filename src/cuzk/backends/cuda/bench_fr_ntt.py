@@ -20,7 +20,7 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
-from cuzk.backends.cuda.fr import MONT_R, FrKernels
+from cuzk.backends.cuda.fr import DEFAULT_VARIANT, MONT_R, FrKernels
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,8 @@ def measure_ceilings(ctx, quick: bool = False) -> dict:
     by_variant = {}
     threads = 132 * 8 * 256 if not quick else 4096
     iters = 16 if quick else 256
-    for variant in (None, 0, 1, 2):
+    # None: the default build (variant DEFAULT_VARIANT), the others by number.
+    for variant in (None, *sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})):
         k = FrKernels(ctx, variant)
         data = k.random(4 * threads, seed=7)
         muls = 4 * threads * iters
@@ -78,8 +79,8 @@ def measure_ceilings(ctx, quick: bool = False) -> dict:
         rate = muls / (t / 1e3)
         if variant is None:
             ceilings["fr_mul_per_s"] = rate
-        else:
-            by_variant[str(variant)] = rate
+            ceilings["fr_mul_variant"] = DEFAULT_VARIANT
+        by_variant[str(DEFAULT_VARIANT if variant is None else variant)] = rate
     ceilings["fr_mul_per_s_by_variant"] = by_variant
     try:
         props = cupy.cuda.runtime.getDeviceProperties(ctx.device_id)
@@ -159,7 +160,7 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     n = 1 << k
     x = fr.random(n, seed=99)
     ref = None
-    for variant in (0, 1, 2):
+    for variant in (None, *sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})):
         eng = NttEngine(ctx, full_tables=True, variant=variant)
         y = eng.ntt(x)
         ref = y if ref is None else ref
@@ -174,7 +175,7 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
                 "Gmul/s",
                 floor,
                 tables="full",
-                variant=variant,
+                variant=DEFAULT_VARIANT if variant is None else variant,
                 check=_equal(cp, y, ref),
             )
         )
@@ -276,7 +277,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
     """
     import cupy as cp
 
-    from cuzk.backends.cuda.spmv import CODE16, LONG_ROW, DeviceCsr
+    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, partition_rows
 
     rand = cp.random
     rand.seed(seed)
@@ -289,6 +290,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
     del bucket, span
     row_ptr = cp.zeros(nrows + 1, dtype=cp.int64)
     row_ptr[1:] = cp.cumsum(lengths)
+    del lengths
     nnz = int(row_ptr[-1])
     cols = cp.empty(nnz, dtype=cp.uint32)
     codes = cp.empty(nnz, dtype=cp.uint16)
@@ -313,7 +315,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
     dict_std[:300] = fr_to_array(small)
     dict_std[300:] = cp.asnumpy(fr.random(DICT_SIZE - 300, seed=seed + 1))
     dictionary = fr.to_mont(cp.asarray(dict_std))
-    long_rows = cp.nonzero(lengths > LONG_ROW)[0].astype(cp.int64)
+    row_order, long_rows = partition_rows(cp, row_ptr)
     dev = DeviceCsr(
         nrows,
         ncols,
@@ -324,6 +326,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
         codes=codes,
         dictionary=dictionary,
         one_code=0,
+        row_order=row_order,
         long_rows=long_rows,
     )
     return dev, dict_std

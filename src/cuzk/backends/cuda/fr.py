@@ -7,7 +7,8 @@ converted here, on the host, with :func:`mont_limbs`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,8 @@ from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
 
 MONT_R = (1 << 256) % R
+# fr.cuh's FR_MUL_VARIANT default (the multiplication scheme measured fastest).
+DEFAULT_VARIANT = 3
 THREADS = 256
 # Enough blocks to fill an H200 (132 SMs) many times over; kernels grid-stride.
 MAX_BLOCKS = 132 * 64
@@ -38,6 +41,26 @@ def grid_for(n: int, threads: int = THREADS) -> tuple[int]:
 def check_fr_shape(a: Any, what: str = "Fr array") -> None:
     if a.ndim != 2 or a.shape[1] != 4 or a.dtype != np.uint64:
         raise ValueError(f"{what}: expected an (n, 4) uint64 array, got {a.shape} {a.dtype}")
+
+
+def fr_rows(a: Any, what: str = "Fr array") -> int:
+    """The length of an Fr array (host or device), checking its shape only."""
+    shape = getattr(a, "shape", None)
+    if shape is None or len(shape) != 2 or shape[1] != 4:
+        raise ValueError(f"{what}: expected an (n, 4) uint64 array")
+    return int(shape[0])
+
+
+@contextmanager
+def staged(ctx, what: str, arrays: list, out_bytes: int) -> Iterator[list]:
+    """Reserve an operation's peak (outputs plus the uploads of host inputs),
+    then upload: a reservation that does not fit fails before any allocation."""
+    import cupy
+
+    arrays = [a if hasattr(a, "shape") else np.asarray(a) for a in arrays]
+    upload = sum(32 * fr_rows(a, what) for a in arrays if not isinstance(a, cupy.ndarray))
+    with ctx.budget.reserve(out_bytes + upload, what):
+        yield [cupy.ascontiguousarray(cupy.asarray(a, dtype=cupy.uint64)) for a in arrays]
 
 
 class FrKernels:

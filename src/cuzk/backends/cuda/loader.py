@@ -35,6 +35,7 @@ PREBUILD_DEFAULT = (
     ("fr_ops.cu", ("-DFR_MUL_VARIANT=0",)),
     ("fr_ops.cu", ("-DFR_MUL_VARIANT=1",)),
     ("fr_ops.cu", ("-DFR_MUL_VARIANT=2",)),
+    ("fr_ops.cu", ("-DFR_MUL_VARIANT=3",)),
     ("ntt.cu", ()),
     ("ntt.cu", ("-DFR_MUL_VARIANT=0",)),
     ("ntt.cu", ("-DFR_MUL_VARIANT=1",)),

@@ -27,7 +27,7 @@ import numpy as np
 
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_ROOT_OF_UNITY, FR_TWO_ADICITY, R
-from cuzk.backends.cuda.fr import THREADS, check_fr_shape, grid_for, mont_limbs
+from cuzk.backends.cuda.fr import THREADS, fr_rows, grid_for, mont_limbs, staged
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,8 @@ MAX_TILE_BITS = 9
 BLOCK_ELEMENT_BITS = 11
 BLOCK_THREAD_BITS = 8
 NULL = np.uint64(0)
-HAS_TWIDDLE = 1
-POST_SCALE = 2
+HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32
+NO_TABLE = (NULL, NULL, NULL, np.uint32(0))
 
 
 def plan(log_n: int) -> list[int]:
@@ -110,6 +110,7 @@ class NttEngine:
         self._fn: dict[str, Any] = {}
         self._tile: dict[tuple[int, bool], Any] = {}
         self._pow: dict[tuple[int, int, int], PowTable] = {}
+        self._const: dict[int, Any] = {}
         self._smem_set: dict[str, int] = {}
 
     # --- tables ---------------------------------------------------------
@@ -168,7 +169,32 @@ class NttEngine:
         self._tile.clear()
 
     # --- building blocks -------------------------------------------------
-    def _pass(self, buf, log_n: int, log_m: int, t: int, dit: bool, inverse: bool, post) -> None:
+    def _scale(self, scale) -> tuple[tuple, int]:
+        """Kernel arguments and flag for a scaling: None, a power table, or a constant."""
+        if scale is None:
+            return NO_TABLE, 0
+        if isinstance(scale, PowTable):
+            return scale.args(), 0
+        c = int(scale) % R
+        if c not in self._const:
+            self._const[c] = self.cp.asarray(mont_limbs([c]))
+        return (self._const[c], NULL, NULL, np.uint32(0)), SCALE_CONST
+
+    def _pass(
+        self,
+        buf,
+        log_n: int,
+        log_m: int,
+        t: int,
+        dit: bool,
+        inverse: bool,
+        src=None,
+        pre=None,
+        post=None,
+        post_mul=None,
+    ) -> None:
+        if pre is not None and post is not None:
+            raise ValueError("one pass scales either its inputs or its outputs")
         strided = log_m > t
         avail = log_m - t if strided else log_n - t
         log_c = max(0, min(BLOCK_ELEMENT_BITS - t, BLOCK_THREAD_BITS - max(0, t - 3), avail))
@@ -181,15 +207,24 @@ class NttEngine:
         if self._smem_set.get(name, 0) < smem:
             kernel.max_dynamic_shared_size_bytes = max(smem, 48 * 1024)
             self._smem_set[name] = smem
-        flags = (HAS_TWIDDLE if strided else 0) | (POST_SCALE if post is not None else 0)
-        w = self.twiddles(log_n) if strided else None
-        wargs = w.args() if w is not None else (NULL, NULL, NULL, np.uint32(0))
-        sargs = post.args() if post is not None else (NULL, NULL, NULL, np.uint32(0))
+        sargs, sflag = self._scale(pre if pre is not None else post)
+        flags = (
+            (HAS_TWIDDLE if strided else 0)
+            | (PRE_SCALE if pre is not None else 0)
+            | (POST_SCALE if post is not None else 0)
+            | sflag
+            | (SRC if src is not None else 0)
+            | (POST_MUL if post_mul is not None else 0)
+        )
+        wargs = self.twiddles(log_n).args() if strided else NO_TABLE
         kernel(
             (blocks,),
             (threads,),
             (
                 buf,
+                NULL if src is None else src,
+                np.uint64(0 if src is None else len(src)),
+                NULL if post_mul is None else post_mul,
                 self.tile_table(t, inverse),
                 *wargs,
                 *sargs,
@@ -202,24 +237,53 @@ class NttEngine:
             shared_mem=smem,
         )
 
-    def dif(self, buf, inverse: bool, post: PowTable | None = None) -> None:
-        """In place: natural order in, bit-reversed out; ``post`` scales each
-        output by the table at its natural (frequency) index."""
+    def dif(self, buf, inverse: bool, post=None, src=None, pre=None, post_mul=None) -> None:
+        """In place: natural order in, bit-reversed order out.
+
+        ``src``: read the inputs from this array instead (zero-padded, reduced);
+        ``pre`` / ``post``: scale every input / output by a power table at its
+        natural index, or by a constant; ``post_mul``: multiply every output by
+        this array's element at the same position (a Montgomery product).
+        """
         log_n = log2_exact(len(buf))
         log_m = log_n
         passes = plan(log_n)
         for p, t in enumerate(passes):
-            last = p == len(passes) - 1
-            self._pass(buf, log_n, log_m, t, False, inverse, post if last else None)
+            first, last = p == 0, p == len(passes) - 1
+            self._pass(
+                buf,
+                log_n,
+                log_m,
+                t,
+                False,
+                inverse,
+                src=src if first else None,
+                pre=pre if first else None,
+                post=post if last else None,
+                post_mul=post_mul if last else None,
+            )
             log_m -= t
 
-    def dit(self, buf, inverse: bool, post: PowTable | None = None) -> None:
-        """In place: bit-reversed order in, natural order out."""
+    def dit(self, buf, inverse: bool, post=None, src=None, pre=None, post_mul=None) -> None:
+        """In place: bit-reversed order in, natural order out (options as :meth:`dif`;
+        ``src`` is read in bit-reversed order, so a natural-order array goes in)."""
         log_n = log2_exact(len(buf))
         passes = plan(log_n)
         sizes = [log_n - sum(passes[:p]) for p in range(len(passes))]
         for p in range(len(passes) - 1, -1, -1):
-            self._pass(buf, log_n, sizes[p], passes[p], True, inverse, post if p == 0 else None)
+            first, last = p == len(passes) - 1, p == 0
+            self._pass(
+                buf,
+                log_n,
+                sizes[p],
+                passes[p],
+                True,
+                inverse,
+                src=src if first else None,
+                pre=pre if first else None,
+                post=post if last else None,
+                post_mul=post_mul if last else None,
+            )
 
     def gather(self, x, log_n: int, bitrev: bool, scale=None, out=None):
         """A fresh 2^log_n buffer: x (zero-padded, reduced mod r), optionally
@@ -253,44 +317,34 @@ class NttEngine:
         return out
 
     # --- the backend's transforms -----------------------------------------
-    def _input(self, a):
-        cp = self.cp
-        a = cp.ascontiguousarray(cp.asarray(a, dtype=cp.uint64))
-        check_fr_shape(a)
-        return a, log2_exact(len(a))
-
-    def _reserve(self, n: int, what: str):
-        return self.ctx.budget.reserve(n * 32, what)
+    def _transform(self, a, what: str, inverse: bool, pre=None, post=None):
+        """One DIT that reads the caller's array in bit-reversed order."""
+        k = log2_exact(fr_rows(a, what))
+        n = 1 << k
+        with staged(self.ctx, what, [a], n * 32) as (x,):
+            if k == 0:  # one element: every transform is the identity
+                return self.gather(x, 0, bitrev=False)
+            out = self.cp.empty((n, 4), dtype=self.cp.uint64)
+            pre = pre(k) if callable(pre) else pre
+            post = post(k) if callable(post) else post
+            self.dit(out, inverse, src=x, pre=pre, post=post)
+        return out
 
     def ntt(self, a):
-        a, k = self._input(a)
-        with self._reserve(len(a), "ntt"):
-            out = self.gather(a, k, bitrev=True)
-            self.dit(out, inverse=False)
-        return out
+        return self._transform(a, "ntt", False)
 
     def intt(self, a):
-        a, k = self._input(a)
-        with self._reserve(len(a), "intt"):
-            out = self.gather(a, k, bitrev=True, scale=pow(1 << k, -1, R))
-            self.dit(out, inverse=True)
-        return out
+        return self._transform(a, "intt", True, pre=lambda k: pow(1 << k, -1, R))
 
     def coset_ntt(self, a):
-        a, k = self._input(a)
-        d = EvaluationDomain(k)
-        with self._reserve(len(a), "coset_ntt"):
-            out = self.gather(a, k, bitrev=True, scale=self.pow_table(d.coset_generator, k))
-            self.dit(out, inverse=False)
-        return out
+        def pre(k: int) -> PowTable:
+            return self.pow_table(EvaluationDomain(k).coset_generator, k)
+
+        return self._transform(a, "coset_ntt", False, pre=pre)
 
     def coset_intt(self, a):
-        a, k = self._input(a)
-        d = EvaluationDomain(k)
-        with self._reserve(len(a), "coset_intt"):
-            out = self.gather(a, k, bitrev=True)
-            post = self.pow_table(d.coset_generator_inv, k, d.size_inv)
-            if k == 0:
-                return out
-            self.dit(out, inverse=True, post=post)
-        return out
+        def post(k: int) -> PowTable:
+            d = EvaluationDomain(k)
+            return self.pow_table(d.coset_generator_inv, k, d.size_inv)
+
+        return self._transform(a, "coset_intt", True, post=post)

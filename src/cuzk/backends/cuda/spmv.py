@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.backends.cuda.fr import THREADS, FrKernels, check_fr_shape, grid_for
+from cuzk.backends.cuda.fr import THREADS, FrKernels, fr_rows, grid_for, staged
 
 log = logging.getLogger(__name__)
 
 RAW, CODE16, CODE32 = 0, 1, 2
 NO_ONE = 0xFFFFFFFF
-LONG_ROW = 16  # rows with more entries go one warp per row
+LONG_ROW = 32  # rows with more entries go one warp per row
 NULL = np.uint64(0)
 _ONE_LIMBS = np.array([1, 0, 0, 0], dtype=np.uint64)
 
@@ -41,18 +41,40 @@ class DeviceCsr:
     codes: Any = None  # CODE16 / CODE32
     dictionary: Any = None  # (k, 4) Montgomery form
     one_code: int = NO_ONE
+    row_order: Any = None  # uint32 ids of the other rows, by length, then by id
     long_rows: Any = None  # int64 ids of rows with more than LONG_ROW entries
     hold: Any = None  # its share of the device budget
 
     @property
     def nbytes(self) -> int:
-        parts = (self.row_ptr, self.cols, self.coeffs, self.codes, self.dictionary, self.long_rows)
+        parts = (
+            self.row_ptr,
+            self.cols,
+            self.coeffs,
+            self.codes,
+            self.dictionary,
+            self.row_order,
+            self.long_rows,
+        )
         return sum(0 if p is None else int(p.nbytes) for p in parts)
 
     def release(self) -> None:
         if self.hold is not None:
             self.hold.release()
             self.hold = None
+
+
+def partition_rows(cp, row_ptr) -> tuple[Any, Any]:
+    """(short rows by length then id as uint32, long rows as int64)."""
+    nrows = len(row_ptr) - 1
+    lengths = cp.diff(row_ptr)
+    long_rows = cp.nonzero(lengths > LONG_ROW)[0].astype(cp.int64)
+    short = cp.nonzero(lengths <= LONG_ROW)[0]
+    if nrows >= 1 << 32:
+        raise ValueError(f"{nrows} rows: the GPU CSR holds 32-bit row ids")
+    keys = lengths[short] * (1 << 40) + short
+    row_order = short[cp.argsort(keys)].astype(cp.uint32)
+    return row_order, long_rows
 
 
 def _coefficient_keys(xp, coeffs):
@@ -99,9 +121,10 @@ class SpmvEngine:
         coeffs = cp.ascontiguousarray(cp.asarray(coeffs, dtype=cp.uint64))
         if nnz:
             coeffs = self.fr.reduce(coeffs)
-        lengths = cp.diff(row_ptr)
-        long_rows = cp.nonzero(lengths > LONG_ROW)[0].astype(cp.int64)
-        dev = DeviceCsr(nrows, num_cols, nnz, row_ptr, cols, RAW, long_rows=long_rows)
+        row_order, long_rows = partition_rows(cp, row_ptr)
+        dev = DeviceCsr(
+            nrows, num_cols, nnz, row_ptr, cols, RAW, row_order=row_order, long_rows=long_rows
+        )
         if nnz:
             keys = _coefficient_keys(cp, coeffs)
             ukeys, first, inverse = cp.unique(keys, return_index=True, return_inverse=True)
@@ -124,14 +147,12 @@ class SpmvEngine:
 
     def matvec(self, dev: DeviceCsr, w):
         cp = self.cp
-        w = cp.ascontiguousarray(cp.asarray(w, dtype=cp.uint64))
-        check_fr_shape(w, "witness")
-        if len(w) != dev.num_cols:
+        if fr_rows(w, "witness") != dev.num_cols:
             raise ValueError(f"witness of {len(w)} values for a matrix of {dev.num_cols} columns")
-        out = cp.empty((dev.num_rows, 4), dtype=cp.uint64)
-        if dev.num_rows == 0:
-            return out
-        with self.ctx.budget.reserve(dev.num_rows * 32, "spmv"):
+        with staged(self.ctx, "spmv", [w], dev.num_rows * 32) as (w,):
+            out = cp.empty((dev.num_rows, 4), dtype=cp.uint64)
+            if dev.num_rows == 0:
+                return out
             if dev.nnz == 0:
                 out[...] = 0
                 return out
@@ -143,18 +164,20 @@ class SpmvEngine:
                 NULL if dev.dictionary is None else dev.dictionary,
                 w,
             )
-            self._rows(
-                grid_for(dev.num_rows),
-                (THREADS,),
-                (
-                    out,
-                    *mats,
-                    np.uint64(dev.num_rows),
-                    np.uint32(dev.mode),
-                    np.uint32(dev.one_code),
-                    np.uint32(LONG_ROW),
-                ),
-            )
+            nshort = len(dev.row_order)
+            if nshort:
+                self._rows(
+                    grid_for(nshort),
+                    (THREADS,),
+                    (
+                        out,
+                        *mats,
+                        dev.row_order,
+                        np.uint64(nshort),
+                        np.uint32(dev.mode),
+                        np.uint32(dev.one_code),
+                    ),
+                )
             nlong = len(dev.long_rows)
             if nlong:
                 self._long(

@@ -21,7 +21,11 @@
 #include "ntt.cuh"
 
 #define NTT_HAS_TWIDDLE 1u
-#define NTT_POST_SCALE 2u
+#define NTT_POST_SCALE 2u  // every output times the table at its natural index
+#define NTT_PRE_SCALE 4u   // every input times the table at its natural index
+#define NTT_SCALE_CONST 8u // ... or times s_full[0], whatever the index
+#define NTT_SRC 16u        // read the inputs from src (padded, reduced mod p)
+#define NTT_POST_MUL 32u   // every output times other[g] (Montgomery product)
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
@@ -108,9 +112,11 @@ __device__ __forceinline__ void ntt_round_any(uint32_t r, uint4* smem, uint32_t 
 }
 
 template <bool DIT, bool INV>
-__device__ __forceinline__ void ntt_pass(uint4* data, const uint4* tile_tw, ntt_pow_table wt,
-                                         ntt_pow_table st, uint32_t log_n, uint32_t log_m,
-                                         uint32_t t, uint32_t log_c, uint32_t flags) {
+__device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t src_len,
+                                         const uint4* other, const uint4* tile_tw,
+                                         ntt_pow_table wt, ntt_pow_table st, uint32_t log_n,
+                                         uint32_t log_m, uint32_t t, uint32_t log_c,
+                                         uint32_t flags) {
     CUZK_DYN_SMEM(uint4, smem);
     const uint32_t L = 1u << t, E = L << log_c, plane = E;
     uint4* tws = smem + 2 * E;
@@ -133,11 +139,25 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* tile_tw, ntt_
         B.j2_0 = 0;
     }
     const bool twiddle = (flags & NTT_HAS_TWIDDLE) != 0;
+    const bool src_in = (flags & NTT_SRC) != 0;
+    const bool pre = (flags & NTT_PRE_SCALE) != 0, post = (flags & NTT_POST_SCALE) != 0;
+    const bool scale_const = (flags & NTT_SCALE_CONST) != 0;
+    fr_t kconst = fr_zero();
+    if (scale_const) kconst = fr_load(st.full, 0);
 
     for (uint32_t e = tid; e < E; e += nthr) {
         uint32_t c, pos;
         B.coords(e, c, pos);
-        fr_t v = fr_load(data, B.global(c, pos));
+        const uint64_t g = B.global(c, pos);
+        fr_t v;
+        if (src_in) {
+            // The caller's array: bit-reversed for DIT, zero past its end, reduced.
+            const uint64_t i = DIT ? (uint64_t)ntt_brev((uint32_t)g, log_n) : g;
+            v = i < src_len ? fr_reduce_full(fr_load(src, i)) : fr_zero();
+            if (pre) v = fr_mul(scale_const ? kconst : ntt_pow_lookup(st, i), v);
+        } else {
+            v = fr_load(data, g);
+        }
         if (DIT && twiddle) v = fr_mul(v, ntt_pow_lookup(wt, B.twiddle_exp(c, pos, INV)));
         ntt_smem_store(smem, plane, e, v);
     }
@@ -179,43 +199,49 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* tile_tw, ntt_
         const uint64_t g = B.global(c2, pos);
         fr_t v = ntt_smem_load(smem, plane, e);
         if (!DIT && twiddle) v = fr_mul(v, ntt_pow_lookup(wt, B.twiddle_exp(c2, pos, INV)));
-        if (flags & NTT_POST_SCALE) {
+        if (post) {
             // The output's natural index: DIT writes natural order, DIF bit-reversed.
             const uint64_t i = DIT ? g : (uint64_t)ntt_brev((uint32_t)g, log_n);
-            v = fr_mul(v, ntt_pow_lookup(st, i));
+            v = fr_mul(scale_const ? kconst : ntt_pow_lookup(st, i), v);
         }
+        if (flags & NTT_POST_MUL) v = fr_mul(v, fr_load(other, g));
         fr_store(data, g, v);
     }
 }
 
-#define NTT_PASS_CALL(DIT, INV)                                                         \
-    ntt_pass<DIT, INV>(data, tile_tw, ntt_pow_table{w_full, w_lo, w_hi, w_lobits},      \
+#define NTT_PASS_CALL(DIT, INV)                                                       \
+    ntt_pass<DIT, INV>(data, src, src_len, other, tile_tw,                             \
+                       ntt_pow_table{w_full, w_lo, w_hi, w_lobits},                    \
                        ntt_pow_table{s_full, s_lo, s_hi, s_lobits}, log_n, log_m, t, log_c, \
                        flags)
 
 extern "C" __global__ void __launch_bounds__(256) ntt_dif_fwd(
-    uint4* data, const uint4* tile_tw, const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
+    uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
+    const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
     uint32_t log_n, uint32_t log_m, uint32_t t, uint32_t log_c, uint32_t flags) {
     NTT_PASS_CALL(false, false);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ntt_dif_inv(
-    uint4* data, const uint4* tile_tw, const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
+    uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
+    const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
     uint32_t log_n, uint32_t log_m, uint32_t t, uint32_t log_c, uint32_t flags) {
     NTT_PASS_CALL(false, true);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ntt_dit_fwd(
-    uint4* data, const uint4* tile_tw, const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
+    uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
+    const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
     uint32_t log_n, uint32_t log_m, uint32_t t, uint32_t log_c, uint32_t flags) {
     NTT_PASS_CALL(true, false);
 }
 
 extern "C" __global__ void __launch_bounds__(256) ntt_dit_inv(
-    uint4* data, const uint4* tile_tw, const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
+    uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
+    const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
     uint32_t log_n, uint32_t log_m, uint32_t t, uint32_t log_c, uint32_t flags) {
     NTT_PASS_CALL(true, true);

@@ -5,8 +5,12 @@
 // dictionary would not pay (mode SPMV_RAW). R1CS matrices have few distinct
 // coefficients (1, -1, powers of two, a few constants), so the codes cut the
 // bytes per entry from 36 to 6. Entries whose code is `one_code` skip the
-// product. Short rows take one thread each; rows longer than `long_threshold`
-// are left to spmv_long_kernel, one warp per row.
+// product. Short rows take one thread each, visited in order of length (the
+// `row_order` list) so that the threads of a warp run loops of equal length;
+// long rows go to spmv_long_kernel, one warp per row.
+//
+// w need not be canonical: the coefficient (canonical) is the multiplier's
+// full operand, which bounds the Montgomery product for any 256-bit w.
 #include "fr.cuh"
 
 #define SPMV_RAW 0u
@@ -28,26 +32,26 @@ struct spmv_matrix {
 
     // coef * w[col] accumulated into acc.
     CUZK_HD void accumulate(fr_t& acc, uint64_t j, const uint4* w) const {
-        const fr_t x = fr_reduce_full(fr_load(w, cols[j]));
+        const fr_t x = fr_load(w, cols[j]);
         if (mode == SPMV_RAW) {
-            acc = fr_add(acc, fr_mul(x, fr_load(coeffs, j)));
+            acc = fr_add(acc, fr_mul(fr_load(coeffs, j), x));
             return;
         }
         const uint32_t code = mode == SPMV_CODE16 ? (uint32_t)((const unsigned short*)codes)[j]
                                                   : ((const uint32_t*)codes)[j];
-        acc = fr_add(acc, code == one_code ? x : fr_mul(x, fr_load(dict, code)));
+        acc = fr_add(acc, code == one_code ? fr_reduce_full(x) : fr_mul(fr_load(dict, code), x));
     }
 };
 
 extern "C" __global__ void spmv_rows_kernel(uint4* out, const int64_t* row_ptr, const uint32_t* cols,
                                             const uint4* coeffs, const void* codes,
-                                            const uint4* dict, const uint4* w, uint64_t nrows,
-                                            uint32_t mode, uint32_t one_code,
-                                            uint32_t long_threshold) {
+                                            const uint4* dict, const uint4* w,
+                                            const uint32_t* row_order, uint64_t nrows,
+                                            uint32_t mode, uint32_t one_code) {
     const spmv_matrix m{row_ptr, cols, coeffs, codes, dict, mode, one_code};
-    GRID_STRIDE(r, nrows) {
+    GRID_STRIDE(i, nrows) {
+        const uint64_t r = row_order[i];
         const int64_t s = row_ptr[r], e = row_ptr[r + 1];
-        if (e - s > (int64_t)long_threshold) continue;
         fr_t acc = fr_zero();
         for (int64_t j = s; j < e; j++) m.accumulate(acc, (uint64_t)j, w);
         fr_store(out, r, acc);
