@@ -61,7 +61,9 @@ def table(rows: list[dict]) -> str:
             lines.append(f"{r['op']:<20} ERROR {r['error']}")
             continue
         note = ",".join(
-            f"{k}={r[k]}" for k in ("tables", "variant", "check", "nnz") if r.get(k) is not None
+            f"{k}={r[k]}"
+            for k in ("tables", "variant", "build", "check", "nnz")
+            if r.get(k) is not None
         )
         vals = [
             r.get("op"),

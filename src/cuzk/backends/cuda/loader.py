@@ -40,6 +40,7 @@ PREBUILD_DEFAULT = (
     ("ntt.cu", ("-DFR_MUL_VARIANT=0",)),
     ("ntt.cu", ("-DFR_MUL_VARIANT=1",)),
     ("ntt.cu", ("-DFR_MUL_VARIANT=2",)),
+    ("ntt.cu", ("-DNTT_MIN_BLOCKS=1",)),
     ("spmv.cu", ()),
     ("hpoly.cu", ()),
 )

@@ -96,16 +96,22 @@ class NttEngine:
     ``full_tables``: True/False forces full or split power tables; None
     chooses full ones for large domains when they take at most an eighth of
     the free budget. ``variant`` picks the Fr multiplication scheme (see
-    ``fr.cuh``; None: its default).
+    ``fr.cuh``; None: its default); ``options`` are more compiler defines.
     """
 
-    def __init__(self, ctx, full_tables: bool | None = None, variant: int | None = None) -> None:
+    def __init__(
+        self,
+        ctx,
+        full_tables: bool | None = None,
+        variant: int | None = None,
+        options: tuple[str, ...] = (),
+    ) -> None:
         import cupy
 
         self.cp = cupy
         self.ctx = ctx
         self.full_tables = full_tables
-        self.extra = () if variant is None else (f"-DFR_MUL_VARIANT={variant}",)
+        self.extra = (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options
         self.module = ctx.module("ntt.cu", self.extra)
         self._fn: dict[str, Any] = {}
         self._tile: dict[tuple[int, bool], Any] = {}

@@ -27,6 +27,12 @@
 #define NTT_SRC 16u        // read the inputs from src (padded, reduced mod p)
 #define NTT_POST_MUL 32u   // every output times other[g] (Montgomery product)
 
+// Blocks per SM the register allocation must allow (256 threads each): 2
+// caps the DIT kernels at 128 registers (from 140) for twice the warps.
+#ifndef NTT_MIN_BLOCKS
+#define NTT_MIN_BLOCKS 2
+#endif
+
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (uint64_t)gridDim.x * blockDim.x)
@@ -215,7 +221,7 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
                        ntt_pow_table{s_full, s_lo, s_hi, s_lobits}, log_n, log_m, t, log_c, \
                        flags)
 
-extern "C" __global__ void __launch_bounds__(256) ntt_dif_fwd(
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_fwd(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -223,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(256) ntt_dif_fwd(
     NTT_PASS_CALL(false, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256) ntt_dif_inv(
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_inv(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -231,7 +237,7 @@ extern "C" __global__ void __launch_bounds__(256) ntt_dif_inv(
     NTT_PASS_CALL(false, true);
 }
 
-extern "C" __global__ void __launch_bounds__(256) ntt_dit_fwd(
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_fwd(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -239,7 +245,7 @@ extern "C" __global__ void __launch_bounds__(256) ntt_dit_fwd(
     NTT_PASS_CALL(true, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256) ntt_dit_inv(
+extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_inv(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
