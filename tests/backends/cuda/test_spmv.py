@@ -117,3 +117,13 @@ def test_matrix_stays_resident_and_is_released(backend):
     del m, dev
     gc.collect()
     assert budget.reserved_bytes == before
+
+
+def test_long_rows_at_warp_edges(backend, cpu):
+    """Long rows first in a warp, adjacent, last, and a partial last warp."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    pattern = [40, 45, 1, 0, 33, 2] + [3] * 25 + [70] + [50, 0, 1, 36, 36, 2, 5]
+    rows = [[(int(rng.integers(0, 64)), secrets.randbelow(R)) for _ in range(k)] for k in pattern]
+    m = SparseMatrix.from_rows(rows, 64)
+    w = fr_random(64, rng)
+    assert np.array_equal(backend.to_host(backend.spmv(m, w)), cpu.spmv(m, w))

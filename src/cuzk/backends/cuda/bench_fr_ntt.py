@@ -155,6 +155,33 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             _free()
         eng.release_tables()
         _free()
+    # Smaller blocks (two tiles of 2^9 instead of four): more blocks per SM.
+    for k in sizes[-2:]:
+        n = 1 << k
+        x = fr.random(n, seed=k)
+        muls, floor = _ntt_floor(n, ceilings)
+        for bits in (10, 9):
+            eng = NttEngine(ctx, full_tables=True, block_bits=bits)
+            y = eng.ntt(x)
+            check = _equal(cp, eng.intt(y), x)
+            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+            rows.append(
+                _row(
+                    "ntt",
+                    n,
+                    t,
+                    muls,
+                    "Gmul/s",
+                    floor,
+                    tables="full",
+                    build=f"block_bits={bits}",
+                    check=check,
+                )
+            )
+            eng.release_tables()
+            del y
+        del x
+        _free()
     # The multiplication variants inside the NTT, and the register cap (one
     # block per SM instead of two), at one size.
     k = sizes[-2]
@@ -165,6 +192,8 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     builds.append((None, ("-DNTT_MIN_BLOCKS=1",)))
     for variant, options in builds:
         eng = NttEngine(ctx, full_tables=True, variant=variant, options=options)
+        if options and not quick:
+            continue  # measured in v2: 8.05 ms against 5.29 at 2^24
         y = eng.ntt(x)
         ref = y if ref is None else ref
         muls, floor = _ntt_floor(n, ceilings)
@@ -188,6 +217,42 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
 
 
 def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    rows = _hpoly_rows(ctx, ceilings, quick)
+    # Smaller NTT blocks at the largest size.
+    import cupy as cp
+
+    from cuzk.backends.cuda.hpoly import HPoly
+    from cuzk.backends.cuda.ntt import NttEngine
+
+    fr = FrKernels(ctx)
+    k = 12 if quick else 27
+    n = 1 << k
+    a, b, c = fr.random(n, 1), fr.random(n, 2), fr.random(n, 3)
+    ref = HPoly(NttEngine(ctx, full_tables=True))(a, b, c)
+    for bits in (10,):
+        eng = NttEngine(ctx, full_tables=True, block_bits=bits)
+        h = HPoly(eng)
+        check = _equal(cp, h(a, b, c), ref)
+        muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
+        t = time_ms(lambda h=h: h(a, b, c))
+        rows.append(
+            _row(
+                "h_poly",
+                n,
+                t,
+                muls,
+                "Gmul/s",
+                floor,
+                tables="full",
+                build=f"block_bits={bits}",
+                check=check,
+            )
+        )
+        eng.release_tables()
+    return rows
+
+
+def _hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     import cupy as cp
 
     from cuzk.backends.cuda.hpoly import HPoly
@@ -281,7 +346,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
     """
     import cupy as cp
 
-    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, partition_rows
+    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, long_rows_of
 
     rand = cp.random
     rand.seed(seed)
@@ -319,7 +384,6 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
     dict_std[:300] = fr_to_array(small)
     dict_std[300:] = cp.asnumpy(fr.random(DICT_SIZE - 300, seed=seed + 1))
     dictionary = fr.to_mont(cp.asarray(dict_std))
-    row_order, long_rows = partition_rows(cp, row_ptr)
     dev = DeviceCsr(
         nrows,
         ncols,
@@ -330,8 +394,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
         codes=codes,
         dictionary=dictionary,
         one_code=0,
-        row_order=row_order,
-        long_rows=long_rows,
+        long_rows=long_rows_of(cp, row_ptr),
     )
     return dev, dict_std
 

@@ -96,7 +96,8 @@ class NttEngine:
     ``full_tables``: True/False forces full or split power tables; None
     chooses full ones for large domains when they take at most an eighth of
     the free budget. ``variant`` picks the Fr multiplication scheme (see
-    ``fr.cuh``; None: its default); ``options`` are more compiler defines.
+    ``fr.cuh``; None: its default); ``options`` are more compiler defines;
+    a pass block holds at most 2^``block_bits`` elements.
     """
 
     def __init__(
@@ -105,12 +106,14 @@ class NttEngine:
         full_tables: bool | None = None,
         variant: int | None = None,
         options: tuple[str, ...] = (),
+        block_bits: int = BLOCK_ELEMENT_BITS,
     ) -> None:
         import cupy
 
         self.cp = cupy
         self.ctx = ctx
         self.full_tables = full_tables
+        self.block_bits = block_bits
         self.extra = (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options
         self.module = ctx.module("ntt.cu", self.extra)
         self._fn: dict[str, Any] = {}
@@ -203,7 +206,7 @@ class NttEngine:
             raise ValueError("one pass scales either its inputs or its outputs")
         strided = log_m > t
         avail = log_m - t if strided else log_n - t
-        log_c = max(0, min(BLOCK_ELEMENT_BITS - t, BLOCK_THREAD_BITS - max(0, t - 3), avail))
+        log_c = max(0, min(self.block_bits - t, BLOCK_THREAD_BITS - max(0, t - 3), avail))
         elems = 1 << (t + log_c)
         threads = (1 << log_c) * (1 << max(0, t - 3))
         blocks = (1 << log_n) // elems

@@ -41,7 +41,6 @@ class DeviceCsr:
     codes: Any = None  # CODE16 / CODE32
     dictionary: Any = None  # (k, 4) Montgomery form
     one_code: int = NO_ONE
-    row_order: Any = None  # uint32 ids of the other rows, by length, then by id
     long_rows: Any = None  # int64 ids of rows with more than LONG_ROW entries
     hold: Any = None  # its share of the device budget
 
@@ -53,7 +52,6 @@ class DeviceCsr:
             self.coeffs,
             self.codes,
             self.dictionary,
-            self.row_order,
             self.long_rows,
         )
         return sum(0 if p is None else int(p.nbytes) for p in parts)
@@ -64,17 +62,11 @@ class DeviceCsr:
             self.hold = None
 
 
-def partition_rows(cp, row_ptr) -> tuple[Any, Any]:
-    """(short rows by length then id as uint32, long rows as int64)."""
-    nrows = len(row_ptr) - 1
-    lengths = cp.diff(row_ptr)
-    long_rows = cp.nonzero(lengths > LONG_ROW)[0].astype(cp.int64)
-    short = cp.nonzero(lengths <= LONG_ROW)[0]
-    if nrows >= 1 << 32:
-        raise ValueError(f"{nrows} rows: the GPU CSR holds 32-bit row ids")
-    keys = lengths[short] * (1 << 40) + short
-    row_order = short[cp.argsort(keys)].astype(cp.uint32)
-    return row_order, long_rows
+def long_rows_of(cp, row_ptr):
+    """int64 ids of the rows with more than LONG_ROW entries."""
+    if len(row_ptr) - 1 >= 1 << 40:
+        raise ValueError(f"{len(row_ptr) - 1} rows: too many for one GPU CSR")
+    return cp.nonzero(cp.diff(row_ptr) > LONG_ROW)[0].astype(cp.int64)
 
 
 def _coefficient_keys(xp, coeffs):
@@ -94,7 +86,7 @@ class SpmvEngine:
         self.ctx = ctx
         self.fr = fr
         self.module = ctx.module("spmv.cu")
-        self._rows = self.module.get_function("spmv_rows_kernel")
+        self._rows = self.module.get_function("spmv_warp_kernel")
         self._long = self.module.get_function("spmv_long_kernel")
         self._resident: weakref.WeakKeyDictionary[SparseMatrix, DeviceCsr] = (
             weakref.WeakKeyDictionary()
@@ -121,9 +113,8 @@ class SpmvEngine:
         coeffs = cp.ascontiguousarray(cp.asarray(coeffs, dtype=cp.uint64))
         if nnz:
             coeffs = self.fr.reduce(coeffs)
-        row_order, long_rows = partition_rows(cp, row_ptr)
         dev = DeviceCsr(
-            nrows, num_cols, nnz, row_ptr, cols, RAW, row_order=row_order, long_rows=long_rows
+            nrows, num_cols, nnz, row_ptr, cols, RAW, long_rows=long_rows_of(cp, row_ptr)
         )
         if nnz:
             keys = _coefficient_keys(cp, coeffs)
@@ -164,20 +155,19 @@ class SpmvEngine:
                 NULL if dev.dictionary is None else dev.dictionary,
                 w,
             )
-            nshort = len(dev.row_order)
-            if nshort:
-                self._rows(
-                    grid_for(nshort),
-                    (THREADS,),
-                    (
-                        out,
-                        *mats,
-                        dev.row_order,
-                        np.uint64(nshort),
-                        np.uint32(dev.mode),
-                        np.uint32(dev.one_code),
-                    ),
-                )
+            # 32 rows per warp, 8 warps per block.
+            self._rows(
+                grid_for(dev.num_rows),
+                (THREADS,),
+                (
+                    out,
+                    *mats,
+                    np.uint64(dev.num_rows),
+                    np.uint32(dev.mode),
+                    np.uint32(dev.one_code),
+                    np.uint32(LONG_ROW),
+                ),
+            )
             nlong = len(dev.long_rows)
             if nlong:
                 self._long(

@@ -128,6 +128,20 @@ inline T __shfl_sync(unsigned, T v, int src, int = 32) {
     return cuzk_emu_exchange(v, [&](unsigned) { return (unsigned)src; });
 }
 
+inline unsigned __ballot_sync(unsigned, int pred) {
+    const unsigned tid = cuzk_emu_tid();
+    const unsigned lane = tid % 32, warp = tid / 32;
+    cuzk_emu_xbuf[tid] = pred ? 1u : 0u;
+    (*cuzk_emu_warp_bars)[warp].arrive_and_wait();
+    unsigned r = 0;
+    for (unsigned k = 0; k < 32; k++)
+        if (warp * 32 + k < cuzk_emu_xbuf.size() && cuzk_emu_xbuf[warp * 32 + k]) r |= 1u << k;
+    (*cuzk_emu_warp_bars)[warp].arrive_and_wait();
+    (void)lane;
+    return r;
+}
+inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
+
 inline unsigned __umulhi(unsigned a, unsigned b) {
     return (unsigned)(((unsigned long long)a * b) >> 32);
 }
