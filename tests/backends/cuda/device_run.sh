@@ -20,7 +20,7 @@ SECONDS=0
 CUZK_KERNEL_PREBUILT= python3 - <<'PY' 2>&1 | tee "$OUT/nvrtc.log"
 import time, cupy
 from cuzk.backends.cuda.loader import load_module
-for name, fn in (("fr_ops.cu", "fr_add_kernel"), ("spmv.cu", "spmv_rows_kernel"), ("hpoly.cu", "hpoly_final_kernel")):
+for name, fn in (("fr_ops.cu", "fr_add_kernel"), ("spmv.cu", "spmv_warp_kernel"), ("hpoly.cu", "hpoly_final_kernel")):
     t = time.time()
     load_module(name).get_function(fn)  # compiles now
     print(f"nvrtc {name}: {time.time() - t:.1f} s, cupy {cupy.__version__}")

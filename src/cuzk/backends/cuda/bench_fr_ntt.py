@@ -155,12 +155,12 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             _free()
         eng.release_tables()
         _free()
-    # Smaller blocks (two tiles of 2^9 instead of four): more blocks per SM.
+    # Other block sizes than the default (2^10 elements: two tiles of 2^9).
     for k in sizes[-2:]:
         n = 1 << k
         x = fr.random(n, seed=k)
         muls, floor = _ntt_floor(n, ceilings)
-        for bits in (10, 9):
+        for bits in (11, 9):
             eng = NttEngine(ctx, full_tables=True, block_bits=bits)
             y = eng.ntt(x)
             check = _equal(cp, eng.intt(y), x)
@@ -218,7 +218,7 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
 
 def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     rows = _hpoly_rows(ctx, ceilings, quick)
-    # Smaller NTT blocks at the largest size.
+    # The previous default block size (2^11 elements) at the largest size.
     import cupy as cp
 
     from cuzk.backends.cuda.hpoly import HPoly
@@ -229,7 +229,7 @@ def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     n = 1 << k
     a, b, c = fr.random(n, 1), fr.random(n, 2), fr.random(n, 3)
     ref = HPoly(NttEngine(ctx, full_tables=True))(a, b, c)
-    for bits in (10,):
+    for bits in (11,):
         eng = NttEngine(ctx, full_tables=True, block_bits=bits)
         h = HPoly(eng)
         check = _equal(cp, h(a, b, c), ref)
@@ -346,7 +346,7 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
     """
     import cupy as cp
 
-    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, long_rows_of
+    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, long_rows_of, split_ones
 
     rand = cp.random
     rand.seed(seed)
@@ -396,24 +396,26 @@ def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
         one_code=0,
         long_rows=long_rows_of(cp, row_ptr),
     )
-    return dev, dict_std
+    split_ones(cp, dev)
+    return dev, dict_std, (row_ptr, cols, codes)
 
 
-def _check_rows(dev, dict_std: np.ndarray, w, out, samples: int, seed: int) -> bool:
-    """Sampled rows recomputed with Python integers."""
+def _check_rows(dev, orig, dict_std: np.ndarray, w, out, samples: int, seed: int) -> bool:
+    """Sampled rows recomputed with Python integers from the unsplit arrays."""
     import cupy as cp
 
+    row_ptr, all_cols, all_codes = orig
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, dev.num_rows, samples)
     # Always include a long row when there is one.
     if len(dev.long_rows):
         rows[0] = int(dev.long_rows[0])
     dvals = fr_from_array(dict_std)
-    ptr = cp.asnumpy(dev.row_ptr)
+    ptr = cp.asnumpy(row_ptr)
     for r in rows:
         s, e = int(ptr[r]), int(ptr[r + 1])
-        cols = cp.asnumpy(dev.cols[s:e]).astype(np.int64)
-        codes = cp.asnumpy(dev.codes[s:e])
+        cols = cp.asnumpy(all_cols[s:e]).astype(np.int64)
+        codes = cp.asnumpy(all_codes[s:e])
         wv = fr_from_array(cp.asnumpy(w[cp.asarray(cols)])) if e > s else []
         want = sum(dvals[int(c)] * x for c, x in zip(codes, wv, strict=True)) % R
         got = fr_from_array(cp.asnumpy(out[int(r) : int(r) + 1]))[0]
@@ -442,12 +444,18 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
         total_floor = 0.0
         ok = True
         for i, (name, shape) in enumerate(SHAPES.items()):
-            dev, dict_std = synthetic_csr(eng, fr, shape, nrows, ncols, seed=100 + i)
+            dev, dict_std, orig = synthetic_csr(eng, fr, shape, nrows, ncols, seed=100 + i)
             out = eng.matvec(dev, w)
-            check = _check_rows(dev, dict_std, w, out, 64 if quick else 256, seed=i)
+            check = _check_rows(dev, orig, dict_std, w, out, 64 if quick else 256, seed=i)
+            del orig
             ok = ok and check
-            bytes_ = 8 * (nrows + 1) + 6 * dev.nnz + 32 * ncols + 32 * nrows + 32 * DICT_SIZE
-            nonone = 0.3 * dev.nnz
+            # Two row-pointer arrays (ones, others), a column per entry, a code
+            # per entry that has a coefficient other than 1, w once, the output.
+            ones = len(dev.one_cols)
+            bytes_ = (
+                16 * (nrows + 1) + 4 * dev.nnz + 2 * (dev.nnz - ones) + 32 * (ncols + nrows)
+            ) + 32 * DICT_SIZE
+            nonone = dev.nnz - ones
             floor = (
                 max(bytes_ / ceilings["copy_bytes_per_s"], nonone / ceilings["fr_mul_per_s"]) * 1e3
             )

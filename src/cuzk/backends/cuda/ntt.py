@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 MAX_TILE_BITS = 9
 # Elements a pass kernel holds in shared memory per block, and its thread cap.
-BLOCK_ELEMENT_BITS = 11
+BLOCK_ELEMENT_BITS = 10  # measured: 2^24 4.95 ms against 5.41 with 11
 BLOCK_THREAD_BITS = 8
 NULL = np.uint64(0)
 HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32

@@ -31,6 +31,10 @@ _ONE_LIMBS = np.array([1, 0, 0, 0], dtype=np.uint64)
 
 @dataclass
 class DeviceCsr:
+    """A resident matrix: the entries with coefficient 1 (``one_ptr``,
+    ``one_cols``; None when not split) and the others (``row_ptr``, ``cols``
+    and ``codes`` or ``coeffs``), two CSR parts over the same rows."""
+
     num_rows: int
     num_cols: int
     nnz: int
@@ -42,6 +46,8 @@ class DeviceCsr:
     dictionary: Any = None  # (k, 4) Montgomery form
     one_code: int = NO_ONE
     long_rows: Any = None  # int64 ids of rows with more than LONG_ROW entries
+    one_ptr: Any = None
+    one_cols: Any = None
     hold: Any = None  # its share of the device budget
 
     @property
@@ -53,6 +59,8 @@ class DeviceCsr:
             self.codes,
             self.dictionary,
             self.long_rows,
+            self.one_ptr,
+            self.one_cols,
         )
         return sum(0 if p is None else int(p.nbytes) for p in parts)
 
@@ -67,6 +75,21 @@ def long_rows_of(cp, row_ptr):
     if len(row_ptr) - 1 >= 1 << 40:
         raise ValueError(f"{len(row_ptr) - 1} rows: too many for one GPU CSR")
     return cp.nonzero(cp.diff(row_ptr) > LONG_ROW)[0].astype(cp.int64)
+
+
+def split_ones(cp, dev: DeviceCsr) -> None:
+    """Move the entries whose code is ``one_code`` into the ones part."""
+    if dev.mode == RAW or dev.one_code == NO_ONE or dev.one_ptr is not None:
+        return
+    ones = dev.codes == dev.one_code
+    before = cp.zeros(dev.nnz + 1, dtype=cp.int64)
+    before[1:] = cp.cumsum(ones)
+    dev.one_ptr = before[dev.row_ptr]
+    dev.one_cols = dev.cols[ones]
+    general = ~ones
+    dev.row_ptr = dev.row_ptr - dev.one_ptr
+    dev.cols = dev.cols[general]
+    dev.codes = dev.codes[general]
 
 
 def _coefficient_keys(xp, coeffs):
@@ -130,6 +153,7 @@ class SpmvEngine:
                 dev.codes = codes
                 dev.dictionary = self.fr.to_mont(dictionary)
                 dev.one_code = int(ones[0]) if len(ones) else NO_ONE
+                split_ones(cp, dev)
             else:
                 dev.coeffs = self.fr.to_mont(coeffs)
             log.debug("CSR %d x %d, %d entries, %d distinct coefficients", nrows, num_cols, nnz, k)
@@ -148,6 +172,8 @@ class SpmvEngine:
                 out[...] = 0
                 return out
             mats = (
+                NULL if dev.one_ptr is None else dev.one_ptr,
+                NULL if dev.one_cols is None else dev.one_cols,
                 dev.row_ptr,
                 dev.cols,
                 NULL if dev.coeffs is None else dev.coeffs,
@@ -159,28 +185,14 @@ class SpmvEngine:
             self._rows(
                 grid_for(dev.num_rows),
                 (THREADS,),
-                (
-                    out,
-                    *mats,
-                    np.uint64(dev.num_rows),
-                    np.uint32(dev.mode),
-                    np.uint32(dev.one_code),
-                    np.uint32(LONG_ROW),
-                ),
+                (out, *mats, np.uint64(dev.num_rows), np.uint32(dev.mode), np.uint32(LONG_ROW)),
             )
             nlong = len(dev.long_rows)
             if nlong:
                 self._long(
                     grid_for(nlong * 32),
                     (THREADS,),
-                    (
-                        out,
-                        *mats,
-                        dev.long_rows,
-                        np.uint64(nlong),
-                        np.uint32(dev.mode),
-                        np.uint32(dev.one_code),
-                    ),
+                    (out, *mats, dev.long_rows, np.uint64(nlong), np.uint32(dev.mode)),
                 )
         return out
 
