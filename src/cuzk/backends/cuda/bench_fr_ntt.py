@@ -119,6 +119,12 @@ def _ntt_floor(n: int, ceilings: dict, transforms: int = 1, extra_bytes: float =
     return muls, floor
 
 
+def cupy_module():
+    import cupy
+
+    return cupy
+
+
 def _equal(cp, a, b) -> bool:
     return bool(cp.array_equal(a, b))
 
@@ -463,6 +469,22 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             rows.append(
                 _row(f"spmv_{name}", nrows, t, bytes_, "GB/s", floor, nnz=dev.nnz, check=check)
             )
+            if name == "A":  # the same matrix without the register cap
+                alt = SpmvEngine(ctx, fr, ("-DSPMV_MIN_BLOCKS=1",))
+                ok_alt = _equal(cupy_module(), alt.matvec(dev, w), out)
+                t2 = time_ms(lambda alt=alt, dev=dev, w=w: alt.matvec(dev, w))
+                rows.append(
+                    _row(
+                        "spmv_A",
+                        nrows,
+                        t2,
+                        bytes_,
+                        "GB/s",
+                        floor,
+                        build="SPMV_MIN_BLOCKS=1",
+                        check=ok_alt,
+                    )
+                )
             total_t.append(statistics.median(t))
             total_bytes += bytes_
             total_floor += floor

@@ -42,6 +42,7 @@ PREBUILD_DEFAULT = (
     ("ntt.cu", ("-DFR_MUL_VARIANT=2",)),
     ("ntt.cu", ("-DNTT_MIN_BLOCKS=1",)),
     ("spmv.cu", ()),
+    ("spmv.cu", ("-DSPMV_MIN_BLOCKS=1",)),
     ("hpoly.cu", ()),
 )
 

@@ -102,13 +102,13 @@ def _coefficient_keys(xp, coeffs):
 
 
 class SpmvEngine:
-    def __init__(self, ctx, fr: FrKernels) -> None:
+    def __init__(self, ctx, fr: FrKernels, options: tuple[str, ...] = ()) -> None:
         import cupy
 
         self.cp = cupy
         self.ctx = ctx
         self.fr = fr
-        self.module = ctx.module("spmv.cu")
+        self.module = ctx.module("spmv.cu", options)
         self._rows = self.module.get_function("spmv_warp_kernel")
         self._long = self.module.get_function("spmv_long_kernel")
         self._resident: weakref.WeakKeyDictionary[SparseMatrix, DeviceCsr] = (

@@ -24,6 +24,15 @@
 #define SPMV_CODE16 1u
 #define SPMV_CODE32 2u
 #define SPMV_WARPS 8  // warps per block of spmv_warp_kernel
+// Entries per lane per step: more independent loads in flight per warp. The
+// ones part is all loads and additions, the general part has a product each.
+#define SPMV_ONES_PER_LANE 4
+#define SPMV_GENERAL_PER_LANE 2
+// Blocks per SM the register allocation must allow: 4 caps the warp kernel
+// at 64 registers (from 72; 32 bytes of spill) for a third more warps.
+#ifndef SPMV_MIN_BLOCKS
+#define SPMV_MIN_BLOCKS 4
+#endif
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
@@ -64,8 +73,8 @@ __device__ __forceinline__ int64_t spmv_skip_long(int64_t x, uint32_t long_mask,
     return x;
 }
 
-// One part's entries of the warp's rows, 32 at a time, summed into acc.
-template <bool ONES>
+// One part's entries of the warp's rows, 32 * U at a time, summed into acc.
+template <bool ONES, int U>
 __device__ __forceinline__ void spmv_walk(const spmv_matrix& m, const uint4* w, int64_t s,
                                           int64_t e, uint32_t last, uint32_t long_mask,
                                           bool mine, uint4* lo, uint4* hi, fr_t& acc) {
@@ -73,14 +82,21 @@ __device__ __forceinline__ void spmv_walk(const spmv_matrix& m, const uint4* w, 
     const int64_t first = __shfl_sync(0xffffffffu, s, 0);
     const int64_t end = __shfl_sync(0xffffffffu, e, last);
     for (int64_t base = spmv_skip_long(first, long_mask, s, e); base < end;
-         base = spmv_skip_long(base + 32, long_mask, s, e)) {
-        const int64_t j = base + lane;
-        const fr_t p = j < end ? m.entry<ONES>((uint64_t)j, w) : fr_zero();
-        lo[lane] = make_uint4(p.w[0], p.w[1], p.w[2], p.w[3]);
-        hi[lane] = make_uint4(p.w[4], p.w[5], p.w[6], p.w[7]);
+         base = spmv_skip_long(base + 32 * U, long_mask, s, e)) {
+        fr_t p[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t j = base + 32 * u + lane;
+            p[u] = j < end ? m.entry<ONES>((uint64_t)j, w) : fr_zero();
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            lo[32 * u + lane] = make_uint4(p[u].w[0], p[u].w[1], p[u].w[2], p[u].w[3]);
+            hi[32 * u + lane] = make_uint4(p[u].w[4], p[u].w[5], p[u].w[6], p[u].w[7]);
+        }
         __syncwarp();
         if (mine) {
-            const int64_t a = s > base ? s : base, b = e < base + 32 ? e : base + 32;
+            const int64_t a = s > base ? s : base, b = e < base + 32 * U ? e : base + 32 * U;
             for (int64_t k = a; k < b; k++) {
                 const uint4 x = lo[k - base], y = hi[k - base];
                 acc = fr_add(acc, fr_make(x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w));
@@ -90,11 +106,11 @@ __device__ __forceinline__ void spmv_walk(const spmv_matrix& m, const uint4* w, 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) spmv_warp_kernel(
+extern "C" __global__ void __launch_bounds__(256, SPMV_MIN_BLOCKS) spmv_warp_kernel(
     uint4* out, const int64_t* one_ptr, const uint32_t* one_cols, const int64_t* row_ptr,
     const uint32_t* cols, const uint4* coeffs, const void* codes, const uint4* dict,
     const uint4* w, uint64_t nrows, uint32_t mode, uint32_t long_threshold) {
-    __shared__ uint4 parked[SPMV_WARPS][2][32];
+    __shared__ uint4 parked[SPMV_WARPS][2][32 * SPMV_ONES_PER_LANE];
     const spmv_matrix m{one_ptr, one_cols, row_ptr, cols, coeffs, codes, dict, mode};
     const uint32_t lane = threadIdx.x & 31u, wib = threadIdx.x >> 5;
     const uint64_t warp = (uint64_t)blockIdx.x * SPMV_WARPS + wib;
@@ -112,8 +128,9 @@ extern "C" __global__ void __launch_bounds__(256) spmv_warp_kernel(
         const uint32_t last = (uint32_t)(nrows - r0 < 32 ? nrows - r0 - 1 : 31);
         const bool mine = valid && !is_long;
         fr_t acc = fr_zero();
-        if (ones) spmv_walk<true>(m, w, s1, e1, last, long_mask, mine, lo, hi, acc);
-        spmv_walk<false>(m, w, s, e, last, long_mask, mine, lo, hi, acc);
+        if (ones)
+            spmv_walk<true, SPMV_ONES_PER_LANE>(m, w, s1, e1, last, long_mask, mine, lo, hi, acc);
+        spmv_walk<false, SPMV_GENERAL_PER_LANE>(m, w, s, e, last, long_mask, mine, lo, hi, acc);
         if (mine) fr_store(out, r, acc);
     }
 }
