@@ -94,7 +94,7 @@ __device__ __forceinline__ void ntt_round(uint4* smem, uint32_t plane, const uin
 #pragma unroll
                 for (int p = 1; p < (1 << R); p++) {
                     const uint32_t e = (b * (uint32_t)ntt_brev_small(p, R)) << (B.t - lj);
-                    y[p] = fr_mul(y[p], fr_load(tws, e));
+                    y[p] = fr_mul(y[p], ntt_smem_load(tws, 1u << B.t, e));
                 }
             }
             if (DIT) ntt_dit_dft<R, INV>(y);
@@ -125,9 +125,12 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
                                          uint32_t flags) {
     CUZK_DYN_SMEM(uint4, smem);
     const uint32_t L = 1u << t, E = L << log_c, plane = E;
+    // The tile's twiddles, in the same two-plane swizzled layout as the data:
+    // lanes read them at strides k * 2^s, which a plain layout maps onto a few
+    // banks (Nsight Compute: 9.4-way conflicts on shared loads).
     uint4* tws = smem + 2 * E;
     const uint32_t tid = threadIdx.x, nthr = blockDim.x;
-    for (uint32_t i = tid; i < 2 * L; i += nthr) tws[i] = tile_tw[i];
+    for (uint32_t i = tid; i < L; i += nthr) ntt_smem_store(tws, L, i, fr_load(tile_tw, i));
 
     ntt_block B;
     B.t = t;
