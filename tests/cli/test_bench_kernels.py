@@ -36,3 +36,10 @@ def test_table_lists_rows_and_errors():
     assert lines[0].split()[:3] == ["op", "size", "median_ms"]
     assert "16777216" in lines[2] and "tables=full,check=True" in lines[2]
     assert "ERROR RuntimeError: boom" in lines[3]
+
+
+def test_standalone_entry_parses_options(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(bench_kernels, "run", lambda args: seen.setdefault("args", args) and 0)
+    bench_kernels.main(["--quick", "--sections", "spmv"])
+    assert seen["args"].quick and seen["args"].sections == "spmv"

@@ -129,3 +129,23 @@ def run(args: argparse.Namespace) -> int:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
     return 1 if any("error" in r or r.get("check") is False for r in rows) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cuzk.cli.bench_kernels [options]``: the subcommand alone, so
+    it runs where other ``cuzk-bench`` subcommands' dependencies are missing."""
+    parser = argparse.ArgumentParser(prog="cuzk-bench")
+    parser.add_argument("--log-level", default="INFO")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = parser.parse_args(["kernels", *(sys.argv[1:] if argv is None else argv)])
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
