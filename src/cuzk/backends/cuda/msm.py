@@ -116,20 +116,21 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
 
 
 def workspace_bytes(
-    spec: CurveSpec, n: int, c: int | None = None, scalars_on_host: bool = True
+    spec: CurveSpec, n: int, scalars_on_host: bool = True, tuning: Tuning = Tuning()
 ) -> int:
     """An upper bound of the VRAM one MSM of n scalars takes besides its bases."""
-    c = c or choose_window(n, spec)
+    c = tuning.window or choose_window(n, spec)
     nw, nb = num_windows(c), 1 << (c - 1)
     entries = n * nw
+    slices = entries // (tuning.slice_len or max(16, entries // tuning.target_threads)) + 1
     total = 32 * n if scalars_on_host else 0
     total += 4 * (n // 32 + 1) + 64
     total += 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
     total += 3 * 4 * nw * nb  # counts, prefix sums, cursors
     total += 8 * entries  # keys, vals
     total += spec.xyzz_bytes * nw * nb  # buckets
-    total += (2 * spec.xyzz_bytes + 12) * (entries // 16 + 1)  # slice heads and tails
-    total += 2 * spec.xyzz_bytes * (1 << 17)  # segment sums and their tree
+    total += (2 * spec.xyzz_bytes + 12) * slices  # slice heads and tails
+    total += 2 * spec.xyzz_bytes * nw * (tuning.segments or tuning.target_threads)
     return total
 
 
@@ -238,6 +239,51 @@ def _to_host(a) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+# --- fixed-base multiplication (parameter generation) -------------------------------
+
+FIXED_BASE_WINDOW = 10
+_AFFINE_PER_THREAD = 16  # points sharing one inversion in batch_to_affine
+
+
+def fixed_base_windows(wbits: int = FIXED_BASE_WINDOW) -> int:
+    return -(-SCALAR_BITS // wbits)
+
+
+def fixed_base_table(point: Affine, spec: CurveSpec, wbits: int = FIXED_BASE_WINDOW) -> np.ndarray:
+    """d·2^(wbits·w)·P for every window w and digit d ≥ 1, affine in standard form,
+    as the flat uint32 words fixed_base_mul reads (computed with arkworks)."""
+    from cuzk.algebra import pairing
+
+    base = pairing.g1_to_ark(point) if spec is G1_SPEC else pairing.g2_to_ark(point)
+    rows = []
+    for _ in range(fixed_base_windows(wbits)):
+        acc = base
+        for _d in range((1 << wbits) - 1):
+            rows.append(acc.to_xy_bytes_le())
+            acc = acc + base
+        base = acc  # 2^wbits times the window's base
+    return np.frombuffer(b"".join(rows), dtype="<u4").copy()
+
+
+def fixed_base_affine(
+    xp, k: Kernels, spec: CurveSpec, table, scalars, wbits: int = FIXED_BASE_WINDOW
+):
+    """sᵢ·P for every scalar, as flat uint32 affine words in standard form (zeros =
+    infinity): the (n, 2, 6) / (n, 2, 2, 6) layout of cuzk.algebra.arrays."""
+    n = int(scalars.shape[0])
+    xyzz = xp.empty(n * spec.xyzz_words, dtype=_U32)
+    k.launch(
+        "fixed_base_mul",
+        n,
+        (table, _U32(wbits), _U32(fixed_base_windows(wbits)), scalars, _U32(n), xyzz),
+    )
+    scratch = xp.empty(n * spec.field_words, dtype=_U32)
+    out = xp.empty(n * spec.affine_words, dtype=_U32)
+    threads = -(-n // _AFFINE_PER_THREAD)
+    k.launch("batch_to_affine", threads, (xyzz, _U32(n), _U32(_AFFINE_PER_THREAD), scratch, out))
+    return out
+
+
 # --- conversions at the boundary ------------------------------------------------
 
 
@@ -263,13 +309,15 @@ def xyzz_to_affine(words: np.ndarray, spec: CurveSpec) -> Affine:
     return (X * ZZ.inverse(), Y * ZZZ.inverse())
 
 
-def _check_bases(bases: np.ndarray, spec: CurveSpec) -> np.ndarray:
+def _check_bases(bases: Any, spec: CurveSpec) -> Any:
     shape = (2, 6) if spec is G1_SPEC else (2, 2, 6)
-    if not isinstance(bases, np.ndarray) or bases.shape[1:] != shape:
+    if getattr(bases, "ndim", 0) != 1 + len(shape) or tuple(bases.shape[1:]) != shape:
         raise InputError(
             f"{spec.name} MSM", "bases", f"expected an (n, {', '.join(map(str, shape))}) array"
         )
-    return np.ascontiguousarray(bases, dtype=np.uint64)
+    if bases.dtype != np.uint64:
+        raise InputError(f"{spec.name} MSM", "bases", f"expected uint64 limbs, not {bases.dtype}")
+    return bases
 
 
 def _check_scalars(scalars: Any, n_bases: int, spec: CurveSpec) -> None:
@@ -333,6 +381,7 @@ class MsmEngine:
         self.tuning = tuning
         self._stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
         self._kernels: dict[str, _CupyKernels] = {}
+        self._tables: dict[tuple[str, str], Any] = {}
 
     def kernels(self, spec: CurveSpec) -> _CupyKernels:
         k = self._kernels.get(spec.name)
@@ -352,15 +401,19 @@ class MsmEngine:
 
         n = len(bases)
         nbytes = n * spec.affine_bytes
-        words = bases.view(np.uint32).reshape(n, spec.affine_words)
+        on_device = not isinstance(bases, np.ndarray)
+        if on_device:
+            words = cupy.ascontiguousarray(bases).view(_U32).reshape(n, spec.affine_words)
+        else:
+            words = np.ascontiguousarray(bases).view(_U32).reshape(n, spec.affine_words)
         handle = PreparedBases(spec, n)
         budget = self.ctx.budget
         # Resident when the bases and the workspace of an MSM over all of them fit.
-        fits = nbytes + workspace_bytes(spec, max(n, 1)) <= budget.free_bytes
+        fits = nbytes + workspace_bytes(spec, max(n, 1), tuning=self.tuning) <= budget.free_bytes
         if fits and self._stream_chunk is None:
             handle._hold.enter_context(budget.reserve(nbytes, f"{spec.name} bases (resident)"))
             with cupy.cuda.Device(self.ctx.device_id):
-                dev = cupy.asarray(words.reshape(-1))
+                dev = cupy.array(words.reshape(-1), copy=True)  # never convert a caller's array
                 self._to_montgomery(spec, dev, n)
             handle.device = dev
             log.info("%s bases resident: %d points, %.2f GiB", spec.name, n, nbytes / 2**30)
@@ -369,7 +422,7 @@ class MsmEngine:
         mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
         pinned = np.frombuffer(mem, dtype=np.uint32, count=n * spec.affine_words)
         pinned = pinned.reshape(n, spec.affine_words)
-        pinned[:] = words
+        pinned[:] = words.get() if on_device else words
         handle.pinned = pinned
         handle._hold.callback(lambda: mem)  # keep the pinned block alive with the handle
         log.info(
@@ -384,7 +437,9 @@ class MsmEngine:
         free = self.ctx.budget.free_bytes
         chunk = max(1, n)
         # Two staging buffers plus one chunk's workspace must fit.
-        while chunk > 1024 and 2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk) > free:
+        while chunk > 1024 and (
+            2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=self.tuning) > free
+        ):
             chunk //= 2
         return chunk
 
@@ -410,7 +465,7 @@ class MsmEngine:
         k = self.kernels(spec)
         with cupy.cuda.Device(self.ctx.device_id):
             if handle.resident:
-                need = workspace_bytes(spec, n, scalars_on_host=on_host)
+                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=self.tuning)
                 with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} workspace"):
                     s = cupy.asarray(np.ascontiguousarray(scalars)) if on_host else scalars
                     return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning)
@@ -421,6 +476,52 @@ class MsmEngine:
             raise InputError(f"{spec.name} MSM", "bases", f"prepared for {handle.spec.name}")
         return xyzz_to_affine(_to_host(self.msm_xyzz(handle, scalars)), spec)
 
+    # --- fixed-base multiples (parameter generation) -------------------------------
+    def fixed_base_g1(self, point: Affine, scalars, to_host: bool = True):
+        """sᵢ·P for every scalar: an (n, 2, 6) uint64 array of affine points."""
+        return self._fixed_base(G1_SPEC, point, scalars, to_host)
+
+    def fixed_base_g2(self, point: Affine, scalars, to_host: bool = True):
+        """sᵢ·Q for every scalar: an (n, 2, 2, 6) uint64 array."""
+        return self._fixed_base(G2_SPEC, point, scalars, to_host)
+
+    def _fixed_base(self, spec: CurveSpec, point: Affine, scalars, to_host: bool):
+        import cupy
+
+        _check_scalars(scalars, scalars.shape[0], spec)
+        n = int(scalars.shape[0])
+        shape = (n, 2, 6) if spec is G1_SPEC else (n, 2, 2, 6)
+        key = (spec.name, repr(point))
+        k = self.kernels(spec)
+        out = np.empty(shape, dtype=np.uint64) if to_host else cupy.empty(shape, dtype=np.uint64)
+        if n == 0:
+            return out
+        # Chunks bound the XYZZ intermediates; each costs ~2.3x its affine output.
+        chunk = max(1, min(n, 1 << 22))
+        per_point = 32 + spec.xyzz_bytes + 4 * spec.field_words + spec.affine_bytes
+        with cupy.cuda.Device(self.ctx.device_id):
+            table = self._tables.get(key)
+            if table is None:
+                table = cupy.asarray(fixed_base_table(point, spec))
+                self._to_montgomery(spec, table, len(table) // spec.affine_words)
+                self._tables = {key: table}  # one table at a time: they are 2.5-5 MiB
+            flat = out.reshape(n, -1).view(_U32)
+            with self.ctx.budget.reserve(chunk * per_point, f"fixed-base {spec.name}"):
+                for lo in range(0, n, chunk):
+                    hi = min(n, lo + chunk)
+                    part = scalars[lo:hi]
+                    s = (
+                        cupy.asarray(np.ascontiguousarray(part))
+                        if isinstance(part, np.ndarray)
+                        else part
+                    )
+                    words = fixed_base_affine(cupy, k, spec, table, s)
+                    if to_host:
+                        flat[lo:hi] = words.reshape(hi - lo, -1).get()
+                    else:
+                        flat[lo:hi] = words.reshape(hi - lo, -1)
+        return out
+
     def _msm_streamed(self, handle: PreparedBases, scalars, n: int, k: _CupyKernels):
         import cupy
 
@@ -430,7 +531,7 @@ class MsmEngine:
         starts = list(range(0, n, chunk))
         if not starts:
             return msm_xyzz(cupy, k, spec, cupy.zeros(1, dtype=_U32), _empty_scalars(cupy))
-        need = 2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk) + 32 * chunk
+        need = 2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=self.tuning)
         with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} streamed"):
             copy_stream = cupy.cuda.Stream(non_blocking=True)
             compute = cupy.cuda.get_current_stream()

@@ -76,16 +76,16 @@ template <class F>
 CUZK_POINT_FN xyzz_t<F> dbl(const xyzz_t<F>& p) {
     if (is_infinity(p)) return p;
     F U = dbl(p.Y);
-    F V = sqr(U);
-    F W = mul(U, V);
-    F S = mul(p.X, V);
-    F X2 = sqr(p.X);
+    F V = sqr_call(U);
+    F W = mul_call(U, V);
+    F S = mul_call(p.X, V);
+    F X2 = sqr_call(p.X);
     F M = add(dbl(X2), X2);
     xyzz_t<F> r;
-    r.X = sub(sqr(M), dbl(S));
-    r.Y = sub(mul(M, sub(S, r.X)), mul(W, p.Y));
-    r.ZZ = mul(V, p.ZZ);
-    r.ZZZ = mul(W, p.ZZZ);
+    r.X = sub(sqr_call(M), dbl(S));
+    r.Y = sub(mul_call(M, sub(S, r.X)), mul_call(W, p.Y));
+    r.ZZ = mul_call(V, p.ZZ);
+    r.ZZZ = mul_call(W, p.ZZZ);
     return r;
 }
 
@@ -93,20 +93,21 @@ CUZK_POINT_FN xyzz_t<F> dbl(const xyzz_t<F>& p) {
 template <class F>
 CUZK_POINT_FN xyzz_t<F> dbl_affine(const affine_t<F>& a) {
     F U = dbl(a.y);
-    F V = sqr(U);
-    F W = mul(U, V);
-    F S = mul(a.x, V);
-    F X2 = sqr(a.x);
+    F V = sqr_call(U);
+    F W = mul_call(U, V);
+    F S = mul_call(a.x, V);
+    F X2 = sqr_call(a.x);
     F M = add(dbl(X2), X2);
     xyzz_t<F> r;
-    r.X = sub(sqr(M), dbl(S));
-    r.Y = sub(mul(M, sub(S, r.X)), mul(W, a.y));
+    r.X = sub(sqr_call(M), dbl(S));
+    r.Y = sub(mul_call(M, sub(S, r.X)), mul_call(W, a.y));
     r.ZZ = V;
     r.ZZZ = W;
     return r;
 }
 
-// P + A for an affine A that is not infinity (madd-2008-s).
+// P + A for an affine A that is not infinity (madd-2008-s). The hot loop of
+// bucket accumulation: its products are inlined; the rarer operations call.
 template <class F>
 CUZK_POINT_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& a) {
     if (is_infinity(p)) return from_affine(a);
@@ -134,24 +135,24 @@ template <class F>
 CUZK_POINT_FN xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     if (is_infinity(p)) return q;
     if (is_infinity(q)) return p;
-    F U1 = mul(p.X, q.ZZ);
-    F U2 = mul(q.X, p.ZZ);
-    F S1 = mul(p.Y, q.ZZZ);
-    F S2 = mul(q.Y, p.ZZZ);
+    F U1 = mul_call(p.X, q.ZZ);
+    F U2 = mul_call(q.X, p.ZZ);
+    F S1 = mul_call(p.Y, q.ZZZ);
+    F S2 = mul_call(q.Y, p.ZZZ);
     F P = sub(U2, U1);
     F R = sub(S2, S1);
     if (is_zero(P)) {
         if (is_zero(R)) return dbl(p);
         return xyzz_infinity<F>();
     }
-    F PP = sqr(P);
-    F PPP = mul(P, PP);
-    F Q = mul(U1, PP);
+    F PP = sqr_call(P);
+    F PPP = mul_call(P, PP);
+    F Q = mul_call(U1, PP);
     xyzz_t<F> r;
-    r.X = sub(sub(sqr(R), PPP), dbl(Q));
-    r.Y = sub(mul(R, sub(Q, r.X)), mul(S1, PPP));
-    r.ZZ = mul(mul(p.ZZ, q.ZZ), PP);
-    r.ZZZ = mul(mul(p.ZZZ, q.ZZZ), PPP);
+    r.X = sub(sub(sqr_call(R), PPP), dbl(Q));
+    r.Y = sub(mul_call(R, sub(Q, r.X)), mul_call(S1, PPP));
+    r.ZZ = mul_call(mul_call(p.ZZ, q.ZZ), PP);
+    r.ZZZ = mul_call(mul_call(p.ZZZ, q.ZZZ), PPP);
     return r;
 }
 

@@ -211,6 +211,12 @@ CUZK_HD fq_t mul(const fq_t& a, const fq_t& b) {
 
 CUZK_HD fq_t sqr(const fq_t& a) { return mul(a, a); }
 
+// The product as a call (one copy per module). Inlined products are faster,
+// but each copy is ~600 instructions that NVRTC must schedule: only the hot
+// loop (bucket accumulation, add_affine) inlines them; everything else calls.
+CUZK_POINT_FN fq_t mul_call(const fq_t& a, const fq_t& b) { return mul(a, b); }
+CUZK_HD fq_t sqr_call(const fq_t& a) { return mul_call(a, a); }
+
 // Standard form → Montgomery form (times R^2, then one reduction).
 CUZK_HD fq_t to_mont(const fq_t& a) {
     const uint32_t r2[12] = CUZK_R2_LIMBS;
@@ -224,19 +230,19 @@ CUZK_HD fq_t to_mont(const fq_t& a) {
 CUZK_HD fq_t from_mont(const fq_t& a) {
     fq_t one = fq_zero();
     one.l[0] = 1;
-    return mul(a, one);
+    return mul_call(a, one);
 }
 
 // a^(q-2) = a^-1 (Fermat), 0 ↦ 0. Only for set-up and end-of-MSM conversions:
 // ~380 squarings and ~230 products.
-CUZK_HD fq_t inverse(const fq_t& a) {
+CUZK_POINT_FN fq_t inverse(const fq_t& a) {
     const uint32_t e[12] = {0xffffaaa9u, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
                             0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
                             0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
     fq_t r = fq_one();
     for (int i = 380; i >= 0; --i) {
-        r = sqr(r);
-        if ((e[i >> 5] >> (i & 31)) & 1) r = mul(r, a);
+        r = sqr_call(r);
+        if ((e[i >> 5] >> (i & 31)) & 1) r = mul_call(r, a);
     }
     return r;
 }

@@ -34,11 +34,16 @@ CUZK_POINT_FN fq2_t sqr(const fq2_t& a) {
     return {p, dbl(m)};
 }
 
+CUZK_HD fq2_t mul_call(const fq2_t& a, const fq2_t& b) { return mul(a, b); }
+CUZK_HD fq2_t sqr_call(const fq2_t& a) { return sqr(a); }
+
 // 1/(a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2).
 CUZK_HD fq2_t inverse(const fq2_t& a) {
-    fq_t n = inverse(add(sqr(a.c0), sqr(a.c1)));
-    return {mul(a.c0, n), neg(mul(a.c1, n))};
+    fq_t n = inverse(add(sqr_call(a.c0), sqr_call(a.c1)));
+    return {mul_call(a.c0, n), neg(mul_call(a.c1, n))};
 }
+
+CUZK_HD fq2_t from_mont(const fq2_t& a) { return {from_mont(a.c0), from_mont(a.c1)}; }
 
 template <class F>
 CUZK_HD F field_one();

@@ -255,3 +255,63 @@ extern "C" __global__ void finalize(const uint32_t* window_sums, uint32_t nw, ui
         acc = add(acc, load_xyzz<field>(extra + (uint64_t)e * XYZZ_WORDS));
     store_xyzz(out, acc);
 }
+
+// --- fixed-base multiplication (parameter generation) ---------------------------
+
+// out[i] = s_i·G from a table of d·2^(wbits·w)·G, d = 1 .. 2^wbits − 1, laid out
+// table[w·(2^wbits − 1) + d − 1] (affine, Montgomery): one mixed addition per
+// non-zero digit, no doublings.
+extern "C" __global__ void __launch_bounds__(128) fixed_base_mul(
+    const uint32_t* table, uint32_t wbits, uint32_t nwin, const uint64_t* scalars, uint32_t n,
+    uint32_t* out) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    const scalar_t s = reduce_scalar(load_scalar(scalars + 4 * i));
+    const uint32_t row = (1u << wbits) - 1;
+    point acc = xyzz_infinity<field>();
+    for (uint32_t w = 0; w < nwin; w++) {
+        const uint32_t d = scalar_bits(s, w * wbits, wbits);
+        if (!d) continue;
+        const uint64_t entry = (uint64_t)w * row + d - 1;
+        acc = add_affine(acc, load_affine<field>(table + entry * AFFINE_WORDS));
+    }
+    store_xyzz(out + i * XYZZ_WORDS, acc);
+}
+
+// XYZZ (Montgomery) → affine in standard form, `per_thread` consecutive points
+// per thread sharing one inversion (Montgomery's trick over the ZZZ values).
+// 1/ZZZ comes from the batch; 1/ZZ = (1/ZZZ)^2·ZZ^2 since ZZ^3 = ZZZ^2.
+// Infinity becomes all-zero words. scratch holds one field element per point.
+extern "C" __global__ void batch_to_affine(const uint32_t* xyzz, uint32_t n, uint32_t per_thread,
+                                           uint32_t* scratch, uint32_t* out) {
+    const uint64_t t = thread_id();
+    const uint64_t lo = t * per_thread;
+    if (lo >= n) return;
+    uint64_t hi = lo + per_thread;
+    if (hi > n) hi = n;
+    const int FW = words<field>::n;
+    field acc = field_one<field>();
+    for (uint64_t j = lo; j < hi; j++) {
+        store(scratch + j * FW, acc);
+        const field zzz = load_xyzz<field>(xyzz + j * XYZZ_WORDS).ZZZ;
+        if (!is_zero(zzz)) acc = mul_call(acc, zzz);
+    }
+    field inv = inverse(acc);
+    for (uint64_t j = hi; j > lo; j--) {
+        const point p = load_xyzz<field>(xyzz + (j - 1) * XYZZ_WORDS);
+        affine a;
+        if (is_infinity(p)) {
+            a.x = field_zero<field>();
+            a.y = field_zero<field>();
+        } else {
+            field prefix;
+            load(prefix, scratch + (j - 1) * FW);
+            const field izzz = mul_call(inv, prefix);
+            inv = mul_call(inv, p.ZZZ);
+            const field izz = mul_call(sqr_call(izzz), sqr_call(p.ZZ));
+            a.x = from_mont(mul_call(p.X, izz));
+            a.y = from_mont(mul_call(p.Y, izzz));
+        }
+        store_affine(out + (j - 1) * AFFINE_WORDS, a);
+    }
+}

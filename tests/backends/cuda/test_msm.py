@@ -148,3 +148,126 @@ def test_window_choice_grows_with_n():
     # A memory cap shrinks the window.
     capped = choose_window(1 << 26, G1_SPEC, max_bucket_bytes=1 << 30)
     assert num_windows(capped) * (1 << (capped - 1)) * G1_SPEC.xyzz_bytes <= 1 << 30
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_fixed_base_matches_arkworks(group, host_kernels):
+    from cuzk.backends.cuda.msm import fixed_base_affine, fixed_base_table
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    k = host_kernels("msm.cu", spec.defines)
+    rng = np.random.default_rng(21)
+    point = random_points(group, 1, rng)[0]
+    wbits = 4  # a small table keeps the twin quick; the GPU uses the default
+    table = fixed_base_table(point, spec, wbits)
+    assert len(table) == -(-255 // wbits) * 15 * spec.affine_words
+    k.launch("to_montgomery", len(table) // 12, (table, np.uint64(len(table) // 12)))
+    values = [0, 1, 2, R - 1, R, 2**256 - 1] + [int(x) for x in rng.integers(1, 2**63, size=4)]
+    values += [int.from_bytes(rng.bytes(32), "little") % R for _ in range(23)]
+    scalars = np.frombuffer(b"".join(v.to_bytes(32, "little") for v in values), dtype="<u8")
+    words = fixed_base_affine(np, k, spec, table, scalars.reshape(-1, 4).copy(), wbits)
+    mul = pairing.g1_mul if group is G1 else pairing.g2_mul
+    want = to_array(group, [mul(point, v % R) for v in values])
+    assert np.array_equal(words.view("<u8").reshape(want.shape), want)
+
+
+# --- on the GPU: the engine as CudaBackend uses it --------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpu_engine():
+    from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    return MsmEngine(DeviceContext())
+
+
+def gpu_msm(engine, group, bases, scalars):
+    if group is G1:
+        return engine.msm_g1(engine.prepare_g1(bases), scalars)
+    return engine.msm_g2(engine.prepare_g2(bases), scalars)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_edge_cases_match_cpu(group, gpu_engine):
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rng = np.random.default_rng(50)
+    bases, scalars = edge_case_inputs(group, rng)
+    want = reference(group, bases, scalars)
+    assert gpu_msm(gpu_engine, group, bases, scalars) == want
+    small = MsmEngine(gpu_engine.ctx, Tuning(window=3, slice_len=1, segments=2))
+    assert gpu_msm(small, group, bases, scalars) == want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+@pytest.mark.parametrize("n", [1, 4099])
+def test_gpu_random_scalars_match_cpu(group, n, gpu_engine):
+    rng = np.random.default_rng(n)
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n, rng)
+    assert gpu_msm(gpu_engine, group, bases, scalars) == reference(group, bases, scalars)
+
+
+@pytest.mark.gpu
+def test_gpu_zero_one_bitmap_path_matches_cpu(gpu_engine):
+    rng = np.random.default_rng(51)
+    n = 6000
+    bases = to_array(G1, random_points(G1, n, rng))
+    kind = rng.integers(0, 10, size=n)  # mostly 0 and 1, a few full scalars
+    full = fr_random(n, rng)
+    scalars = np.where((kind < 5)[:, None], 0, np.where((kind < 9)[:, None], 0, full))
+    scalars[(kind >= 5) & (kind < 9), 0] = 1
+    scalars = np.ascontiguousarray(scalars, dtype=np.uint64)
+    assert gpu_msm(gpu_engine, G1, bases, scalars) == reference(G1, bases, scalars)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_streamed_bases_match_resident(group, gpu_engine):
+    import cupy
+
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rng = np.random.default_rng(52)
+    n = 2500
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n - 7, rng)
+    scalars[:100] = fr_to_array([1] * 100)
+    streamed = MsmEngine(gpu_engine.ctx, stream_chunk=1000)
+    h = streamed.prepare_g1(bases) if group is G1 else streamed.prepare_g2(bases)
+    assert not h.resident and h.chunk == 1000
+    want = reference(group, bases[: n - 7], scalars)
+    msm = streamed.msm_g1 if group is G1 else streamed.msm_g2
+    assert msm(h, scalars) == want
+    assert msm(h, cupy.asarray(scalars)) == want  # scalars already on the device
+    h.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_fixed_base_matches_arkworks(group, gpu_engine):
+    rng = np.random.default_rng(53)
+    point = random_points(group, 1, rng)[0]
+    values = [0, 1, R - 1, R] + [int.from_bytes(rng.bytes(32), "little") % R for _ in range(300)]
+    scalars = np.frombuffer(b"".join(v.to_bytes(32, "little") for v in values), dtype="<u8")
+    scalars = scalars.reshape(-1, 4).copy()
+    fb = gpu_engine.fixed_base_g1 if group is G1 else gpu_engine.fixed_base_g2
+    mul = pairing.g1_mul if group is G1 else pairing.g2_mul
+    assert np.array_equal(fb(point, scalars), to_array(group, [mul(point, v % R) for v in values]))
+
+
+@pytest.mark.gpu
+def test_gpu_budget_is_released(gpu_engine):
+    budget = gpu_engine.ctx.budget
+    before = budget.reserved_bytes
+    rng = np.random.default_rng(54)
+    bases = to_array(G1, random_points(G1, 64, rng))
+    h = gpu_engine.prepare_g1(bases)
+    assert budget.reserved_bytes == before + 64 * 96
+    gpu_engine.msm_g1(h, fr_random(64, rng))
+    assert budget.reserved_bytes == before + 64 * 96
+    h.close()
+    assert budget.reserved_bytes == before
