@@ -98,6 +98,19 @@ def test_random_scalars_match_cpu(group, host_kernels):
     assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
 
 
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_hot_buckets_over_many_slices(group, host_kernels):
+    """One scalar value repeated: every window's digit lands in one bucket per
+    window, cut into dozens of slices and summed over several partial levels."""
+    rng = np.random.default_rng(23)
+    n = 150 if group is G1 else 60
+    bases = to_array(group, random_points(group, n, rng))
+    value = int.from_bytes(rng.bytes(32), "little") % R
+    scalars = fr_to_array([value] * (n - 2) + [3, R - 1])
+    tuning = Tuning(window=8, slice_len=2, partials_per_slice=4, segments=7)
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+
+
 def test_fewer_scalars_than_bases_and_tiny_n(host_kernels):
     rng = np.random.default_rng(3)
     bases = to_array(G1, random_points(G1, 9, rng))

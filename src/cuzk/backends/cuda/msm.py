@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 _U32 = np.uint32
 SCALAR_BITS = 255
+NO_KEY = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Tuning:
     slice_len: int | None = None  # T, sorted entries per accumulate thread
     segments: int | None = None  # S, bucket segments per window
     ones_words_per_thread: int | None = None
+    partials_per_slice: int = 8  # T of the levels that sum split buckets
     target_threads: int = 1 << 17
 
 
@@ -129,7 +131,7 @@ def workspace_bytes(
     total += 3 * 4 * nw * nb  # counts, prefix sums, cursors
     total += 8 * entries  # keys, vals
     total += spec.xyzz_bytes * nw * nb  # buckets
-    total += (2 * spec.xyzz_bytes + 12) * slices  # slice heads and tails
+    total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
     total += 2 * spec.xyzz_bytes * nw * (tuning.segments or tuning.target_threads)
     return total
 
@@ -147,12 +149,21 @@ def _tree_sum(xp, k: Kernels, spec: CurveSpec, arr, groups: int, count: int):
     return arr
 
 
-def msm_xyzz(xp, k: Kernels, spec: CurveSpec, bases, scalars, tuning: Tuning = Tuning()):
+def msm_xyzz(
+    xp,
+    k: Kernels,
+    spec: CurveSpec,
+    bases,
+    scalars,
+    tuning: Tuning = Tuning(),
+    timings: dict | None = None,
+):
     """Σ sᵢ·Pᵢ as one XYZZ point (Montgomery words, an xp array).
 
     ``bases``: flat uint32 Montgomery affine points (at least n of them);
     ``scalars``: (n, 4) uint64, any 256-bit values (reduced mod r on the GPU).
     """
+    phases = _Phases(xp, timings)
     n = int(scalars.shape[0])
     xw = spec.xyzz_words
     nwords = (n + 31) // 32
@@ -164,6 +175,7 @@ def msm_xyzz(xp, k: Kernels, spec: CurveSpec, bases, scalars, tuning: Tuning = T
         counters = xp.zeros(2, dtype=_U32)
         k.launch("classify", nwords, (scalars, _U32(n), bitmap, counters))
         n_ones, n_full = (int(v) for v in _to_host(counters))
+        phases.mark("classify")
     else:
         n_ones = n_full = 0
 
@@ -173,6 +185,7 @@ def msm_xyzz(xp, k: Kernels, spec: CurveSpec, bases, scalars, tuning: Tuning = T
         partial = xp.empty(threads * xw, dtype=_U32)
         k.launch("ones_partial", threads, (bases, bitmap, _U32(nwords), _U32(wpt), partial))
         extras.append(_tree_sum(xp, k, spec, partial, 1, threads))
+        phases.mark("ones")
 
     if n_full:
         c = tuning.window or choose_window(n_full, spec)
@@ -181,36 +194,42 @@ def msm_xyzz(xp, k: Kernels, spec: CurveSpec, bases, scalars, tuning: Tuning = T
         k.launch("digits_count", n, (scalars, _U32(n), _U32(c), _U32(nw), counts))
         ends = xp.cumsum(counts, dtype=_U32)
         entries = int(_to_host(ends[-1:])[0])
+        phases.mark("digits_count")
         cursor = ends - counts
         del ends
         keys = xp.empty(entries, dtype=_U32)
         vals = xp.empty(entries, dtype=_U32)
         k.launch("digits_scatter", n, (scalars, _U32(n), _U32(c), _U32(nw), cursor, keys, vals))
         del cursor
+        phases.mark("digits_scatter")
 
         T = tuning.slice_len or max(16, -(-entries // tuning.target_threads))
-        nslices = -(-entries // T)
         buckets = xp.empty(nw * nb * xw, dtype=_U32)
-        head = xp.empty(nslices * xw, dtype=_U32)
-        tail = xp.empty(nslices * xw, dtype=_U32)
-        head_key = xp.empty(nslices, dtype=_U32)
-        head_span = xp.empty(nslices, dtype=_U32)
-        tail_key = xp.empty(nslices, dtype=_U32)
+        nslices = -(-entries // T)
+        parts = _SliceOutputs(xp, nslices, xw)
         k.launch(
             "accumulate",
             nslices,
-            (
-                *(bases, keys, vals, _U32(entries), _U32(T), _U32(nslices), buckets),
-                *(head, head_key, head_span, tail, tail_key),
-            ),
+            (bases, keys, vals, _U32(entries), _U32(T), _U32(nslices), buckets, *parts.args()),
         )
+        phases.mark("accumulate")
         del keys, vals
-        k.launch(
-            "fixup",
-            nslices,
-            (_U32(nslices), buckets, head, head_key, head_span, tail, tail_key),
-        )
-        del head, tail, head_key, head_span, tail_key
+        # Buckets cut by slice boundaries: sum their partials by the same slicing
+        # (partials_per_slice at a time) until none is left.
+        T2 = max(4, tuning.partials_per_slice)  # a slice of >= 4 leaves <= 2: m shrinks
+        while True:
+            pts, pkeys = parts.pending(xp)
+            m = int(pkeys.size)
+            if m == 0:
+                break
+            nslices = -(-m // T2)
+            parts = _SliceOutputs(xp, nslices, xw)
+            k.launch(
+                "accumulate_partials",
+                nslices,
+                (pts, pkeys, _U32(m), _U32(T2), _U32(nslices), buckets, *parts.args()),
+            )
+        phases.mark("partials")
 
         S = tuning.segments or max(1, min(nb, tuning.target_threads // nw))
         L = -(-nb // S)
@@ -221,8 +240,10 @@ def msm_xyzz(xp, k: Kernels, spec: CurveSpec, bases, scalars, tuning: Tuning = T
             nw * S,
             (buckets, counts, _U32(nb), _U32(nw), _U32(S), _U32(L), seg),
         )
+        phases.mark("bucket_reduce")
         del buckets, counts
         window_sums = _tree_sum(xp, k, spec, seg, nw, S)
+        phases.mark("window_tree")
 
     extra = xp.concatenate(extras) if extras else xp.zeros(xw, dtype=_U32)
     out = xp.empty(xw, dtype=_U32)
@@ -232,7 +253,60 @@ def msm_xyzz(xp, k: Kernels, spec: CurveSpec, bases, scalars, tuning: Tuning = T
         (window_sums, _U32(nw), _U32(c), extra, _U32(len(extras)), out),
         block=1,
     )
+    phases.mark("finalize")
+    phases.finish()
     return out
+
+
+class _SliceOutputs:
+    """Head and tail partial sums of one level of slices."""
+
+    def __init__(self, xp, nslices: int, xw: int) -> None:
+        self.nslices, self.xw = nslices, xw
+        self.head = xp.empty(nslices * xw, dtype=_U32)
+        self.tail = xp.empty(nslices * xw, dtype=_U32)
+        self.head_key = xp.empty(nslices, dtype=_U32)
+        self.tail_key = xp.empty(nslices, dtype=_U32)
+
+    def args(self) -> tuple:
+        return (self.head, self.head_key, self.tail, self.tail_key)
+
+    def pending(self, xp):
+        """The partials in slice order (each slice's head, then its tail), compacted."""
+        keys = xp.stack([self.head_key, self.tail_key], axis=1).reshape(-1)
+        keep = xp.flatnonzero(keys != NO_KEY)
+        pts = xp.stack(
+            [self.head.reshape(-1, self.xw), self.tail.reshape(-1, self.xw)], axis=1
+        ).reshape(-1, self.xw)
+        return xp.ascontiguousarray(pts[keep]).reshape(-1), xp.ascontiguousarray(keys[keep])
+
+
+class _Phases:
+    """Optional per-phase GPU timings of one MSM (events; nothing on the CPU twin)."""
+
+    def __init__(self, xp, out: dict | None) -> None:
+        self.out = out if (out is not None and xp is not np) else None
+        self.events: list[tuple[str, Any]] = []
+        if self.out is not None:
+            self.mark("start")
+
+    def mark(self, name: str) -> None:
+        if self.out is None:
+            return
+        import cupy
+
+        ev = cupy.cuda.Event()
+        ev.record()
+        self.events.append((name, ev))
+
+    def finish(self) -> None:
+        if self.out is None or not self.events:
+            return
+        import cupy
+
+        self.events[-1][1].synchronize()
+        for (_, a), (name, b) in zip(self.events, self.events[1:], strict=False):
+            self.out[name] = self.out.get(name, 0.0) + cupy.cuda.get_elapsed_time(a, b)
 
 
 def _to_host(a) -> np.ndarray:

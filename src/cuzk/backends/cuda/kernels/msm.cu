@@ -9,7 +9,8 @@
 //   accumulate      equal slices of the sorted list per thread, whatever the
 //                   bucket sizes; complete buckets written directly, split
 //                   ones as a head / tail partial sum per slice
-//   fixup           tail + following heads of every split bucket
+//   accumulate_partials  the same over the partial sums, level by level,
+//                   until every split bucket is complete
 //   bucket_reduce   Σ_k (k+1)·B_k per window by running sums over segments
 //   sum_pairs       tree reduction of segment sums (and of the ones partials)
 //   finalize        Horner over the windows: Σ_w 2^(c·w)·W_w, plus the ones
@@ -139,20 +140,24 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
     }
 }
 
-// Thread t sums entries [t·T, t·T + T) of the sorted list. A bucket that lies
-// wholly inside the slice is written to buckets[key]; the slice's first
-// bucket, when it began in an earlier slice, goes to head[t] (head_span[t] = 1
-// when it also runs past the slice); its last bucket, when it runs past the
-// slice and began inside it, goes to tail[t]. fixup() completes those.
-extern "C" __global__ void __launch_bounds__(128) accumulate(
-    const uint32_t* bases, const uint32_t* keys, const uint32_t* vals, uint32_t E, uint32_t T,
-    uint32_t nslices, uint32_t* buckets, uint32_t* head, uint32_t* head_key,
-    uint32_t* head_span, uint32_t* tail, uint32_t* tail_key) {
-    const uint64_t t = thread_id();
+// Thread t sums entries [t·T, t·T + T) of a list sorted by bucket key. A
+// bucket that lies wholly inside the slice is written to buckets[key]. A
+// bucket cut by a slice boundary leaves partial sums instead: the slice's
+// first bucket, when it began in an earlier slice, as head[t]; its last, when
+// it runs past the slice, as tail[t] (a bucket running through the whole
+// slice is its head). Partials are listed in slice order (head before tail)
+// and summed by the same slicing again (accumulate_partials), until none is
+// left: a bucket of a million points costs log_{T/2} levels, not a serial walk.
+template <class AddEntry>
+static __device__ __forceinline__ void slice_sum(uint64_t t, const uint32_t* keys, uint32_t E,
+                                                 uint32_t T, uint32_t nslices, uint32_t* buckets,
+                                                 uint32_t* head, uint32_t* head_key,
+                                                 uint32_t* tail, uint32_t* tail_key,
+                                                 AddEntry add_entry) {
     if (t >= nslices) return;
-    const uint64_t start = t * T;
     head_key[t] = NO_KEY;
     tail_key[t] = NO_KEY;
+    const uint64_t start = t * T;
     if (start >= E) return;
     uint64_t end = start + T;
     if (end > E) end = E;
@@ -161,15 +166,13 @@ extern "C" __global__ void __launch_bounds__(128) accumulate(
     bool first = true;
     const bool began_before = start > 0 && keys[start - 1] == cur;
     point acc = xyzz_infinity<field>();
-    for (uint64_t j = start; j <= end; j++) {
+    for (uint64_t j = start;; j++) {
         const uint32_t k = j < end ? keys[j] : NO_KEY;
         if (k != cur) {
-            // Flush bucket `cur`.
             const bool runs_on = j == end && end < E && keys[end] == cur;
             if (first && began_before) {
                 store_xyzz(head + t * XYZZ_WORDS, acc);
                 head_key[t] = cur;
-                head_span[t] = runs_on ? 1u : 0u;
             } else if (runs_on) {
                 store_xyzz(tail + t * XYZZ_WORDS, acc);
                 tail_key[t] = cur;
@@ -181,29 +184,35 @@ extern "C" __global__ void __launch_bounds__(128) accumulate(
             acc = xyzz_infinity<field>();
             cur = k;
         }
-        const uint32_t v = vals[j];
-        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
-        if (is_infinity(a)) continue;
-        if (v & 1) a = negate(a);
-        acc = add_affine(acc, a);
+        acc = add_entry(acc, j);
     }
 }
 
-// Completes each bucket split across slices: tail[t] + head[t+1] + ... up to
-// the head that does not run on.
-extern "C" __global__ void fixup(uint32_t nslices, uint32_t* buckets, const uint32_t* head,
-                                 const uint32_t* head_key, const uint32_t* head_span,
-                                 const uint32_t* tail, const uint32_t* tail_key) {
-    const uint64_t t = thread_id();
-    if (t >= nslices) return;
-    const uint32_t key = tail_key[t];
-    if (key == NO_KEY) return;
-    point acc = load_xyzz<field>(tail + t * XYZZ_WORDS);
-    for (uint64_t u = t + 1; u < nslices && head_key[u] == key; u++) {
-        acc = add(acc, load_xyzz<field>(head + u * XYZZ_WORDS));
-        if (!head_span[u]) break;
-    }
-    store_xyzz(buckets + (uint64_t)key * XYZZ_WORDS, acc);
+// Level 0: entries are (key, point index · 2 + sign) from digits_scatter.
+extern "C" __global__ void __launch_bounds__(128) accumulate(
+    const uint32_t* bases, const uint32_t* keys, const uint32_t* vals, uint32_t E, uint32_t T,
+    uint32_t nslices, uint32_t* buckets, uint32_t* head, uint32_t* head_key, uint32_t* tail,
+    uint32_t* tail_key) {
+    slice_sum(thread_id(), keys, E, T, nslices, buckets, head, head_key, tail, tail_key,
+              [&](const point& acc, uint64_t j) {
+                  const uint32_t v = vals[j];
+                  affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
+                  if (is_infinity(a)) return acc;
+                  if (v & 1) a = negate(a);
+                  return add_affine(acc, a);
+              });
+}
+
+// Later levels: entries are the XYZZ partial sums of the level before.
+extern "C" __global__ void accumulate_partials(const uint32_t* partials, const uint32_t* keys,
+                                               uint32_t E, uint32_t T, uint32_t nslices,
+                                               uint32_t* buckets, uint32_t* head,
+                                               uint32_t* head_key, uint32_t* tail,
+                                               uint32_t* tail_key) {
+    slice_sum(thread_id(), keys, E, T, nslices, buckets, head, head_key, tail, tail_key,
+              [&](const point& acc, uint64_t j) {
+                  return add(acc, load_xyzz<field>(partials + j * XYZZ_WORDS));
+              });
 }
 
 // Thread g = w·S + s reduces buckets [s·L, s·L + L) of window w to
