@@ -19,8 +19,13 @@ lint: $(BIN)/cuzk
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
-test: $(BIN)/cuzk lint
+# Pinned snarkjs and circom2 (package-lock.json): the other side of the interop tests.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+test: $(BIN)/cuzk lint node_modules/.package-lock.json
 	$(BIN)/pytest -q
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info node_modules
