@@ -200,6 +200,90 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
+def phase_breakdown(engine, handle, n: int, seed: int) -> dict[str, float]:
+    """Milliseconds per pipeline phase of one MSM (after a warm-up)."""
+    scalars = random_scalars_device(n, seed)
+    engine.msm_xyzz(handle, scalars)
+    timings: dict[str, float] = {}
+    engine.msm_xyzz(handle, scalars, timings=timings)
+    return {k: round(v, 3) for k, v in timings.items()}
+
+
+def explore_rows(ctx, lg: int = 24) -> tuple[list[dict], dict]:
+    """G1 MSM variants at 2^lg (kernel flags and tunings), and phase breakdowns."""
+    from cuzk.backends.cuda.msm import G1_SPEC, MsmEngine, Tuning, choose_window
+
+    n = 1 << lg
+    base = MsmEngine(ctx)
+    bases = make_bases(base, "G1", n, seed=5)
+    c = choose_window(n, G1_SPEC)
+    variants = {
+        "default": MsmEngine(ctx),
+        "acc_call": MsmEngine(ctx, defines=("-DCUZK_ACC_CALL",)),
+        f"c={c - 1}": MsmEngine(ctx, Tuning(window=c - 1)),
+        f"c={c + 1}": MsmEngine(ctx, Tuning(window=c + 1)),
+        "threads=2^16": MsmEngine(ctx, Tuning(target_threads=1 << 16)),
+        "threads=2^18": MsmEngine(ctx, Tuning(target_threads=1 << 18)),
+    }
+    out, phases = [], {}
+    scalars = random_scalars_device(n, seed=9)
+    for name, eng in variants.items():
+        h = eng.prepare_g1(bases)
+        ms = _time_ms(lambda e=eng, h=h: e.msm_xyzz(h, scalars), reps=3)
+        out.append(_row(f"msm_g1[{name}]", n, ms, ms * 1e6 / n, "ns/point", 0.0))
+        phases[f"G1 2^{lg} {name}"] = phase_breakdown(eng, h, n, seed=10)
+        log.info("%s: %.1f ms, phases %s", name, ms, phases[f"G1 2^{lg} {name}"])
+        h.close()
+    del bases
+    for group, lg2 in (("G1", 26), ("G2", 24)):
+        big = make_bases(base, group, 1 << lg2, seed=6)
+        h = base.prepare_g1(big) if group == "G1" else base.prepare_g2(big)
+        del big
+        phases[f"{group} 2^{lg2} default"] = phase_breakdown(base, h, 1 << lg2, seed=12)
+        log.info("%s 2^%d phases %s", group, lg2, phases[f"{group} 2^{lg2} default"])
+        h.close()
+    return out, phases
+
+
+def proof_rows(ctx, log_constraints: int) -> tuple[list[dict], dict]:
+    """A demo-circuit proof on the CUDA backend (key from the GPU setup), verified."""
+    import secrets
+
+    from cuzk.algebra.arrays import fr_to_array
+    from cuzk.backends.cuda import CudaBackend
+    from cuzk.circuits.demo import DemoCircuit
+    from cuzk.groth16 import prover, verifier
+    from cuzk.groth16.setup_gpu import setup_gpu
+    from cuzk.r1cs import ConstraintSystem
+
+    circuit = DemoCircuit.with_constraints(1 << log_constraints)
+    t = time.perf_counter()
+    cs0 = ConstraintSystem(witness=False)
+    circuit.synthesize(cs0, None, None)
+    r1cs = cs0.r1cs()
+    cs = ConstraintSystem()
+    circuit.synthesize(cs, 42, [secrets.randbits(64) for _ in range(circuit.words)])
+    assignment = fr_to_array(cs.assignment())
+    info = {"constraints": r1cs.num_constraints, "synthesis_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    pk = setup_gpu(r1cs, seed=1)
+    info["setup_gpu_s"] = time.perf_counter() - t
+    be = CudaBackend(ctx=ctx)
+    key = prover.prepare(pk, r1cs, be)
+    prover.prove(key, r1cs, assignment)  # warm-up: kernels, tables
+    times = []
+    stages = prover.StageTimes()
+    for _ in range(3):
+        t = time.perf_counter()
+        proof = prover.prove(key, r1cs, assignment, times=stages)
+        times.append((time.perf_counter() - t) * 1e3)
+    info["stages_s"] = {k: round(v / 3, 4) for k, v in stages.seconds.items()}
+    info["verified"] = verifier.verify(pk.vk, cs.public_inputs(), proof)
+    ms = statistics.median(times)
+    log.info("proof of %d constraints: %.1f ms, %s", r1cs.num_constraints, ms, info)
+    return [_row("groth16_prove", r1cs.num_constraints, ms, ms, "ms/proof", 0.0)], info
+
+
 def rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     """The MSM rows of ``cuzk-bench kernels``."""
     from cuzk.backends.cuda.msm import MsmEngine
@@ -305,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="bit-exact checks against the CPU first")
     p.add_argument("--warm", action="store_true", help="compile the modules in parallel first")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--explore", action="store_true", help="G1 2^24 variants and phase timings")
+    p.add_argument("--proof", type=int, default=0, help="log2 constraints of a timed proof")
+    p.add_argument("--skip-rows", action="store_true", help="no standard rows")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
@@ -321,19 +408,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         failures = check_against_cpu(engine, seed=int(time.time()))
     result: list[dict[str, Any]] = []
-    for part in (
-        lambda: fq_mul_rows(ctx, {}),
-        lambda: msm_rows(ctx, {}, args.quick, engine),
-        lambda: fixed_base_rows(ctx, {}, args.quick, engine),
-    ):
+    extra: dict[str, Any] = {}
+    parts: list = []
+    if args.explore:
+
+        def explore() -> list[dict]:
+            out, extra["phases"] = explore_rows(ctx)
+            return out
+
+        parts.append(explore)
+    if args.proof:
+
+        def proof() -> list[dict]:
+            out, extra["proof"] = proof_rows(ctx, args.proof)
+            return out
+
+        parts.append(proof)
+    if not args.skip_rows:
+        parts += [
+            lambda: fq_mul_rows(ctx, {}),
+            lambda: msm_rows(ctx, {}, args.quick, engine),
+            lambda: fixed_base_rows(ctx, {}, args.quick, engine),
+        ]
+    for part in parts:
         try:
             result += part()
         except Exception:
             log.exception("benchmark part failed")
             failures.append("benchmark part")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": result, "failures": failures}, f, indent=1)
+        if args.json:  # after every part: a later crash keeps what came before
+            with open(args.json, "w") as f:
+                json.dump({"rows": result, "failures": failures, **extra}, f, indent=1)
     sys.stdout.write(_table(result) + "\n")
     sys.stdout.write(f"failures: {failures or 'none'}\n")
     return 1 if failures else 0

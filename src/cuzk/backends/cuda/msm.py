@@ -450,9 +450,16 @@ class PreparedBases:
 class MsmEngine:
     """G1 / G2 MSMs on one device, all memory through its :class:`DeviceContext` budget."""
 
-    def __init__(self, ctx, tuning: Tuning = Tuning(), stream_chunk: int | None = None) -> None:
+    def __init__(
+        self,
+        ctx,
+        tuning: Tuning = Tuning(),
+        stream_chunk: int | None = None,
+        defines: tuple[str, ...] = (),
+    ) -> None:
         self.ctx = ctx
         self.tuning = tuning
+        self.defines = defines  # extra compile flags (kernel variants, for measurements)
         self._stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
         self._kernels: dict[str, _CupyKernels] = {}
         self._tables: dict[tuple[str, str], Any] = {}
@@ -460,7 +467,8 @@ class MsmEngine:
     def kernels(self, spec: CurveSpec) -> _CupyKernels:
         k = self._kernels.get(spec.name)
         if k is None:
-            k = self._kernels[spec.name] = _CupyKernels(self.ctx.module("msm.cu", spec.defines))
+            module = self.ctx.module("msm.cu", spec.defines + self.defines)
+            k = self._kernels[spec.name] = _CupyKernels(module)
         return k
 
     # --- bases ----------------------------------------------------------------
@@ -528,8 +536,11 @@ class MsmEngine:
     def msm_g2(self, handle: PreparedBases, scalars) -> Affine:
         return self._msm(handle, scalars, G2_SPEC)
 
-    def msm_xyzz(self, handle: PreparedBases, scalars):
-        """The MSM as XYZZ Montgomery words on the device (no host conversion)."""
+    def msm_xyzz(self, handle: PreparedBases, scalars, timings: dict | None = None):
+        """The MSM as XYZZ Montgomery words on the device (no host conversion).
+
+        ``timings``, when given, receives milliseconds per pipeline phase.
+        """
         import cupy
 
         spec = handle.spec
@@ -542,7 +553,7 @@ class MsmEngine:
                 need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=self.tuning)
                 with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} workspace"):
                     s = cupy.asarray(np.ascontiguousarray(scalars)) if on_host else scalars
-                    return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning)
+                    return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings)
             return self._msm_streamed(handle, scalars, n, k)
 
     def _msm(self, handle: PreparedBases, scalars, spec: CurveSpec) -> Affine:

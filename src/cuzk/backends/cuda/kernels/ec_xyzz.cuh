@@ -109,7 +109,7 @@ CUZK_POINT_FN xyzz_t<F> dbl_affine(const affine_t<F>& a) {
 // P + A for an affine A that is not infinity (madd-2008-s). The hot loop of
 // bucket accumulation: its products are inlined; the rarer operations call.
 template <class F>
-CUZK_POINT_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& a) {
+CUZK_HD xyzz_t<F> add_affine_inline(const xyzz_t<F>& p, const affine_t<F>& a) {
     if (is_infinity(p)) return from_affine(a);
     F U2 = mul(a.x, p.ZZ);
     F S2 = mul(a.y, p.ZZZ);
@@ -128,6 +128,12 @@ CUZK_POINT_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& a) {
     r.ZZ = mul(p.ZZ, PP);
     r.ZZZ = mul(p.ZZZ, PPP);
     return r;
+}
+
+// The same as a call, for the kernels whose speed does not hinge on it.
+template <class F>
+CUZK_POINT_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& a) {
+    return add_affine_inline(p, a);
 }
 
 // P + Q (add-2008-s).
