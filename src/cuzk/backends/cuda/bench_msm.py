@@ -162,7 +162,30 @@ def msm_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]:
         if group == "G1":
             out.append(_zero_one_row(engine, handle, top, ceilings))
         handle.close()
+    if not quick:
+        out += _streamed_rows(ctx, 24)
+        big = make_bases(engine, "G1", 1 << 27, seed=8)
+        handle = engine.prepare_g1(big)
+        del big
+        out.append(_zero_one_row(engine, handle, 1 << 27, ceilings))
+        handle.close()
     return out
+
+
+def _streamed_rows(ctx, lg: int) -> list[dict]:
+    """G1 MSM with the bases streamed from pinned host memory in 2^(lg-2) chunks."""
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    n = 1 << lg
+    streamed = MsmEngine(ctx, stream_chunk=n // 4)
+    bases = make_bases(streamed, "G1", n, seed=13).get()
+    handle = streamed.prepare_g1(bases)
+    del bases
+    scalars = random_scalars_device(n, seed=14)
+    ms = _time_ms(lambda: streamed.msm_xyzz(handle, scalars), reps=3)
+    handle.close()
+    upload_ms = n * 96 / 25e9 * 1e3  # PCIe Gen5 x16, ~25 GB/s achievable
+    return [_row("msm_g1_streamed", n, ms, ms * 1e6 / n, "ns/point", upload_ms)]
 
 
 def _zero_one_row(engine, handle, n: int, ceilings: dict) -> dict:
@@ -211,18 +234,15 @@ def phase_breakdown(engine, handle, n: int, seed: int) -> dict[str, float]:
 
 def explore_rows(ctx, lg: int = 24) -> tuple[list[dict], dict]:
     """G1 MSM variants at 2^lg (kernel flags and tunings), and phase breakdowns."""
-    from cuzk.backends.cuda.msm import G1_SPEC, MsmEngine, Tuning, choose_window
+    from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
     n = 1 << lg
     base = MsmEngine(ctx)
     bases = make_bases(base, "G1", n, seed=5)
-    c = choose_window(n, G1_SPEC)
     variants = {
         "default": MsmEngine(ctx),
-        "acc_call": MsmEngine(ctx, defines=("-DCUZK_ACC_CALL",)),
-        f"c={c - 1}": MsmEngine(ctx, Tuning(window=c - 1)),
-        f"c={c + 1}": MsmEngine(ctx, Tuning(window=c + 1)),
-        "threads=2^16": MsmEngine(ctx, Tuning(target_threads=1 << 16)),
+        "acc_uncapped": MsmEngine(ctx, defines=("-DCUZK_ACC_MIN_BLOCKS=1",)),
+        "acc_regs128": MsmEngine(ctx, defines=("-DCUZK_ACC_MIN_BLOCKS=4",)),
         "threads=2^18": MsmEngine(ctx, Tuning(target_threads=1 << 18)),
     }
     out, phases = [], {}

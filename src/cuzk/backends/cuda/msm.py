@@ -128,8 +128,8 @@ def workspace_bytes(
     total = 32 * n if scalars_on_host else 0
     total += 4 * (n // 32 + 1) + 64
     total += 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
-    total += 3 * 4 * nw * nb  # counts, prefix sums, cursors
-    total += 8 * entries  # keys, vals
+    total += 3 * 4 * nw * nb  # counts, prefix sums (ends), cursors
+    total += 4 * entries  # vals
     total += spec.xyzz_bytes * nw * nb  # buckets
     total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
     total += 2 * spec.xyzz_bytes * nw * (tuning.segments or tuning.target_threads)
@@ -196,10 +196,8 @@ def msm_xyzz(
         entries = int(_to_host(ends[-1:])[0])
         phases.mark("digits_count")
         cursor = ends - counts
-        del ends
-        keys = xp.empty(entries, dtype=_U32)
         vals = xp.empty(entries, dtype=_U32)
-        k.launch("digits_scatter", n, (scalars, _U32(n), _U32(c), _U32(nw), cursor, keys, vals))
+        k.launch("digits_scatter", n, (scalars, _U32(n), _U32(c), _U32(nw), cursor, vals))
         del cursor
         phases.mark("digits_scatter")
 
@@ -210,10 +208,13 @@ def msm_xyzz(
         k.launch(
             "accumulate",
             nslices,
-            (bases, keys, vals, _U32(entries), _U32(T), _U32(nslices), buckets, *parts.args()),
+            (
+                *(bases, vals, ends, _U32(nw * nb), _U32(entries), _U32(T), _U32(nslices)),
+                *(buckets, *parts.args()),
+            ),
         )
         phases.mark("accumulate")
-        del keys, vals
+        del vals, ends
         # Buckets cut by slice boundaries: sum their partials by the same slicing
         # (partials_per_slice at a time) until none is left.
         T2 = max(4, tuning.partials_per_slice)  # a slice of >= 4 leaves <= 2: m shrinks

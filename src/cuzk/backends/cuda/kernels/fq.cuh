@@ -248,16 +248,39 @@ CUZK_POINT_FN fq_t inverse(const fq_t& a) {
 }
 
 // Loads and stores of 48-byte elements from limb arrays in global memory.
+// On the device they are three 16-byte accesses (every array of elements is
+// 16-byte aligned: allocations are, and elements are 48 bytes): a gathered
+// point then costs 6 load instructions instead of 24, which matters when
+// each of a warp's 32 lanes reads a different point.
 CUZK_HD fq_t load_fq(const uint32_t* p) {
     fq_t r;
+#ifdef CUZK_DEVICE_CODE
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 3; i++) {
+        const uint4 v = q[i];
+        r.l[4 * i] = v.x;
+        r.l[4 * i + 1] = v.y;
+        r.l[4 * i + 2] = v.z;
+        r.l[4 * i + 3] = v.w;
+    }
+#else
 #pragma unroll
     for (int i = 0; i < 12; i++) r.l[i] = p[i];
+#endif
     return r;
 }
 
 CUZK_HD void store_fq(uint32_t* p, const fq_t& a) {
+#ifdef CUZK_DEVICE_CODE
+    uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+        q[i] = make_uint4(a.l[4 * i], a.l[4 * i + 1], a.l[4 * i + 2], a.l[4 * i + 3]);
+#else
 #pragma unroll
     for (int i = 0; i < 12; i++) p[i] = a.l[i];
+#endif
 }
 
 }  // namespace cuzk

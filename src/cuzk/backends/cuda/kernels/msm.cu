@@ -5,7 +5,7 @@
 //   ones_partial    Σ of the bases whose scalar is 1, straight from the bitmap
 //   digits_count    signed c-bit digits of the full scalars; bucket histogram
 //   (scan)          exclusive prefix sum of the histogram (CuPy)
-//   digits_scatter  counting sort: (bucket key, point index | sign) by bucket
+//   digits_scatter  counting sort: point index | sign, ordered by bucket
 //   accumulate      equal slices of the sorted list per thread, whatever the
 //                   bucket sizes; complete buckets written directly, split
 //                   ones as a head / tail partial sum per slice
@@ -44,6 +44,12 @@ static __device__ __forceinline__ point hot_add_affine(const point& p, const aff
 #define AFFINE_WORDS (2 * words<field>::n)
 #define XYZZ_WORDS (4 * words<field>::n)
 #define NO_KEY 0xffffffffu
+// Blocks of 128 per SM that accumulate must fit: 3 caps it at 168 registers
+// (12 warps/SM, no spills); uncapped it takes ~240 (8 warps/SM). Measured
+// variants: 1 and 4 (128 registers, a few spills).
+#ifndef CUZK_ACC_MIN_BLOCKS
+#define CUZK_ACC_MIN_BLOCKS 3
+#endif
 
 static __device__ __forceinline__ uint64_t thread_id() {
     return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -125,12 +131,12 @@ extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uin
     }
 }
 
-// Counting sort: cursor starts as the exclusive prefix sum of the histogram.
-// vals hold point index · 2 + sign. The order inside a bucket is whatever the
+// Counting sort: cursor starts as the exclusive prefix sum of the histogram;
+// the bucket of an entry is implied by its position. vals hold point index · 2
+// + sign. The order inside a bucket is whatever the
 // atomics give; a bucket's sum does not depend on it.
 extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, uint32_t c,
-                                          uint32_t nw, uint32_t* cursor, uint32_t* keys,
-                                          uint32_t* vals) {
+                                          uint32_t nw, uint32_t* cursor, uint32_t* vals) {
     const uint64_t i = thread_id();
     if (i >= n) return;
     scalar_t s = load_scalar(scalars + 4 * i);
@@ -142,9 +148,7 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
         uint32_t negative;
         const uint32_t mag = sd.next(s, w, c, negative);
         if (mag) {
-            const uint32_t key = w * nb + mag - 1;
-            const uint32_t pos = atomicAdd(&cursor[key], 1u);
-            keys[pos] = key;
+            const uint32_t pos = atomicAdd(&cursor[w * nb + mag - 1], 1u);
             vals[pos] = (uint32_t)(i << 1) | negative;
         }
     }
@@ -158,19 +162,87 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
 // slice is its head). Partials are listed in slice order (head before tail)
 // and summed by the same slicing again (accumulate_partials), until none is
 // left: a bucket of a million points costs log_{T/2} levels, not a serial walk.
-template <class AddEntry>
-static __device__ __forceinline__ void slice_sum(uint64_t t, const uint32_t* keys, uint32_t E,
-                                                 uint32_t T, uint32_t nslices, uint32_t* buckets,
-                                                 uint32_t* head, uint32_t* head_key,
-                                                 uint32_t* tail, uint32_t* tail_key,
-                                                 AddEntry add_entry) {
+struct slice_out {
+    uint32_t *buckets, *head, *head_key, *tail, *tail_key;
+    uint64_t t;
+
+    __device__ __forceinline__ void flush(uint32_t key, const point& acc, bool is_head,
+                                          bool runs_on) const {
+        if (is_head) {
+            store_xyzz(head + t * XYZZ_WORDS, acc);
+            head_key[t] = key;
+        } else if (runs_on) {
+            store_xyzz(tail + t * XYZZ_WORDS, acc);
+            tail_key[t] = key;
+        } else {
+            store_xyzz(buckets + (uint64_t)key * XYZZ_WORDS, acc);
+        }
+    }
+};
+
+// Level 0: the sorted list holds only vals (point index · 2 + sign); bucket
+// boundaries come from ends[] (the inclusive prefix sum of the histogram), so
+// the counting sort writes one word per entry, not two.
+extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate(
+    const uint32_t* bases, const uint32_t* vals, const uint32_t* ends, uint32_t nkeys,
+    uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
+    uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
+    const uint64_t t = thread_id();
     if (t >= nslices) return;
     head_key[t] = NO_KEY;
     tail_key[t] = NO_KEY;
     const uint64_t start = t * T;
     if (start >= E) return;
-    uint64_t end = start + T;
-    if (end > E) end = E;
+    const uint64_t end = start + T < E ? start + T : E;
+    const slice_out out = {buckets, head, head_key, tail, tail_key, t};
+
+    // The bucket holding entry `start`: the first key whose end lies past it.
+    uint32_t lo = 0, hi = nkeys - 1;
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (ends[mid] > start)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t cur = lo;
+    uint64_t bucket_end = ends[cur];
+    const bool began_before = start > (cur ? ends[cur - 1] : 0u);
+    bool first = true;
+    point acc = xyzz_infinity<field>();
+    for (uint64_t j = start;; j++) {
+        if (j == bucket_end || j == end) {
+            out.flush(cur, acc, first && began_before, j == end && bucket_end > end);
+            if (j == end) break;
+            first = false;
+            acc = xyzz_infinity<field>();
+            do cur++;
+            while (ends[cur] == j);  // skip empty buckets
+            bucket_end = ends[cur];
+        }
+        const uint32_t v = vals[j];
+        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
+        if (is_infinity(a)) continue;
+        if (v & 1) a = negate(a);
+        acc = hot_add_affine(acc, a);
+    }
+}
+
+// Later levels: entries are the XYZZ partial sums of the level before, with
+// their keys.
+extern "C" __global__ void accumulate_partials(const uint32_t* partials, const uint32_t* keys,
+                                               uint32_t E, uint32_t T, uint32_t nslices,
+                                               uint32_t* buckets, uint32_t* head,
+                                               uint32_t* head_key, uint32_t* tail,
+                                               uint32_t* tail_key) {
+    const uint64_t t = thread_id();
+    if (t >= nslices) return;
+    head_key[t] = NO_KEY;
+    tail_key[t] = NO_KEY;
+    const uint64_t start = t * T;
+    if (start >= E) return;
+    const uint64_t end = start + T < E ? start + T : E;
+    const slice_out out = {buckets, head, head_key, tail, tail_key, t};
 
     uint32_t cur = keys[start];
     bool first = true;
@@ -179,50 +251,14 @@ static __device__ __forceinline__ void slice_sum(uint64_t t, const uint32_t* key
     for (uint64_t j = start;; j++) {
         const uint32_t k = j < end ? keys[j] : NO_KEY;
         if (k != cur) {
-            const bool runs_on = j == end && end < E && keys[end] == cur;
-            if (first && began_before) {
-                store_xyzz(head + t * XYZZ_WORDS, acc);
-                head_key[t] = cur;
-            } else if (runs_on) {
-                store_xyzz(tail + t * XYZZ_WORDS, acc);
-                tail_key[t] = cur;
-            } else {
-                store_xyzz(buckets + (uint64_t)cur * XYZZ_WORDS, acc);
-            }
+            out.flush(cur, acc, first && began_before, j == end && end < E && keys[end] == cur);
             if (j == end) break;
             first = false;
             acc = xyzz_infinity<field>();
             cur = k;
         }
-        acc = add_entry(acc, j);
+        acc = add(acc, load_xyzz<field>(partials + j * XYZZ_WORDS));
     }
-}
-
-// Level 0: entries are (key, point index · 2 + sign) from digits_scatter.
-extern "C" __global__ void __launch_bounds__(128) accumulate(
-    const uint32_t* bases, const uint32_t* keys, const uint32_t* vals, uint32_t E, uint32_t T,
-    uint32_t nslices, uint32_t* buckets, uint32_t* head, uint32_t* head_key, uint32_t* tail,
-    uint32_t* tail_key) {
-    slice_sum(thread_id(), keys, E, T, nslices, buckets, head, head_key, tail, tail_key,
-              [&](const point& acc, uint64_t j) {
-                  const uint32_t v = vals[j];
-                  affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
-                  if (is_infinity(a)) return acc;
-                  if (v & 1) a = negate(a);
-                  return hot_add_affine(acc, a);
-              });
-}
-
-// Later levels: entries are the XYZZ partial sums of the level before.
-extern "C" __global__ void accumulate_partials(const uint32_t* partials, const uint32_t* keys,
-                                               uint32_t E, uint32_t T, uint32_t nslices,
-                                               uint32_t* buckets, uint32_t* head,
-                                               uint32_t* head_key, uint32_t* tail,
-                                               uint32_t* tail_key) {
-    slice_sum(thread_id(), keys, E, T, nslices, buckets, head, head_key, tail, tail_key,
-              [&](const point& acc, uint64_t j) {
-                  return add(acc, load_xyzz<field>(partials + j * XYZZ_WORDS));
-              });
 }
 
 // Thread g = w·S + s reduces buckets [s·L, s·L + L) of window w to

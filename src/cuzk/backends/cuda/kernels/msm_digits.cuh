@@ -9,10 +9,20 @@ struct scalar_t {
     uint64_t l[4];
 };
 
+// Scalar rows are 32 bytes, 16-byte aligned: two 16-byte loads on the device.
 CUZK_HD scalar_t load_scalar(const uint64_t* p) {
     scalar_t s;
+#ifdef CUZK_DEVICE_CODE
+    const ulonglong2* q = reinterpret_cast<const ulonglong2*>(p);
+    const ulonglong2 a = q[0], b = q[1];
+    s.l[0] = a.x;
+    s.l[1] = a.y;
+    s.l[2] = b.x;
+    s.l[3] = b.y;
+#else
 #pragma unroll
     for (int i = 0; i < 4; i++) s.l[i] = p[i];
+#endif
     return s;
 }
 
