@@ -241,9 +241,8 @@ def explore_rows(ctx, lg: int = 24) -> tuple[list[dict], dict]:
     bases = make_bases(base, "G1", n, seed=5)
     variants = {
         "default": MsmEngine(ctx),
-        "acc_uncapped": MsmEngine(ctx, defines=("-DCUZK_ACC_MIN_BLOCKS=1",)),
-        "acc_regs128": MsmEngine(ctx, defines=("-DCUZK_ACC_MIN_BLOCKS=4",)),
-        "threads=2^18": MsmEngine(ctx, Tuning(target_threads=1 << 18)),
+        "reduce_call": MsmEngine(ctx, defines=("-DCUZK_REDUCE_CALL",)),
+        "acc_regs168": MsmEngine(ctx, defines=("-DCUZK_ACC_MIN_BLOCKS=3",)),
     }
     out, phases = [], {}
     scalars = random_scalars_device(n, seed=9)
@@ -412,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--explore", action="store_true", help="G1 2^24 variants and phase timings")
     p.add_argument("--proof", type=int, default=0, help="log2 constraints of a timed proof")
     p.add_argument("--skip-rows", action="store_true", help="no standard rows")
+    p.add_argument("--parts", default="fq,msm,fixed", help="standard row groups to run")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
@@ -445,11 +445,12 @@ def main(argv: list[str] | None = None) -> int:
 
         parts.append(proof)
     if not args.skip_rows:
-        parts += [
-            lambda: fq_mul_rows(ctx, {}),
-            lambda: msm_rows(ctx, {}, args.quick, engine),
-            lambda: fixed_base_rows(ctx, {}, args.quick, engine),
-        ]
+        groups = {
+            "fq": lambda: fq_mul_rows(ctx, {}),
+            "msm": lambda: msm_rows(ctx, {}, args.quick, engine),
+            "fixed": lambda: fixed_base_rows(ctx, {}, args.quick, engine),
+        }
+        parts += [groups[g] for g in args.parts.split(",") if g]
     for part in parts:
         try:
             result += part()

@@ -111,22 +111,22 @@ CUZK_POINT_FN xyzz_t<F> dbl_affine(const affine_t<F>& a) {
 template <class F>
 CUZK_HD xyzz_t<F> add_affine_inline(const xyzz_t<F>& p, const affine_t<F>& a) {
     if (is_infinity(p)) return from_affine(a);
-    F U2 = mul(a.x, p.ZZ);
-    F S2 = mul(a.y, p.ZZZ);
+    F U2 = mul_hot(a.x, p.ZZ);
+    F S2 = mul_hot(a.y, p.ZZZ);
     F P = sub(U2, p.X);
     F R = sub(S2, p.Y);
     if (is_zero(P)) {
         if (is_zero(R)) return dbl_affine(a);
         return xyzz_infinity<F>();
     }
-    F PP = sqr(P);
-    F PPP = mul(P, PP);
-    F Q = mul(p.X, PP);
+    F PP = sqr_hot(P);
+    F PPP = mul_hot(P, PP);
+    F Q = mul_hot(p.X, PP);
     xyzz_t<F> r;
-    r.X = sub(sub(sqr(R), PPP), dbl(Q));
-    r.Y = sub(mul(R, sub(Q, r.X)), mul(p.Y, PPP));
-    r.ZZ = mul(p.ZZ, PP);
-    r.ZZZ = mul(p.ZZZ, PPP);
+    r.X = sub(sub(sqr_hot(R), PPP), dbl(Q));
+    r.Y = sub(mul_hot(R, sub(Q, r.X)), mul_hot(p.Y, PPP));
+    r.ZZ = mul_hot(p.ZZ, PP);
+    r.ZZZ = mul_hot(p.ZZZ, PPP);
     return r;
 }
 
@@ -136,30 +136,36 @@ CUZK_POINT_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& a) {
     return add_affine_inline(p, a);
 }
 
-// P + Q (add-2008-s).
+// P + Q (add-2008-s), inlined where the bucket reduction runs it.
 template <class F>
-CUZK_POINT_FN xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+CUZK_HD xyzz_t<F> add_inline(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     if (is_infinity(p)) return q;
     if (is_infinity(q)) return p;
-    F U1 = mul_call(p.X, q.ZZ);
-    F U2 = mul_call(q.X, p.ZZ);
-    F S1 = mul_call(p.Y, q.ZZZ);
-    F S2 = mul_call(q.Y, p.ZZZ);
+    F U1 = mul_hot(p.X, q.ZZ);
+    F U2 = mul_hot(q.X, p.ZZ);
+    F S1 = mul_hot(p.Y, q.ZZZ);
+    F S2 = mul_hot(q.Y, p.ZZZ);
     F P = sub(U2, U1);
     F R = sub(S2, S1);
     if (is_zero(P)) {
         if (is_zero(R)) return dbl(p);
         return xyzz_infinity<F>();
     }
-    F PP = sqr_call(P);
-    F PPP = mul_call(P, PP);
-    F Q = mul_call(U1, PP);
+    F PP = sqr_hot(P);
+    F PPP = mul_hot(P, PP);
+    F Q = mul_hot(U1, PP);
     xyzz_t<F> r;
-    r.X = sub(sub(sqr_call(R), PPP), dbl(Q));
-    r.Y = sub(mul_call(R, sub(Q, r.X)), mul_call(S1, PPP));
-    r.ZZ = mul_call(mul_call(p.ZZ, q.ZZ), PP);
-    r.ZZZ = mul_call(mul_call(p.ZZZ, q.ZZZ), PPP);
+    r.X = sub(sub(sqr_hot(R), PPP), dbl(Q));
+    r.Y = sub(mul_hot(R, sub(Q, r.X)), mul_hot(S1, PPP));
+    r.ZZ = mul_hot(mul_hot(p.ZZ, q.ZZ), PP);
+    r.ZZZ = mul_hot(mul_hot(p.ZZZ, q.ZZZ), PPP);
     return r;
+}
+
+// P + Q as a call.
+template <class F>
+CUZK_POINT_FN xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+    return add_inline(p, q);
 }
 
 // k·P for a small non-negative k, most significant bit first.

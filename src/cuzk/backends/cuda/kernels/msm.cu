@@ -44,11 +44,17 @@ static __device__ __forceinline__ point hot_add_affine(const point& p, const aff
 #define AFFINE_WORDS (2 * words<field>::n)
 #define XYZZ_WORDS (4 * words<field>::n)
 #define NO_KEY 0xffffffffu
-// Blocks of 128 per SM that accumulate must fit: 3 caps it at 168 registers
-// (12 warps/SM, no spills); uncapped it takes ~240 (8 warps/SM). Measured
-// variants: 1 and 4 (128 registers, a few spills).
+// Blocks of 128 per SM that the accumulation kernels must fit (a register
+// cap). G1 at 2^24 (device notes, call 3): 4 blocks (128 registers, 16
+// warps/SM, 56 B of spills) 189 ms of accumulation, 3 blocks (168) 209 ms,
+// uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
+// so it stays uncapped.
 #ifndef CUZK_ACC_MIN_BLOCKS
-#define CUZK_ACC_MIN_BLOCKS 3
+#ifdef CUZK_G2
+#define CUZK_ACC_MIN_BLOCKS 1
+#else
+#define CUZK_ACC_MIN_BLOCKS 4
+#endif
 #endif
 
 static __device__ __forceinline__ uint64_t thread_id() {
@@ -92,9 +98,9 @@ extern "C" __global__ void classify(const uint64_t* scalars, uint32_t n, uint32_
 }
 
 // Σ of the bases marked in the bitmap, words_per_thread bitmap words per thread.
-extern "C" __global__ void ones_partial(const uint32_t* bases, const uint32_t* ones_bitmap,
-                                        uint32_t nwords, uint32_t words_per_thread,
-                                        uint32_t* out) {
+extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
+    ones_partial(const uint32_t* bases, const uint32_t* ones_bitmap, uint32_t nwords,
+                 uint32_t words_per_thread, uint32_t* out) {
     const uint64_t t = thread_id();
     const uint64_t w0 = t * words_per_thread;
     if (w0 >= nwords) return;
@@ -275,11 +281,29 @@ extern "C" __global__ void __launch_bounds__(128) bucket_reduce(
     const uint32_t hi = lo + L < nb ? lo + L : nb;
     point running = xyzz_infinity<field>();
     point acc = xyzz_infinity<field>();
+#if defined(CUZK_G2) || defined(CUZK_REDUCE_CALL)
     for (uint32_t k = hi; k > lo; k--) {
         const uint64_t key = (uint64_t)w * nb + k - 1;
         if (counts[key]) running = add(running, load_xyzz<field>(buckets + key * XYZZ_WORDS));
         acc = add(acc, running);
     }
+#else
+    // G1: both additions of a step go through one inlined copy of the formula
+    // (inlining made accumulation 23% faster; two copies would double the
+    // module's compile time). CUZK_REDUCE_CALL: the calls, a measured variant.
+    for (uint32_t step = 2 * (hi - lo); step > 0; step--) {
+        const bool into_running = (step & 1) == 0;
+        const uint64_t key = (uint64_t)w * nb + lo + (step - 1) / 2;
+        if (into_running && !counts[key]) continue;
+        const point x = into_running ? running : acc;
+        const point y = into_running ? load_xyzz<field>(buckets + key * XYZZ_WORDS) : running;
+        const point r = add_inline(x, y);
+        if (into_running)
+            running = r;
+        else
+            acc = r;
+    }
+#endif
     if (lo > 0 && !is_infinity(running)) acc = add(acc, mul_small(running, lo));
     store_xyzz(out + g * XYZZ_WORDS, acc);
 }
