@@ -234,7 +234,7 @@ def phase_breakdown(engine, handle, n: int, seed: int) -> dict[str, float]:
 
 def explore_rows(ctx, lg: int = 24) -> tuple[list[dict], dict]:
     """G1 MSM variants at 2^lg (kernel flags and tunings), and phase breakdowns."""
-    from cuzk.backends.cuda.msm import MsmEngine, Tuning
+    from cuzk.backends.cuda.msm import MsmEngine
 
     n = 1 << lg
     base = MsmEngine(ctx)
