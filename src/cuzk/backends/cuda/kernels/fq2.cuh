@@ -36,8 +36,8 @@ CUZK_POINT_FN fq2_t sqr(const fq2_t& a) {
 
 CUZK_HD fq2_t mul_call(const fq2_t& a, const fq2_t& b) { return mul(a, b); }
 
-// The products of the hot loops (mixed addition in bucket accumulation, the
-// bucket reduction's additions): inline for Fq, calls for Fq2. (Inlining the
+// The products of the hot loop (the mixed addition of bucket accumulation and
+// of the 0/1 path): inline for Fq, calls for Fq2. (Inlining the
 // Fq2 ones too was tried at compile level: 255 registers with spills in every
 // hot kernel and ~150 s of ptxas time for the G2 module, so it was dropped.)
 CUZK_HD fq_t mul_hot(const fq_t& a, const fq_t& b) { return mul(a, b); }

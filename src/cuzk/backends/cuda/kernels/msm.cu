@@ -281,29 +281,11 @@ extern "C" __global__ void __launch_bounds__(128) bucket_reduce(
     const uint32_t hi = lo + L < nb ? lo + L : nb;
     point running = xyzz_infinity<field>();
     point acc = xyzz_infinity<field>();
-#if defined(CUZK_G2) || defined(CUZK_REDUCE_CALL)
     for (uint32_t k = hi; k > lo; k--) {
         const uint64_t key = (uint64_t)w * nb + k - 1;
         if (counts[key]) running = add(running, load_xyzz<field>(buckets + key * XYZZ_WORDS));
         acc = add(acc, running);
     }
-#else
-    // G1: both additions of a step go through one inlined copy of the formula
-    // (inlining made accumulation 23% faster; two copies would double the
-    // module's compile time). CUZK_REDUCE_CALL: the calls, a measured variant.
-    for (uint32_t step = 2 * (hi - lo); step > 0; step--) {
-        const bool into_running = (step & 1) == 0;
-        const uint64_t key = (uint64_t)w * nb + lo + (step - 1) / 2;
-        if (into_running && !counts[key]) continue;
-        const point x = into_running ? running : acc;
-        const point y = into_running ? load_xyzz<field>(buckets + key * XYZZ_WORDS) : running;
-        const point r = add_inline(x, y);
-        if (into_running)
-            running = r;
-        else
-            acc = r;
-    }
-#endif
     if (lo > 0 && !is_infinity(running)) acc = add(acc, mul_small(running, lo));
     store_xyzz(out + g * XYZZ_WORDS, acc);
 }
