@@ -303,9 +303,15 @@ def run_prove_c1(args: argparse.Namespace) -> int:
         t = mark("compile", t)
         r1cs = cc.to_r1cs()
         t = mark("r1cs", t)
-        pk = setup.setup(r1cs, seed=args.key_seed)
+        backend = get_backend(args.backend)
+        if backend.name == "cuda":
+            from cuzk.groth16.setup_gpu import setup_gpu
+
+            pk = setup_gpu(r1cs, seed=args.key_seed)
+        else:
+            pk = setup.setup(r1cs, seed=args.key_seed)
         t = mark("dev_key", t)
-        key = prover.prepare(pk, r1cs, get_backend(args.backend))
+        key = prover.prepare(pk, r1cs, backend)
         t = mark("prepare", t)
         proofs = []
         for k in ks:
