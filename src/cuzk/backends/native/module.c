@@ -1,0 +1,444 @@
+/* cuzk.backends.native._native: the Python face of the C kernels.
+ *
+ * Arguments are buffer-protocol objects (C-contiguous numpy arrays from
+ * cuzk.backends.native, which also allocates every output); this file checks
+ * their sizes and values, releases the GIL and calls the kernels. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <unistd.h>
+
+#include "kernels.h"
+
+static int g_threads = 1;
+
+#define FR_BYTES 32
+#define G1_BYTES 96
+#define G2_BYTES 192
+
+/* Release every buffer in a NULL-terminated list of views that were filled. */
+static void release_all(Py_buffer **views)
+{
+    for (; *views; views++) {
+        if ((*views)->obj)
+            PyBuffer_Release(*views);
+    }
+}
+
+static int check_size(const Py_buffer *v, Py_ssize_t unit, const char *what, Py_ssize_t *count)
+{
+    if (v->len % unit) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a whole number of %zd-byte items",
+                     what, v->len, unit);
+        return 0;
+    }
+    *count = v->len / unit;
+    return 1;
+}
+
+static int check_fr(const Py_buffer *v, const char *what, Py_ssize_t *count)
+{
+    if (!check_size(v, FR_BYTES, what, count))
+        return 0;
+    long long bad = fr_first_noncanonical((const u64 *)v->buf, (size_t)*count);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "%s: element %lld is not reduced mod r", what, bad);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *py_set_threads(PyObject *self, PyObject *args)
+{
+    int n;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "i", &n))
+        return NULL;
+    if (n < 1 || n > 1024) {
+        PyErr_Format(PyExc_ValueError, "thread count %d outside [1, 1024]", n);
+        return NULL;
+    }
+    g_threads = n;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_threads(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    return PyLong_FromLong(g_threads);
+}
+
+/* fr_ntt(data, log_n, inverse, coset): in place on a writable (2^log_n, 4) buffer. */
+static PyObject *py_fr_ntt(PyObject *self, PyObject *args)
+{
+    Py_buffer a = {0};
+    int log_n, inverse, coset;
+    Py_buffer *views[] = {&a, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*ipp", &a, &log_n, &inverse, &coset))
+        return NULL;
+    Py_ssize_t n;
+    int rc = -1;
+    if (log_n < 0 || log_n > 32) {
+        PyErr_Format(PyExc_ValueError, "NTT of 2^%d elements: Fr supports up to 2^32", log_n);
+    } else if (check_fr(&a, "NTT input", &n)) {
+        if (n != (Py_ssize_t)1 << log_n) {
+            PyErr_Format(PyExc_ValueError, "NTT input has %zd elements, not 2^%d", n, log_n);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = fr_ntt((u64 *)a.buf, log_n, inverse, coset, g_threads);
+            Py_END_ALLOW_THREADS
+            if (rc)
+                PyErr_NoMemory();
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fr_h_poly(a, b, c, out, log_n): out gets the 2^log_n − 1 coefficients of H. */
+static PyObject *py_fr_h_poly(PyObject *self, PyObject *args)
+{
+    Py_buffer a = {0}, b = {0}, c = {0}, out = {0};
+    int log_n;
+    Py_buffer *views[] = {&a, &b, &c, &out, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*i", &a, &b, &c, &out, &log_n))
+        return NULL;
+    Py_ssize_t na, nb, nc, nout;
+    int rc = -1;
+    if (log_n < 0 || log_n > 32) {
+        PyErr_Format(PyExc_ValueError, "H over 2^%d points: Fr supports up to 2^32", log_n);
+    } else if (check_fr(&a, "H input a", &na) && check_fr(&b, "H input b", &nb) &&
+               check_fr(&c, "H input c", &nc) && check_size(&out, FR_BYTES, "H output", &nout)) {
+        Py_ssize_t n = (Py_ssize_t)1 << log_n;
+        if (na > n || nb > n || nc > n || nout != n - 1) {
+            PyErr_Format(PyExc_ValueError,
+                         "H over 2^%d points: inputs of %zd, %zd, %zd and an output of %zd",
+                         log_n, na, nb, nc, nout);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = fr_h_poly((const u64 *)a.buf, (size_t)na, (const u64 *)b.buf, (size_t)nb,
+                           (const u64 *)c.buf, (size_t)nc, (u64 *)out.buf, log_n, g_threads);
+            Py_END_ALLOW_THREADS
+            if (rc)
+                PyErr_NoMemory();
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fr_spmv(indptr, indices, coeffs, w, out). */
+static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
+{
+    Py_buffer indptr = {0}, indices = {0}, coeffs = {0}, w = {0}, out = {0};
+    Py_buffer *views[] = {&indptr, &indices, &coeffs, &w, &out, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &indptr, &indices, &coeffs, &w, &out))
+        return NULL;
+    Py_ssize_t nptr, nidx, nnz, ncols, rows;
+    int rc = -1;
+    if (check_size(&indptr, 8, "CSR indptr", &nptr) &&
+        check_size(&indices, 8, "CSR indices", &nidx) &&
+        check_size(&coeffs, FR_BYTES, "CSR coefficients", &nnz) &&
+        check_size(&w, FR_BYTES, "witness", &ncols) && check_size(&out, FR_BYTES, "output", &rows)) {
+        if (nptr != rows + 1 || nidx != nnz) {
+            PyErr_Format(PyExc_ValueError,
+                         "CSR of %zd rows needs %zd row pointers (has %zd) and as many "
+                         "indices as coefficients (%zd, %zd)",
+                         rows, rows + 1, nptr, nidx, nnz);
+        } else {
+            size_t where = 0;
+            Py_BEGIN_ALLOW_THREADS
+            rc = fr_spmv((const int64_t *)indptr.buf, (size_t)rows, (const int64_t *)indices.buf,
+                         (const u64 *)coeffs.buf, (size_t)nnz, (const u64 *)w.buf, (size_t)ncols,
+                         (u64 *)out.buf, &where, g_threads);
+            Py_END_ALLOW_THREADS
+            switch (rc) {
+            case SPMV_OK:
+                break;
+            case SPMV_BAD_INDPTR:
+                PyErr_Format(PyExc_ValueError,
+                             "CSR indptr must start at 0, never decrease and end at the "
+                             "entry count (%zd); broken at row %zu", nnz, where);
+                break;
+            case SPMV_BAD_COLUMN:
+                PyErr_Format(PyExc_ValueError, "CSR entry %zu: column outside [0, %zd)", where,
+                             ncols);
+                break;
+            case SPMV_BAD_COEFF:
+                PyErr_Format(PyExc_ValueError, "CSR entry %zu: coefficient not reduced mod r",
+                             where);
+                break;
+            case SPMV_BAD_WITNESS:
+                PyErr_Format(PyExc_ValueError, "witness: element %zu is not reduced mod r",
+                             where);
+                break;
+            default:
+                PyErr_NoMemory();
+            }
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+typedef long long (*prepare_fn)(const u64 *, u64 *, size_t);
+
+static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, const char *what)
+{
+    Py_buffer in = {0}, out = {0};
+    Py_buffer *views[] = {&in, &out, NULL};
+    if (!PyArg_ParseTuple(args, "y*w*", &in, &out))
+        return NULL;
+    Py_ssize_t n, nout;
+    int ok = 0;
+    if (check_size(&in, point_bytes, what, &n) && check_size(&out, point_bytes, what, &nout)) {
+        if (n != nout) {
+            PyErr_Format(PyExc_ValueError, "%s: %zd points in, room for %zd", what, n, nout);
+        } else {
+            long long bad;
+            Py_BEGIN_ALLOW_THREADS
+            bad = fn((const u64 *)in.buf, (u64 *)out.buf, (size_t)n);
+            Py_END_ALLOW_THREADS
+            if (bad >= 0)
+                PyErr_Format(PyExc_ValueError, "%s: point %lld has a coordinate not reduced mod q",
+                             what, bad);
+            else
+                ok = 1;
+        }
+    }
+    release_all(views);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_g1_prepare(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return prepare(args, G1_BYTES, g1_prepare, "G1 bases");
+}
+
+static PyObject *py_g2_prepare(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return prepare(args, G2_BYTES, g2_prepare, "G2 bases");
+}
+
+typedef int (*msm_fn)(const u64 *, const u64 *, size_t, u64 *, int);
+
+static PyObject *msm(PyObject *args, Py_ssize_t point_bytes, msm_fn fn, const char *what)
+{
+    Py_buffer bases = {0}, scalars = {0}, out = {0};
+    Py_buffer *views[] = {&bases, &scalars, &out, NULL};
+    if (!PyArg_ParseTuple(args, "y*y*w*", &bases, &scalars, &out))
+        return NULL;
+    Py_ssize_t nb, ns;
+    int rc = -1;
+    if (check_size(&bases, point_bytes, what, &nb) && check_fr(&scalars, "MSM scalars", &ns)) {
+        if (ns > nb) {
+            PyErr_Format(PyExc_ValueError, "MSM of %zd scalars over %zd bases", ns, nb);
+        } else if (out.len != point_bytes) {
+            PyErr_Format(PyExc_ValueError, "%s MSM output: %zd bytes, not %zd", what, out.len,
+                         point_bytes);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = fn((const u64 *)bases.buf, (const u64 *)scalars.buf, (size_t)ns, (u64 *)out.buf,
+                    g_threads);
+            Py_END_ALLOW_THREADS
+            if (rc)
+                PyErr_NoMemory();
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_g1_msm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return msm(args, G1_BYTES, g1_msm, "G1");
+}
+
+static PyObject *py_g2_msm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return msm(args, G2_BYTES, g2_msm, "G2");
+}
+
+typedef size_t (*table_len_fn)(int);
+typedef int (*table_fn)(const u64 *, int, u64 *, int);
+typedef void (*fixed_mul_fn)(const u64 *, int, const u64 *, size_t, u64 *, int);
+
+static int check_window(int c)
+{
+    if (c < 1 || c > 20) {
+        PyErr_Format(PyExc_ValueError, "fixed-base window of %d bits outside [1, 20]", c);
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *fixed_table_len(PyObject *args, table_len_fn len_fn, Py_ssize_t point_bytes)
+{
+    int c;
+    if (!PyArg_ParseTuple(args, "i", &c) || !check_window(c))
+        return NULL;
+    return PyLong_FromSize_t(len_fn(c) * (size_t)point_bytes);
+}
+
+static PyObject *py_g1_fixed_table_bytes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fixed_table_len(args, g1_fixed_table_len, G1_BYTES);
+}
+
+static PyObject *py_g2_fixed_table_bytes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fixed_table_len(args, g2_fixed_table_len, G2_BYTES);
+}
+
+static PyObject *fixed_table(PyObject *args, Py_ssize_t point_bytes, table_len_fn len_fn,
+                             prepare_fn check, table_fn fn, const char *what)
+{
+    Py_buffer base = {0}, table = {0};
+    int c;
+    Py_buffer *views[] = {&base, &table, NULL};
+    if (!PyArg_ParseTuple(args, "y*iw*", &base, &c, &table))
+        return NULL;
+    int rc = -1;
+    if (check_window(c)) {
+        unsigned char scratch[G2_BYTES];
+        if (base.len != point_bytes) {
+            PyErr_Format(PyExc_ValueError, "%s fixed base: %zd bytes, not %zd", what, base.len,
+                         point_bytes);
+        } else if ((size_t)table.len != len_fn(c) * (size_t)point_bytes) {
+            PyErr_Format(PyExc_ValueError, "%s fixed-base table: %zd bytes, not %zu", what,
+                         table.len, len_fn(c) * (size_t)point_bytes);
+        } else if (check((const u64 *)base.buf, (u64 *)scratch, 1) >= 0) {
+            PyErr_Format(PyExc_ValueError, "%s fixed base: a coordinate is not reduced mod q",
+                         what);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = fn((const u64 *)base.buf, c, (u64 *)table.buf, g_threads);
+            Py_END_ALLOW_THREADS
+            if (rc)
+                PyErr_NoMemory();
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_g1_fixed_table(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fixed_table(args, G1_BYTES, g1_fixed_table_len, g1_prepare, g1_fixed_table, "G1");
+}
+
+static PyObject *py_g2_fixed_table(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fixed_table(args, G2_BYTES, g2_fixed_table_len, g2_prepare, g2_fixed_table, "G2");
+}
+
+static PyObject *fixed_mul(PyObject *args, Py_ssize_t point_bytes, table_len_fn len_fn,
+                           fixed_mul_fn fn, const char *what)
+{
+    Py_buffer table = {0}, scalars = {0}, out = {0};
+    int c;
+    Py_buffer *views[] = {&table, &scalars, &out, NULL};
+    if (!PyArg_ParseTuple(args, "y*iy*w*", &table, &c, &scalars, &out))
+        return NULL;
+    int ok = 0;
+    Py_ssize_t m;
+    if (check_window(c) && check_fr(&scalars, "fixed-base scalars", &m)) {
+        if ((size_t)table.len != len_fn(c) * (size_t)point_bytes) {
+            PyErr_Format(PyExc_ValueError, "%s fixed-base table does not match a %d-bit window",
+                         what, c);
+        } else if (out.len != m * point_bytes) {
+            PyErr_Format(PyExc_ValueError, "%s fixed-base output: room for %zd bytes, needs %zd",
+                         what, out.len, m * point_bytes);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            fn((const u64 *)table.buf, c, (const u64 *)scalars.buf, (size_t)m, (u64 *)out.buf,
+               g_threads);
+            Py_END_ALLOW_THREADS
+            ok = 1;
+        }
+    }
+    release_all(views);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_g1_fixed_mul(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fixed_mul(args, G1_BYTES, g1_fixed_table_len, g1_fixed_mul, "G1");
+}
+
+static PyObject *py_g2_fixed_mul(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fixed_mul(args, G2_BYTES, g2_fixed_table_len, g2_fixed_mul, "G2");
+}
+
+static PyMethodDef methods[] = {
+    {"set_threads", py_set_threads, METH_VARARGS, "set_threads(n): worker threads per kernel"},
+    {"get_threads", py_get_threads, METH_NOARGS, "get_threads() -> int"},
+    {"fr_ntt", py_fr_ntt, METH_VARARGS,
+     "fr_ntt(data, log_n, inverse, coset): in-place (coset) NTT or iNTT of an Fr buffer"},
+    {"fr_h_poly", py_fr_h_poly, METH_VARARGS,
+     "fr_h_poly(a, b, c, out, log_n): Groth16's H coefficients into out"},
+    {"fr_spmv", py_fr_spmv, METH_VARARGS,
+     "fr_spmv(indptr, indices, coeffs, w, out): CSR matrix times vector over Fr"},
+    {"g1_prepare", py_g1_prepare, METH_VARARGS, "g1_prepare(in, out): bases to Montgomery form"},
+    {"g2_prepare", py_g2_prepare, METH_VARARGS, "g2_prepare(in, out): bases to Montgomery form"},
+    {"g1_msm", py_g1_msm, METH_VARARGS, "g1_msm(prepared, scalars, out): affine result"},
+    {"g2_msm", py_g2_msm, METH_VARARGS, "g2_msm(prepared, scalars, out): affine result"},
+    {"g1_fixed_table_bytes", py_g1_fixed_table_bytes, METH_VARARGS,
+     "g1_fixed_table_bytes(c): size of a G1 fixed-base table"},
+    {"g2_fixed_table_bytes", py_g2_fixed_table_bytes, METH_VARARGS,
+     "g2_fixed_table_bytes(c): size of a G2 fixed-base table"},
+    {"g1_fixed_table", py_g1_fixed_table, METH_VARARGS,
+     "g1_fixed_table(base, c, table): fill a G1 fixed-base table"},
+    {"g2_fixed_table", py_g2_fixed_table, METH_VARARGS,
+     "g2_fixed_table(base, c, table): fill a G2 fixed-base table"},
+    {"g1_fixed_mul", py_g1_fixed_mul, METH_VARARGS,
+     "g1_fixed_mul(table, c, scalars, out): k_i·G as affine rows"},
+    {"g2_fixed_mul", py_g2_fixed_mul, METH_VARARGS,
+     "g2_fixed_mul(table, c, scalars, out): k_i·G as affine rows"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_native",
+    .m_doc = "C kernels of cuzk's CPU backend (Fr NTT, H polynomial, spmv, G1/G2 MSM, "
+             "fixed-base multiples)",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    g_threads = n > 0 ? (int)n : 1;
+    return PyModule_Create(&module);
+}
