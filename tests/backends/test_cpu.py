@@ -4,6 +4,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuzk.algebra import pairing
 from cuzk.algebra.arrays import fr_from_array, fr_random, fr_to_array, g1_to_array, g2_to_array
@@ -138,3 +140,18 @@ def test_msm_rejects_more_scalars_than_bases():
     bases = be.prepare_g1(g1_to_array([G1.generator]))
     with pytest.raises(ValueError, match="2 scalars over 1 bases"):
         be.msm_g1(bases, fr_to_array([1, 2]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=6).flatmap(
+        lambda k: st.lists(st.integers(0, R - 1), min_size=1 << k, max_size=1 << k)
+    )
+)
+def test_ntt_round_trip_property(values):
+    a = fr_to_array(values)
+    assert np.array_equal(be.intt(be.ntt(a)), a)
+    assert np.array_equal(be.coset_intt(be.coset_ntt(a)), a)
+    # linearity: ntt(a + a) = 2·ntt(a)
+    doubled = fr_to_array([2 * v % R for v in values])
+    assert fr_from_array(be.ntt(doubled)) == [2 * v % R for v in fr_from_array(be.ntt(a))]

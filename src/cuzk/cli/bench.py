@@ -9,7 +9,8 @@ from cuzk.cli._registry import run
 
 MODULES = (
     "cuzk.cli.bench_kernels",  # kernels: per-operation GPU timings against measured ceilings
-    "cuzk.cli.bench_service",  # single / batch / stress / status / preload / metrics / gen-*
+    "cuzk.cli.bench_service",  # single / batch / stress / status / preload / metrics
+    "cuzk.cli.bench_gen",  # gen-c1 / gen-vanilla: synthetic Filecoin test inputs
 )
 
 
