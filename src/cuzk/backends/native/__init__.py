@@ -11,7 +11,9 @@ tests check it against bit for bit.
 Where the extension is not built (a source tree run without installing),
 :func:`available` is False and the CPU backend falls back to its Python
 twins. ``CUZK_CPU_NATIVE=0`` forces that fallback; ``CUZK_THREADS=n`` sets
-the kernels' thread count (default: the CPUs this process may run on).
+the kernels' thread count (default: the CPUs this process may run on);
+``CUZK_NATIVE_ARITH=portable`` swaps the x86-64 MULX/ADX assembly of the
+Montgomery product (used when the CPU has BMI2 and ADX) for portable C.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import numpy as np
 
 from cuzk.algebra.curves import Affine
+from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import Fq2
 from cuzk.algebra.sparse import SparseMatrix
 
@@ -67,6 +70,20 @@ def threads() -> int:
     return _lib().get_threads()
 
 
+def arithmetic() -> str:
+    """``adx`` (x86-64 MULX/ADX assembly) or ``portable`` (C): the Montgomery product in use."""
+    return _lib().get_arith()
+
+
+def set_arithmetic(name: str) -> None:
+    """Switch the Montgomery product (``adx`` needs a CPU with BMI2 and ADX)."""
+    _lib().set_arith(name)
+
+
+def adx_supported() -> bool:
+    return bool(_lib().adx_supported())
+
+
 def _lib():
     if _native is None:
         raise RuntimeError(
@@ -78,6 +95,8 @@ def _lib():
 
 if _native is not None:
     _native.set_threads(_default_threads())
+    if os.environ.get("CUZK_NATIVE_ARITH") == "portable":
+        _native.set_arith("portable")
 
 
 def _fr(a: np.ndarray, what: str) -> np.ndarray:
@@ -109,8 +128,7 @@ def ntt(a: np.ndarray, inverse: bool = False, coset: bool = False) -> np.ndarray
 def h_poly(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Groth16's H (m − 1 coefficients) from evaluations a, b, c on the domain."""
     a, b, c = _fr(a, "H input a"), _fr(b, "H input b"), _fr(c, "H input c")
-    n = max(len(a), len(b), len(c), 1)
-    log_n = (n - 1).bit_length()
+    log_n = EvaluationDomain.for_size(max(len(a), len(b), len(c))).log_size
     out = np.empty(((1 << log_n) - 1, 4), dtype=_U64)
     _lib().fr_h_poly(a, b, c, out, log_n)
     return out

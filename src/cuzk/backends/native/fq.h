@@ -25,8 +25,19 @@ static const u64 FQ_P_MINUS_2[6] = {0xb9feffffffffaaa9ULL, 0x1eabfffeb153ffffULL
                                     0x6730d2a0f6b0f624ULL, 0x64774b84f38512bfULL,
                                     0x4b1ba7b6434bacd7ULL, 0x1a0111ea397fe69aULL};
 
-INLINE void fq_mul(fq_t *o, const fq_t *a, const fq_t *b) { mont_mul(o->v, a->v, b->v, FQ_P, FQ_PINV, 6); }
-INLINE void fq_sqr(fq_t *o, const fq_t *a) { mont_mul(o->v, a->v, a->v, FQ_P, FQ_PINV, 6); }
+INLINE void fq_mul(fq_t *o, const fq_t *a, const fq_t *b)
+{
+#ifdef CUZK_ADX_PATH
+    if (__builtin_expect(cuzk_use_adx, 1)) {
+        u64 t[6];
+        fq_mul_adx(t, a->v, b->v);
+        mont_cond_sub(o->v, t, FQ_P, 6);
+        return;
+    }
+#endif
+    mont_mul(o->v, a->v, b->v, FQ_P, FQ_PINV, 6);
+}
+INLINE void fq_sqr(fq_t *o, const fq_t *a) { fq_mul(o, a, a); }
 INLINE void fq_add(fq_t *o, const fq_t *a, const fq_t *b) { mod_add(o->v, a->v, b->v, FQ_P, 6); }
 INLINE void fq_sub(fq_t *o, const fq_t *a, const fq_t *b) { mod_sub(o->v, a->v, b->v, FQ_P, 6); }
 INLINE void fq_dbl(fq_t *o, const fq_t *a) { mod_add(o->v, a->v, a->v, FQ_P, 6); }

@@ -33,7 +33,18 @@ static const fr_t FR_ROOT_2_32 = {{0x3829971f439f0d2bULL, 0xb63683508c2280b9ULL,
 #define FR_TWO_ADICITY 32
 #define FR_GENERATOR 7
 
-INLINE void fr_mul(fr_t *o, const fr_t *a, const fr_t *b) { mont_mul(o->v, a->v, b->v, FR_P, FR_PINV, 4); }
+INLINE void fr_mul(fr_t *o, const fr_t *a, const fr_t *b)
+{
+#ifdef CUZK_ADX_PATH
+    if (__builtin_expect(cuzk_use_adx, 1)) {
+        u64 t[4];
+        fr_mul_adx(t, a->v, b->v);
+        mont_cond_sub(o->v, t, FR_P, 4);
+        return;
+    }
+#endif
+    mont_mul(o->v, a->v, b->v, FR_P, FR_PINV, 4);
+}
 INLINE void fr_add(fr_t *o, const fr_t *a, const fr_t *b) { mod_add(o->v, a->v, b->v, FR_P, 4); }
 INLINE void fr_sub(fr_t *o, const fr_t *a, const fr_t *b) { mod_sub(o->v, a->v, b->v, FR_P, 4); }
 INLINE int fr_is_zero(const fr_t *a) { return limbs_is_zero(a->v, 4); }

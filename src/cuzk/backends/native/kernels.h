@@ -13,6 +13,11 @@
 
 typedef uint64_t u64;
 
+/* arith.c: the MULX/ADX Montgomery product (1) or the portable C one (0);
+ * arith_select returns 0 when asked for one this CPU lacks. */
+int arith_adx_supported(void);
+int arith_select(int adx);
+
 /* ntt.c: 0, or −1 when out of memory */
 int fr_ntt(u64 *a, int log_n, int inverse, int coset, int nthreads);
 int fr_h_poly(const u64 *a, size_t na, const u64 *b, size_t nb, const u64 *c, size_t nc,

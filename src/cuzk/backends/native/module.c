@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string.h>
 #include <unistd.h>
 
 #include "kernels.h"
@@ -67,6 +68,40 @@ static PyObject *py_get_threads(PyObject *self, PyObject *args)
     (void)self;
     (void)args;
     return PyLong_FromLong(g_threads);
+}
+
+/* set_arith("adx" | "portable"): which Montgomery product the kernels use. */
+static PyObject *py_set_arith(PyObject *self, PyObject *args)
+{
+    const char *name;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    int adx = strcmp(name, "adx") == 0;
+    if (!adx && strcmp(name, "portable") != 0) {
+        PyErr_Format(PyExc_ValueError, "arithmetic %s: expected adx or portable", name);
+        return NULL;
+    }
+    if (!arith_select(adx)) {
+        PyErr_SetString(PyExc_ValueError, "this CPU lacks BMI2/ADX: only portable arithmetic");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_arith(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    extern int cuzk_use_adx;
+    return PyUnicode_FromString(cuzk_use_adx ? "adx" : "portable");
+}
+
+static PyObject *py_adx_supported(PyObject *self, PyObject *args)
+{
+    (void)self;
+    (void)args;
+    return PyBool_FromLong(arith_adx_supported());
 }
 
 /* fr_ntt(data, log_n, inverse, coset): in place on a writable (2^log_n, 4) buffer. */
@@ -402,6 +437,10 @@ static PyObject *py_g2_fixed_mul(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"set_threads", py_set_threads, METH_VARARGS, "set_threads(n): worker threads per kernel"},
     {"get_threads", py_get_threads, METH_NOARGS, "get_threads() -> int"},
+    {"set_arith", py_set_arith, METH_VARARGS,
+     "set_arith(name): 'adx' (MULX/ADX assembly) or 'portable' (C) Montgomery products"},
+    {"get_arith", py_get_arith, METH_NOARGS, "get_arith() -> 'adx' or 'portable'"},
+    {"adx_supported", py_adx_supported, METH_NOARGS, "adx_supported() -> bool"},
     {"fr_ntt", py_fr_ntt, METH_VARARGS,
      "fr_ntt(data, log_n, inverse, coset): in-place (coset) NTT or iNTT of an Fr buffer"},
     {"fr_h_poly", py_fr_h_poly, METH_VARARGS,
@@ -440,5 +479,6 @@ PyMODINIT_FUNC PyInit__native(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     g_threads = n > 0 ? (int)n : 1;
+    arith_select(arith_adx_supported());
     return PyModule_Create(&module);
 }
