@@ -223,6 +223,41 @@ static void PFX(xyzz_batch_to_aff)(AFF *out, const XYZZ *in, size_t n, FE *scrat
     }
 }
 
+/* dst[i] += q[i] for k affine pairs with distinct x (den[i] = q[i].x − dst[i].x
+ * on entry, non-zero), sharing one inversion (Montgomery's trick); prefix is
+ * scratch for k elements. About 6 multiplications per addition plus 1/k of
+ * an inversion, against 10 for an XYZZ mixed addition. The dst[i] must be
+ * distinct points in memory. */
+static void PFX(batch_add_affine)(AFF *const *dst, const AFF *q, const FE *den, FE *prefix,
+                                  size_t k)
+{
+    if (!k)
+        return;
+    FE inv, di, t, lambda, x3;
+    prefix[0] = den[0];
+    for (size_t i = 1; i < k; i++)
+        F_MUL(&prefix[i], &prefix[i - 1], &den[i]);
+    F_INV(&inv, &prefix[k - 1]);
+    for (size_t i = k; i-- > 0;) {
+        if (i) {
+            F_MUL(&di, &inv, &prefix[i - 1]); /* 1/den[i] */
+            F_MUL(&inv, &inv, &den[i]);
+        } else {
+            di = inv;
+        }
+        AFF *p = dst[i];
+        F_SUB(&t, &q[i].y, &p->y);
+        F_MUL(&lambda, &t, &di);
+        F_SQR(&x3, &lambda);
+        F_SUB(&x3, &x3, &p->x);
+        F_SUB(&x3, &x3, &q[i].x);
+        F_SUB(&t, &p->x, &x3);
+        F_MUL(&t, &lambda, &t);
+        F_SUB(&p->y, &t, &p->y);
+        p->x = x3;
+    }
+}
+
 /* Standard-form affine limbs in (all zeros = infinity), Montgomery out.
  * Returns −1, or the index of the first point with a coordinate ≥ q. */
 long long PFX(prepare)(const u64 *in, u64 *out, size_t n)

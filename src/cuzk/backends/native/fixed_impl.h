@@ -3,11 +3,15 @@
  *
  * The table holds, for every window w and digit d in 1..2^(c−1), the affine
  * point d·2^(cw)·G; with the signed digits of msm_plan.h a multiple then
- * costs one mixed addition per non-zero digit (negation is free in affine)
- * and no doubling. Results are normalised in chunks with one inversion each.
+ * costs one addition per non-zero digit (negation is free in affine) and no
+ * doubling. A chunk of FIXED_CHUNK multiples is computed in lockstep, window
+ * by window, with affine accumulators: the additions of one window go to
+ * distinct accumulators and share one inversion (batch_add_affine), and the
+ * results come out affine. An addition that would be a doubling or a
+ * cancellation goes into the accumulator's XYZZ side sum instead.
  */
 
-#define FIXED_CHUNK 256
+#define FIXED_CHUNK 1024
 
 size_t PFX(fixed_table_len)(int c) { return (size_t)msm_num_windows(c) << (c - 1); }
 
@@ -87,39 +91,86 @@ int PFX(fixed_table)(const u64 *base, int c, u64 *table, int nthreads)
     return ok ? 0 : -1;
 }
 
+typedef struct {
+    AFF acc[FIXED_CHUNK];
+    uint8_t has[FIXED_CHUNK], has_side[FIXED_CHUNK];
+    XYZZ side[FIXED_CHUNK];
+    AFF *pend_dst[FIXED_CHUNK];
+    AFF pend_point[FIXED_CHUNK];
+    FE den[FIXED_CHUNK], prefix[FIXED_CHUNK];
+} PFX(fixed_ws);
+
+static void PFX(fixed_chunk)(PFX(fixed_ctx) *f, PFX(fixed_ws) *ws, size_t lo, size_t len)
+{
+    size_t nb = (size_t)1 << (f->c - 1);
+    memset(ws->has, 0, len);
+    memset(ws->has_side, 0, len);
+    for (int w = 0; w < f->nwin; w++) {
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            int d = msm_digit(f->scalars + 4 * (lo + i), w, f->c);
+            if (!d)
+                continue;
+            AFF q = f->table[(size_t)w * nb + (size_t)(d > 0 ? d - 1 : -d - 1)];
+            if (d < 0)
+                F_NEG(&q.y, &q.y);
+            if (!ws->has[i]) {
+                ws->acc[i] = q;
+                ws->has[i] = 1;
+            } else if (limbs_eq((const u64 *)&q.x, (const u64 *)&ws->acc[i].x, F_LIMBS)) {
+                if (ws->has_side[i]) {
+                    PFX(xyzz_madd)(&ws->side[i], &q, 0);
+                } else {
+                    PFX(xyzz_from_aff)(&ws->side[i], &q);
+                    ws->has_side[i] = 1;
+                }
+            } else {
+                ws->pend_dst[k] = &ws->acc[i];
+                ws->pend_point[k] = q;
+                F_SUB(&ws->den[k], &q.x, &ws->acc[i].x);
+                k++;
+            }
+        }
+        PFX(batch_add_affine)(ws->pend_dst, ws->pend_point, ws->den, ws->prefix, k);
+    }
+    for (size_t i = 0; i < len; i++) {
+        u64 *o = f->out + (lo + i) * 2 * F_LIMBS;
+        if (ws->has_side[i]) { /* rare: one inversion of its own */
+            AFF r;
+            if (ws->has[i])
+                PFX(xyzz_madd)(&ws->side[i], &ws->acc[i], 0);
+            PFX(xyzz_to_aff)(&r, &ws->side[i]);
+            PFX(aff_to_std)(o, &r);
+        } else if (ws->has[i]) {
+            PFX(aff_to_std)(o, &ws->acc[i]);
+        } else {
+            memset(o, 0, 2 * F_LIMBS * sizeof(u64)); /* k = 0 */
+        }
+    }
+}
+
 static void PFX(fixed_mul_task)(void *p, int tid, int nthreads)
 {
     PFX(fixed_ctx) *f = (PFX(fixed_ctx) *)p;
     (void)tid;
     (void)nthreads;
-    size_t nb = (size_t)1 << (f->c - 1);
-    XYZZ tmp[FIXED_CHUNK];
-    AFF res[FIXED_CHUNK];
-    FE scratch[2 * FIXED_CHUNK];
+    PFX(fixed_ws) *ws = malloc(sizeof *ws);
+    if (!ws) {
+        __atomic_store_n(&f->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
     for (;;) {
         size_t lo = pool_next_task(&f->next) * FIXED_CHUNK;
         if (lo >= f->m)
-            return;
-        size_t len = f->m - lo < FIXED_CHUNK ? f->m - lo : FIXED_CHUNK;
-        for (size_t i = 0; i < len; i++) {
-            const u64 *k = f->scalars + 4 * (lo + i);
-            PFX(xyzz_set_inf)(&tmp[i]);
-            for (int w = 0; w < f->nwin; w++) {
-                int d = msm_digit(k, w, f->c);
-                if (d > 0)
-                    PFX(xyzz_madd)(&tmp[i], &f->table[(size_t)w * nb + (size_t)(d - 1)], 0);
-                else if (d < 0)
-                    PFX(xyzz_madd)(&tmp[i], &f->table[(size_t)w * nb + (size_t)(-d - 1)], 1);
-            }
-        }
-        PFX(xyzz_batch_to_aff)(res, tmp, len, scratch);
-        for (size_t i = 0; i < len; i++)
-            PFX(aff_to_std)(f->out + (lo + i) * 2 * F_LIMBS, &res[i]);
+            break;
+        PFX(fixed_chunk)(f, ws, lo, f->m - lo < FIXED_CHUNK ? f->m - lo : FIXED_CHUNK);
     }
+    free(ws);
 }
 
-/* out[i] = k_i·G (standard-form affine) for canonical scalars k_i. */
-void PFX(fixed_mul)(const u64 *table, int c, const u64 *scalars, size_t m, u64 *out,
+/* out[i] = k_i·G (standard-form affine) for canonical scalars k_i.
+ * Returns −1 when out of memory. */
+int PFX(fixed_mul)(const u64 *table, int c, const u64 *scalars, size_t m, u64 *out,
                     int nthreads)
 {
     PFX(fixed_ctx) f;
@@ -133,4 +184,5 @@ void PFX(fixed_mul)(const u64 *table, int c, const u64 *scalars, size_t m, u64 *
     size_t chunks = (m + FIXED_CHUNK - 1) / FIXED_CHUNK;
     pool_run((size_t)nthreads < chunks ? nthreads : (chunks ? (int)chunks : 1),
              PFX(fixed_mul_task), &f);
+    return f.failed ? -1 : 0;
 }

@@ -40,7 +40,7 @@ size_t g1_fixed_table_len(int c);
 size_t g2_fixed_table_len(int c);
 int g1_fixed_table(const u64 *base, int c, u64 *table, int nthreads);
 int g2_fixed_table(const u64 *base, int c, u64 *table, int nthreads);
-void g1_fixed_mul(const u64 *table, int c, const u64 *scalars, size_t m, u64 *out, int nthreads);
-void g2_fixed_mul(const u64 *table, int c, const u64 *scalars, size_t m, u64 *out, int nthreads);
+int g1_fixed_mul(const u64 *table, int c, const u64 *scalars, size_t m, u64 *out, int nthreads);
+int g2_fixed_mul(const u64 *table, int c, const u64 *scalars, size_t m, u64 *out, int nthreads);
 
 #endif

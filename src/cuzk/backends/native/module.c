@@ -314,7 +314,7 @@ static PyObject *py_g2_msm(PyObject *self, PyObject *args)
 
 typedef size_t (*table_len_fn)(int);
 typedef int (*table_fn)(const u64 *, int, u64 *, int);
-typedef void (*fixed_mul_fn)(const u64 *, int, const u64 *, size_t, u64 *, int);
+typedef int (*fixed_mul_fn)(const u64 *, int, const u64 *, size_t, u64 *, int);
 
 static int check_window(int c)
 {
@@ -409,11 +409,15 @@ static PyObject *fixed_mul(PyObject *args, Py_ssize_t point_bytes, table_len_fn 
             PyErr_Format(PyExc_ValueError, "%s fixed-base output: room for %zd bytes, needs %zd",
                          what, out.len, m * point_bytes);
         } else {
+            int rc;
             Py_BEGIN_ALLOW_THREADS
-            fn((const u64 *)table.buf, c, (const u64 *)scalars.buf, (size_t)m, (u64 *)out.buf,
-               g_threads);
+            rc = fn((const u64 *)table.buf, c, (const u64 *)scalars.buf, (size_t)m,
+                    (u64 *)out.buf, g_threads);
             Py_END_ALLOW_THREADS
-            ok = 1;
+            if (rc)
+                PyErr_NoMemory();
+            else
+                ok = 1;
         }
     }
     release_all(views);

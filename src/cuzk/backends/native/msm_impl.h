@@ -29,7 +29,7 @@ typedef struct {
     uint32_t *stamp;   /* bucket b waits in the batch numbered stamp[b] */
     uint32_t batch_id;
     size_t pending;
-    uint32_t pend_bucket[MSM_BATCH];
+    AFF *pend_dst[MSM_BATCH];
     AFF pend_point[MSM_BATCH];
     FE den[MSM_BATCH], prefix[MSM_BATCH];
 } PFX(msm_ws);
@@ -86,34 +86,7 @@ INLINE void PFX(side_add)(PFX(msm_ws) *ws, uint32_t b, const AFF *q)
 /* Apply the pending additions bucket[b] += q with one inversion. */
 static void PFX(flush_batch)(PFX(msm_ws) *ws)
 {
-    size_t k = ws->pending;
-    if (k) {
-        FE inv, t, lambda, x3;
-        ws->prefix[0] = ws->den[0];
-        for (size_t i = 1; i < k; i++)
-            F_MUL(&ws->prefix[i], &ws->prefix[i - 1], &ws->den[i]);
-        F_INV(&inv, &ws->prefix[k - 1]);
-        for (size_t i = k; i-- > 0;) {
-            FE di;
-            if (i) {
-                F_MUL(&di, &inv, &ws->prefix[i - 1]); /* 1/den[i] */
-                F_MUL(&inv, &inv, &ws->den[i]);
-            } else {
-                di = inv;
-            }
-            AFF *bk = &ws->bucket[ws->pend_bucket[i]];
-            const AFF *q = &ws->pend_point[i];
-            F_SUB(&t, &q->y, &bk->y);
-            F_MUL(&lambda, &t, &di);
-            F_SQR(&x3, &lambda);
-            F_SUB(&x3, &x3, &bk->x);
-            F_SUB(&x3, &x3, &q->x);
-            F_SUB(&t, &bk->x, &x3);
-            F_MUL(&t, &lambda, &t);
-            F_SUB(&bk->y, &t, &bk->y);
-            bk->x = x3;
-        }
-    }
+    PFX(batch_add_affine)(ws->pend_dst, ws->pend_point, ws->den, ws->prefix, ws->pending);
     ws->pending = 0;
     ws->batch_id++;
 }
@@ -143,7 +116,7 @@ static void PFX(msm_window)(PFX(msm_ctx) *m, int w, PFX(msm_ws) *ws)
             PFX(side_add)(ws, b, &q); /* doubling or cancellation */
         } else {
             size_t k = ws->pending++;
-            ws->pend_bucket[k] = b;
+            ws->pend_dst[k] = &ws->bucket[b];
             ws->pend_point[k] = q;
             F_SUB(&ws->den[k], &q.x, &ws->bucket[b].x);
             ws->stamp[b] = ws->batch_id;
