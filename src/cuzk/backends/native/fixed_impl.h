@@ -95,6 +95,7 @@ typedef struct {
     AFF acc[FIXED_CHUNK];
     uint8_t has[FIXED_CHUNK], has_side[FIXED_CHUNK];
     XYZZ side[FIXED_CHUNK];
+    int digit[FIXED_CHUNK];
     AFF *pend_dst[FIXED_CHUNK];
     AFF pend_point[FIXED_CHUNK];
     FE den[FIXED_CHUNK], prefix[FIXED_CHUNK];
@@ -106,12 +107,25 @@ static void PFX(fixed_chunk)(PFX(fixed_ctx) *f, PFX(fixed_ws) *ws, size_t lo, si
     memset(ws->has, 0, len);
     memset(ws->has_side, 0, len);
     for (int w = 0; w < f->nwin; w++) {
-        size_t k = 0;
+        const AFF *row = f->table + (size_t)w * nb;
+        /* Digits first, prefetching their table entries: a large table
+         * misses the cache on almost every (random) lookup. */
         for (size_t i = 0; i < len; i++) {
             int d = msm_digit(f->scalars + 4 * (lo + i), w, f->c);
+            ws->digit[i] = d;
+            if (d) {
+                const char *e = (const char *)&row[d > 0 ? d - 1 : -d - 1];
+                for (size_t off = 0; off < sizeof(AFF); off += 64)
+                    __builtin_prefetch(e + off);
+                __builtin_prefetch(e + sizeof(AFF) - 1);
+            }
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            int d = ws->digit[i];
             if (!d)
                 continue;
-            AFF q = f->table[(size_t)w * nb + (size_t)(d > 0 ? d - 1 : -d - 1)];
+            AFF q = row[d > 0 ? d - 1 : -d - 1];
             if (d < 0)
                 F_NEG(&q.y, &q.y);
             if (!ws->has[i]) {

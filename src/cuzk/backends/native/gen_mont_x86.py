@@ -41,7 +41,7 @@ def emit_field(name: str, p: list[int]) -> str:
     n = len(p)
     pinv = (-pow(sum(x << (64 * i) for i, x in enumerate(p)), -1, 1 << 64)) % (1 << 64)
     sym = f"cuzk_{name}_p_asm"
-    limbs = ", ".join(f"0x{x:016x}ULL" for x in p + [pinv])
+    limbs = ", ".join(f"0x{x:016x}ULL" for x in [*p, pinv])
     regs = [f"%[t{j}]" for j in range(n + 1)]
     lines = ["xorl %k[z], %k[z]"] + [f"xorl %k[t{j}], %k[t{j}]" for j in range(n + 1)]
     for i in range(n):
@@ -75,7 +75,8 @@ static const u64 {sym}[{n + 1}] __asm__("{sym}") __attribute__((used, aligned(64
     {limbs}}};
 
 /* t = a·b·2^(−{64 * n}) mod p, not yet reduced: t < 2p. */
-static inline __attribute__((always_inline)) void {name}_mul_adx(u64 t[{n}], const u64 *a, const u64 *b)
+static inline __attribute__((always_inline)) void
+{name}_mul_adx(u64 t[{n}], const u64 *a, const u64 *b)
 {{
     u64 {", ".join(f"t{j}" for j in range(n + 1))}, lo, hi, z, dx;
     __asm__(

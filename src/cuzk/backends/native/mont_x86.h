@@ -12,7 +12,8 @@ static const u64 cuzk_fr_p_asm[5] __asm__("cuzk_fr_p_asm") __attribute__((used, 
     0xffffffff00000001ULL, 0x53bda402fffe5bfeULL, 0x3339d80809a1d805ULL, 0x73eda753299d7d48ULL, 0xfffffffeffffffffULL};
 
 /* t = a·b·2^(−256) mod p, not yet reduced: t < 2p. */
-static inline __attribute__((always_inline)) void fr_mul_adx(u64 t[4], const u64 *a, const u64 *b)
+static inline __attribute__((always_inline)) void
+fr_mul_adx(u64 t[4], const u64 *a, const u64 *b)
 {
     u64 t0, t1, t2, t3, t4, lo, hi, z, dx;
     __asm__(
@@ -162,7 +163,8 @@ static const u64 cuzk_fq_p_asm[7] __asm__("cuzk_fq_p_asm") __attribute__((used, 
     0xb9feffffffffaaabULL, 0x1eabfffeb153ffffULL, 0x6730d2a0f6b0f624ULL, 0x64774b84f38512bfULL, 0x4b1ba7b6434bacd7ULL, 0x1a0111ea397fe69aULL, 0x89f3fffcfffcfffdULL};
 
 /* t = a·b·2^(−384) mod p, not yet reduced: t < 2p. */
-static inline __attribute__((always_inline)) void fq_mul_adx(u64 t[6], const u64 *a, const u64 *b)
+static inline __attribute__((always_inline)) void
+fq_mul_adx(u64 t[6], const u64 *a, const u64 *b)
 {
     u64 t0, t1, t2, t3, t4, t5, t6, lo, hi, z, dx;
     __asm__(
