@@ -25,6 +25,14 @@ static const u64 FQ_P_MINUS_2[6] = {0xb9feffffffffaaa9ULL, 0x1eabfffeb153ffffULL
                                     0x6730d2a0f6b0f624ULL, 0x64774b84f38512bfULL,
                                     0x4b1ba7b6434bacd7ULL, 0x1a0111ea397fe69aULL};
 
+/* Out of line: inlining the unrolled C loop next to the assembly at every
+ * call site multiplies compile time and code size for a path rarely taken. */
+static __attribute__((noinline, unused)) void fq_mul_portable(fq_t *o, const fq_t *a,
+                                                              const fq_t *b)
+{
+    mont_mul(o->v, a->v, b->v, FQ_P, FQ_PINV, 6);
+}
+
 INLINE void fq_mul(fq_t *o, const fq_t *a, const fq_t *b)
 {
 #ifdef CUZK_ADX_PATH
@@ -35,7 +43,7 @@ INLINE void fq_mul(fq_t *o, const fq_t *a, const fq_t *b)
         return;
     }
 #endif
-    mont_mul(o->v, a->v, b->v, FQ_P, FQ_PINV, 6);
+    fq_mul_portable(o, a, b);
 }
 INLINE void fq_sqr(fq_t *o, const fq_t *a) { fq_mul(o, a, a); }
 INLINE void fq_add(fq_t *o, const fq_t *a, const fq_t *b) { mod_add(o->v, a->v, b->v, FQ_P, 6); }

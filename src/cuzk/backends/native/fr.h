@@ -33,6 +33,13 @@ static const fr_t FR_ROOT_2_32 = {{0x3829971f439f0d2bULL, 0xb63683508c2280b9ULL,
 #define FR_TWO_ADICITY 32
 #define FR_GENERATOR 7
 
+/* Out of line, as fq_mul_portable (fq.h). */
+static __attribute__((noinline, unused)) void fr_mul_portable(fr_t *o, const fr_t *a,
+                                                              const fr_t *b)
+{
+    mont_mul(o->v, a->v, b->v, FR_P, FR_PINV, 4);
+}
+
 INLINE void fr_mul(fr_t *o, const fr_t *a, const fr_t *b)
 {
 #ifdef CUZK_ADX_PATH
@@ -43,7 +50,7 @@ INLINE void fr_mul(fr_t *o, const fr_t *a, const fr_t *b)
         return;
     }
 #endif
-    mont_mul(o->v, a->v, b->v, FR_P, FR_PINV, 4);
+    fr_mul_portable(o, a, b);
 }
 INLINE void fr_add(fr_t *o, const fr_t *a, const fr_t *b) { mod_add(o->v, a->v, b->v, FR_P, 4); }
 INLINE void fr_sub(fr_t *o, const fr_t *a, const fr_t *b) { mod_sub(o->v, a->v, b->v, FR_P, 4); }
