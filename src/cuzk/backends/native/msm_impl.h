@@ -8,30 +8,36 @@
  * weights by a running sum, and the windows are combined by doublings.
  * Windows and chunks of the ones are tasks taken from a shared counter.
  *
- * Buckets are affine and filled by batched affine additions: up to
- * MSM_BATCH additions into distinct buckets share one field inversion
- * (Montgomery's trick), so each costs about 6 multiplications instead of the
- * 10 of an XYZZ mixed addition. A point whose bucket is already waiting in
- * the current batch, or whose x equals the bucket's (a doubling or a
- * cancellation), goes instead into that bucket's XYZZ side sum, which
- * handles every case exactly; the two are added when the buckets are summed.
+ * With enough buckets (c ≥ MSM_AFFINE_MIN_WINDOW) buckets are affine and
+ * filled by batched affine additions: up to `batch` additions into distinct
+ * buckets share one field inversion (Montgomery's trick), so each costs about
+ * 6 multiplications instead of the 10 of an XYZZ mixed addition. A point
+ * whose bucket already waits in the current batch is deferred to the next
+ * one; a point whose x equals its bucket's (a doubling or a cancellation),
+ * or that finds the deferral queue full, goes into the bucket's XYZZ side
+ * sum, which handles every case exactly. With few buckets every point takes
+ * the side sums, i.e. plain XYZZ buckets.
  */
 
 #define MSM_ONES_CHUNK 2048
 #define MSM_BATCH 512
+#define MSM_AFFINE_MIN_WINDOW 10
 
 /* One thread's buckets and batch. */
 typedef struct {
-    AFF *bucket;       /* 2^(c−1) */
+    AFF *bucket;       /* 2^(c−1) affine buckets */
     uint8_t *has;      /* bucket[b] holds a point */
-    XYZZ *side;        /* 2^(c−1) */
+    XYZZ *side;        /* 2^(c−1) XYZZ side sums */
     uint8_t *has_side; /* side[b] is in use */
     uint32_t *stamp;   /* bucket b waits in the batch numbered stamp[b] */
     uint32_t batch_id;
-    size_t pending;
+    size_t batch;      /* additions per inversion: at most half the buckets */
+    size_t pending, ndeferred;
     AFF *pend_dst[MSM_BATCH];
     AFF pend_point[MSM_BATCH];
     FE den[MSM_BATCH], prefix[MSM_BATCH];
+    uint32_t def_bucket[MSM_BATCH / 2], tmp_bucket[MSM_BATCH / 2];
+    AFF def_point[MSM_BATCH / 2], tmp_point[MSM_BATCH / 2];
 } PFX(msm_ws);
 
 typedef struct {
@@ -61,6 +67,7 @@ static void PFX(ws_free)(PFX(msm_ws) *ws)
 static int PFX(ws_alloc)(PFX(msm_ws) *ws, size_t nb)
 {
     memset(ws, 0, sizeof *ws);
+    ws->batch = nb / 2 < MSM_BATCH ? nb / 2 : MSM_BATCH;
     ws->bucket = malloc(nb * sizeof(AFF));
     ws->has = malloc(nb);
     ws->side = malloc(nb * sizeof(XYZZ));
@@ -83,20 +90,53 @@ INLINE void PFX(side_add)(PFX(msm_ws) *ws, uint32_t b, const AFF *q)
     }
 }
 
-/* Apply the pending additions bucket[b] += q with one inversion. */
+/* bucket[b] += q, now or in a batch (never fills the batch past `batch`:
+ * callers flush when it is full). */
+INLINE void PFX(bucket_add)(PFX(msm_ws) *ws, uint32_t b, const AFF *q)
+{
+    if (ws->stamp[b] == ws->batch_id) {
+        if (ws->ndeferred < ws->batch / 2) {
+            ws->def_bucket[ws->ndeferred] = b;
+            ws->def_point[ws->ndeferred++] = *q;
+        } else {
+            PFX(side_add)(ws, b, q);
+        }
+    } else if (!ws->has[b]) {
+        ws->bucket[b] = *q;
+        ws->has[b] = 1;
+    } else if (limbs_eq((const u64 *)&q->x, (const u64 *)&ws->bucket[b].x, F_LIMBS)) {
+        PFX(side_add)(ws, b, q); /* doubling or cancellation */
+    } else {
+        size_t k = ws->pending++;
+        ws->pend_dst[k] = &ws->bucket[b];
+        ws->pend_point[k] = *q;
+        F_SUB(&ws->den[k], &q->x, &ws->bucket[b].x);
+        ws->stamp[b] = ws->batch_id;
+    }
+}
+
+/* Apply the pending additions with one inversion, then retry the deferred
+ * points in a fresh batch (at most batch/2 of them: it cannot fill up). */
 static void PFX(flush_batch)(PFX(msm_ws) *ws)
 {
     PFX(batch_add_affine)(ws->pend_dst, ws->pend_point, ws->den, ws->prefix, ws->pending);
     ws->pending = 0;
     ws->batch_id++;
+    size_t nd = ws->ndeferred;
+    memcpy(ws->tmp_bucket, ws->def_bucket, nd * sizeof(uint32_t));
+    memcpy(ws->tmp_point, ws->def_point, nd * sizeof(AFF));
+    ws->ndeferred = 0;
+    for (size_t i = 0; i < nd; i++)
+        PFX(bucket_add)(ws, ws->tmp_bucket[i], &ws->tmp_point[i]);
 }
 
 static void PFX(msm_window)(PFX(msm_ctx) *m, int w, PFX(msm_ws) *ws)
 {
     size_t nb = (size_t)1 << (m->c - 1);
+    int affine = m->c >= MSM_AFFINE_MIN_WINDOW;
     memset(ws->has, 0, nb);
     memset(ws->has_side, 0, nb);
-    ws->pending = 0;
+    ws->pending = ws->ndeferred = 0;
     ws->batch_id++;
     for (size_t i = 0; i < m->nfull; i++) {
         size_t idx = m->full[i];
@@ -107,24 +147,25 @@ static void PFX(msm_window)(PFX(msm_ctx) *m, int w, PFX(msm_ws) *ws)
         AFF q = m->bases[idx];
         if (d < 0)
             F_NEG(&q.y, &q.y);
-        if (ws->stamp[b] == ws->batch_id) {
+        if (!affine) {
             PFX(side_add)(ws, b, &q);
-        } else if (!ws->has[b]) {
-            ws->bucket[b] = q;
-            ws->has[b] = 1;
-        } else if (limbs_eq((const u64 *)&q.x, (const u64 *)&ws->bucket[b].x, F_LIMBS)) {
-            PFX(side_add)(ws, b, &q); /* doubling or cancellation */
-        } else {
-            size_t k = ws->pending++;
-            ws->pend_dst[k] = &ws->bucket[b];
-            ws->pend_point[k] = q;
-            F_SUB(&ws->den[k], &q.x, &ws->bucket[b].x);
-            ws->stamp[b] = ws->batch_id;
-            if (ws->pending == MSM_BATCH)
-                PFX(flush_batch)(ws);
+            continue;
         }
+        PFX(bucket_add)(ws, b, &q);
+        if (ws->pending == ws->batch)
+            PFX(flush_batch)(ws);
     }
-    PFX(flush_batch)(ws);
+    /* Drain: a nearly empty batch means the deferred points pile into few
+     * buckets; batching them would cost an inversion each, so they go to
+     * the side sums. */
+    while (ws->pending) {
+        if (ws->pending < ws->batch / 8) {
+            for (size_t i = 0; i < ws->ndeferred; i++)
+                PFX(side_add)(ws, ws->def_bucket[i], &ws->def_point[i]);
+            ws->ndeferred = 0;
+        }
+        PFX(flush_batch)(ws);
+    }
     /* Σ (b+1)·bucket[b] = Σ_b (running sum of the buckets from the top down). */
     XYZZ run, sum;
     PFX(xyzz_set_inf)(&run);
@@ -190,7 +231,7 @@ int PFX(msm)(const u64 *bases_mont, const u64 *scalars, size_t n, u64 *out, int 
     m.ones = ones;
     if (m.nfull + m.nones < 256)
         nthreads = 1; /* thread start-up would cost more than the work */
-    m.c = msm_window_bits(m.nfull, nthreads);
+    m.c = msm_window_bits(m.nfull, nthreads, MSM_AFFINE_MIN_WINDOW);
     m.nwin = msm_num_windows(m.c);
     m.nwin_tasks = m.nfull ? (size_t)m.nwin : 0;
     m.nones_tasks = (m.nones + MSM_ONES_CHUNK - 1) / MSM_ONES_CHUNK;

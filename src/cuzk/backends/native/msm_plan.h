@@ -34,17 +34,19 @@ static inline int msm_digit(const u64 k[4], int w, int c)
     return raw + (int)(bits & 1) - (top << c);
 }
 
-/* The window size minimising the additions a thread performs: each round of
- * T windows costs n bucket additions per window plus ~2^c (dearer, full)
- * additions to sum the 2^(c−1) buckets. */
-static inline int msm_window_bits(size_t n, int nthreads)
+/* The window size minimising the work of a thread, in field multiplications:
+ * each round of T windows costs, per window, n bucket additions (about 7
+ * when batched affine, from affine_from bits on, else 10) and two XYZZ
+ * additions (about 24) per bucket to sum the 2^(c−1) buckets. */
+static inline int msm_window_bits(size_t n, int nthreads, int affine_from)
 {
     int best = 1;
     double best_cost = 0;
     for (int c = 1; c <= MSM_MAX_WINDOW; c++) {
         int nwin = msm_num_windows(c);
         int rounds = (nwin + nthreads - 1) / nthreads;
-        double cost = (double)rounds * ((double)n + 1.4 * (double)((size_t)1 << c));
+        double per_point = c >= affine_from ? 7.0 : 10.0;
+        double cost = (double)rounds * ((double)n * per_point + 12.0 * (double)((size_t)1 << c));
         if (c == 1 || cost < best_cost) {
             best = c;
             best_cost = cost;
