@@ -22,3 +22,5 @@ int arith_select(int adx)
     cuzk_use_adx = adx;
     return 1;
 }
+
+int arith_is_adx(void) { return cuzk_use_adx; }

@@ -17,6 +17,7 @@ typedef uint64_t u64;
  * arith_select returns 0 when asked for one this CPU lacks. */
 int arith_adx_supported(void);
 int arith_select(int adx);
+int arith_is_adx(void);
 
 /* ntt.c: 0, or −1 when out of memory */
 int fr_ntt(u64 *a, int log_n, int inverse, int coset, int nthreads);

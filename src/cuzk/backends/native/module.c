@@ -93,8 +93,7 @@ static PyObject *py_get_arith(PyObject *self, PyObject *args)
 {
     (void)self;
     (void)args;
-    extern int cuzk_use_adx;
-    return PyUnicode_FromString(cuzk_use_adx ? "adx" : "portable");
+    return PyUnicode_FromString(arith_is_adx() ? "adx" : "portable");
 }
 
 static PyObject *py_adx_supported(PyObject *self, PyObject *args)
