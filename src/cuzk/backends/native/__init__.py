@@ -18,6 +18,7 @@ Montgomery product (used when the CPU has BMI2 and ADX) for portable C.
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
@@ -28,7 +29,7 @@ from cuzk.algebra.fields import Fq2
 from cuzk.algebra.sparse import SparseMatrix
 
 try:
-    from cuzk.backends.native import _native
+    _native = importlib.import_module("cuzk.backends.native._native")
 except ImportError as e:  # not built: the pure-Python twins take over
     _native = None
     _import_error: str | None = f"{type(e).__name__}: {e}"
