@@ -20,7 +20,7 @@
  */
 
 #define MSM_ONES_CHUNK 2048
-#define MSM_BATCH 512
+#define MSM_BATCH 1024
 #define MSM_AFFINE_MIN_WINDOW 10
 
 /* One thread's buckets and batch. */
