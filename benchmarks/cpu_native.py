@@ -6,8 +6,9 @@ Builds the demo circuit once, then for each path (Python twins, native C
 kernels) runs a seeded setup, loads the key, proves with fixed r and s and
 verifies. Both paths must produce byte-identical keys and proofs; the table
 gives per-stage wall seconds, process CPU seconds (all threads) and the
-ratio. The load average is printed too: on a shared machine other work
-competes for the cores.
+ratio. A second table times each of the proof's kernels alone on one
+thread, in CPU seconds (the best of three), which other work on a shared
+machine disturbs least. The load average is printed too.
 """
 
 from __future__ import annotations
@@ -86,8 +87,44 @@ def main() -> int:
         nw, nc = nat_times[stage]
         cpu = lambda c: "" if c != c else f" ({c:.2f})"  # noqa: E731 (nan: not measured)
         print(f"{stage:<14}{pw:>10.3f}{cpu(pc):>8}{nw:>10.3f}{cpu(nc):>8}{pw / nw:>8.1f}x")
+    kernel_table(nat_pk, r1cs, assignment)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def kernel_table(pk, r1cs, assignment) -> None:
+    """Each kernel of a proof alone, one thread, best-of-three CPU seconds."""
+    threads = native.threads()
+    native.set_threads(1)
+    try:
+        py, nat = CpuBackend(native=False), CpuBackend(native=True)
+        pyk, natk = prover.prepare(pk, r1cs, py), prover.prepare(pk, r1cs, nat)
+        a, b, c = (nat.spmv(m, assignment) for m in (r1cs.a, r1cs.b, r1cs.c))
+        h = nat.h_poly(a, b, c)
+        aux = assignment[natk.num_inputs :]
+        jobs = {
+            "spmv A": lambda be, k: be.spmv(r1cs.a, assignment),
+            "h_poly": lambda be, k: be.h_poly(a, b, c),
+            "msm H": lambda be, k: be.msm_g1(k.h, h),
+            "msm L": lambda be, k: be.msm_g1(k.l, aux),
+            "msm A": lambda be, k: be.msm_g1(k.a, assignment[k.a_select]),
+            "msm B G1": lambda be, k: be.msm_g1(k.b_g1, assignment[k.b_select]),
+            "msm B G2": lambda be, k: be.msm_g2(k.b_g2, assignment[k.b_select]),
+        }
+        print("kernels alone, one thread: cpu s (best of 3)")
+        print(f"{'kernel':<14}{'python':>10}{'native':>10}{'ratio':>9}")
+        for name, job in jobs.items():
+            cost = []
+            for be, k in ((py, pyk), (nat, natk)):
+                best = float("inf")
+                for _ in range(3 if be is nat or name.startswith("msm") else 1):
+                    t = time.process_time()
+                    job(be, k)
+                    best = min(best, time.process_time() - t)
+                cost.append(best)
+            print(f"{name:<14}{cost[0]:>10.3f}{cost[1]:>10.3f}{cost[0] / cost[1]:>8.1f}x")
+    finally:
+        native.set_threads(threads)
 
 
 if __name__ == "__main__":
