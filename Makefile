@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint gpu-check clean
+.PHONY: demo prove-demo test lint clean
 
 $(BIN)/cuzk: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,15 +12,25 @@ $(BIN)/cuzk: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# The main job: start cuzk-daemon on its built-in defaults, run a cuzk-bench batch, stop it.
 demo: $(BIN)/cuzk
+	$(BIN)/cuzk-bench demo-service
+
+# The prover alone, without the service: set up, prove and verify the demo circuit.
+prove-demo: $(BIN)/cuzk
 	$(BIN)/cuzk demo
 
 lint: $(BIN)/cuzk
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
-test: $(BIN)/cuzk lint
+# Pinned snarkjs and circom2 (package-lock.json): the other side of the interop tests.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+test: $(BIN)/cuzk lint node_modules/.package-lock.json
 	$(BIN)/pytest -q
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info node_modules

@@ -55,6 +55,24 @@ class Backend(Protocol):
         a·b − c; times 1 / (g^m − 1); coset iNTT; drop the top coefficient.
         """
 
+    def h_odd_coset(self, a: FrArray, b: FrArray, c: FrArray | None = None) -> FrArray:
+        """snarkjs's H scalars: A·B − C evaluated on the odd coset ζ·⟨ω⟩ (m values).
+
+        a, b, c are evaluations on the domain ⟨ω⟩ of size m, a power of two
+        below 2^32 (shorter inputs are zero-padded); c defaults to the
+        pointwise product a·b, because a snarkjs key carries no C matrix (for
+        a satisfying witness C·w = (A·w)∘(B·w) row by row). A, B, C are the
+        polynomials of degree < m through those values. ζ is the primitive
+        2m-th root of unity of cuzk's root family, ``EvaluationDomain(k + 1).omega``
+        for m = 2^k, so ζ² = ω and ζ·⟨ω⟩ are the odd powers of ζ.
+
+        Returns P(ζ·ωⁱ) for i < m, P = A·B − C, in natural order. Steps:
+        iNTT each of a, b, c; multiply coefficient j by ζ^j; NTT each;
+        a·b − c pointwise. No division by Z: Z(x) = x^m − 1 is −2 on this
+        coset and the key's H points (odd-indexed Lagrange points of the
+        2m-domain at τ, over δ) absorb it, so Σ Pᵢ·Hᵢ = P(τ)/δ = H(τ)Z(τ)/δ.
+        """
+
     # --- multi-scalar multiplication -------------------------------------
     def prepare_g1(self, bases: np.ndarray) -> Any:
         """Bases (n, 2, 6) made ready for repeated MSMs (uploaded, converted)."""

@@ -32,7 +32,7 @@ from cuzk.algebra import pairing
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.domain import EvaluationDomain
-from cuzk.algebra.fields import R
+from cuzk.algebra.fields import FR_TWO_ADICITY, R
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends import native as native_kernels
 
@@ -211,6 +211,22 @@ class CpuBackend:
         t = (ea * eb - ec) % R * d.z_on_coset_inv % R
         h = coset_scale(ntt_ints(t, inverse=True), d.coset_generator_inv)
         return fr_to_array(h[: d.size - 1])
+
+    def h_odd_coset(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+        n = max(len(a), len(b), 0 if c is None else len(c))
+        d = EvaluationDomain.for_size(n)
+        if d.log_size >= FR_TWO_ADICITY:
+            raise ValueError("the odd coset of a 2^32 domain needs a 2^33-th root of unity")
+        zeta = EvaluationDomain(d.log_size + 1).omega
+
+        def padded(x: np.ndarray) -> np.ndarray:
+            vals = fr_from_array(_check_fr(x)) + [0] * (d.size - len(x))
+            return np.array(vals, dtype=object)
+
+        va, vb = padded(a), padded(b)
+        vc = va * vb % R if c is None else padded(c)
+        ea, eb, ec = (ntt_ints(coset_scale(ntt_ints(v, inverse=True), zeta)) for v in (va, vb, vc))
+        return fr_to_array((ea * eb - ec) % R)
 
     # --- multi-scalar multiplication -------------------------------------
     def prepare_g1(self, bases: np.ndarray) -> CpuBases:

@@ -1,0 +1,241 @@
+"""On-disk cache of compiled circuits, keyed by circuit id and code version.
+
+Two kinds of entries, both ``.npz`` files (arrays plus a JSON header; no
+pickles):
+
+- ``<id>-<version>.npz``: the compiled structure (templates, their blocks
+  and calls, the coefficient table) — small even for a 125M-constraint
+  WindowPoSt partition;
+- ``<id>-<version>-r1cs.npz``: the materialised A, B, C matrices, for
+  circuits small enough to hold (WinningPoSt, test sizes).
+
+The version is a hash of the source of every module that decides a
+circuit's layout (``cuzk.hashers``, ``cuzk.gadgets``, ``cuzk.circuits``), so
+any change to a gadget invalidates old entries. The directory is
+``$CUZK_CIRCUIT_CACHE`` or ``~/.cache/cuzk/circuits``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.algebra.arrays import fr_from_array
+from cuzk.algebra.sparse import SparseMatrix
+from cuzk.circuits.compile import Block, Call, CoefficientTable, CompiledCircuit, Template
+from cuzk.r1cs import R1CS
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+
+
+@functools.cache
+def code_version() -> str:
+    """A hash of the sources that determine circuit layouts."""
+    import cuzk.circuits
+    import cuzk.gadgets
+    import cuzk.hashers
+
+    h = hashlib.sha256(b"cuzk-circuits-%d" % FORMAT)
+    for pkg in (cuzk.hashers, cuzk.gadgets, cuzk.circuits):
+        root = Path(pkg.__file__).parent
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("CUZK_CIRCUIT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "cuzk" / "circuits"
+
+
+def _stem(circuit_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", circuit_id) + "-" + code_version()
+
+
+def _atomic_save(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    os.close(fd)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+# --------------------------------------------------------------------------
+# The compiled structure
+# --------------------------------------------------------------------------
+
+
+def save_compiled(cc: CompiledCircuit, path: Path) -> None:
+    templates = cc.templates()
+    index = {id(t): i for i, t in enumerate(templates)}
+    arrays: dict[str, np.ndarray] = {"coefficients": cc.coefficients.array()}
+    meta_templates = []
+    nblocks = 0
+    for t in templates:
+        segs = []
+        for off, seg in t.segments:
+            if isinstance(seg, Block):
+                for m in range(3):
+                    for name in ("indptr", "kind", "index", "coeff"):
+                        arrays[f"b{nblocks}_{m}_{name}"] = getattr(seg, name)[m]
+                segs.append({"block": nblocks, "row": off, "rows": seg.num_rows})
+                nblocks += 1
+            else:
+                segs.append(
+                    {
+                        "call": index[id(seg.template)],
+                        "row": off,
+                        "aux": seg.aux_offset,
+                        "input": seg.input_offset,
+                        "ports": [
+                            [int(k), int(i)]
+                            for k, i in zip(seg.port_kind, seg.port_index, strict=True)
+                        ],
+                    }
+                )
+        meta_templates.append(
+            {
+                "key": t.key,
+                "ports": t.num_ports,
+                "aux": t.num_aux,
+                "inputs": t.num_inputs,
+                "rows": t.num_rows,
+                "nnz": list(t.nnz),
+                "outputs": [list(o) for o in t.outputs],
+                "segments": segs,
+            }
+        )
+    meta = {
+        "format": FORMAT,
+        "circuit_id": cc.circuit_id,
+        "copies": cc.copies,
+        "top": index[id(cc.top)],
+        "templates": meta_templates,
+    }
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    _atomic_save(path, arrays)
+
+
+def load_compiled(path: Path) -> CompiledCircuit:
+    with np.load(path) as z:
+        meta = json.loads(bytes(z["meta"]).decode())
+        if meta["format"] != FORMAT:
+            raise ValueError(f"{path}: cache format {meta['format']}, expected {FORMAT}")
+        coeffs = CoefficientTable()
+        for v in fr_from_array(z["coefficients"]):
+            coeffs.id(v)
+        templates: list[Template] = []
+        for mt in meta["templates"]:
+            t = Template(
+                key=mt["key"],
+                num_ports=mt["ports"],
+                num_aux=mt["aux"],
+                num_inputs=mt["inputs"],
+                num_rows=mt["rows"],
+                nnz=tuple(mt["nnz"]),
+                outputs=[tuple(o) for o in mt["outputs"]],
+            )
+            for seg in mt["segments"]:
+                if "block" in seg:
+                    b = seg["block"]
+                    parts = {
+                        name: tuple(z[f"b{b}_{m}_{name}"] for m in range(3))
+                        for name in ("indptr", "kind", "index", "coeff")
+                    }
+                    t.segments.append((seg["row"], Block(num_rows=seg["rows"], **parts)))
+                else:
+                    ports = np.array(seg["ports"], dtype=np.int64).reshape(-1, 2)
+                    call = Call(
+                        template=templates[seg["call"]],
+                        port_kind=ports[:, 0].astype(np.int8),
+                        port_index=ports[:, 1],
+                        aux_offset=seg["aux"],
+                        input_offset=seg["input"],
+                        row_offset=seg["row"],
+                    )
+                    t.segments.append((seg["row"], call))
+            templates.append(t)
+    return CompiledCircuit(meta["circuit_id"], templates[meta["top"]], meta["copies"], coeffs)
+
+
+def load_or_compile(
+    circuit_id: str, build: Callable[[], CompiledCircuit], directory: Path | None = None
+) -> CompiledCircuit:
+    """The compiled circuit from the cache, or ``build()`` it and store it."""
+    path = (directory or cache_dir()) / f"{_stem(circuit_id)}.npz"
+    if path.exists():
+        try:
+            cc = load_compiled(path)
+            log.info("circuit %s loaded from %s", circuit_id, path)
+            return cc
+        except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
+            log.warning("ignoring cache entry %s: %s", path, e)
+    cc = build()
+    try:
+        save_compiled(cc, path)
+        log.info("circuit %s compiled and cached at %s", circuit_id, path)
+    except OSError as e:
+        log.warning("could not cache %s at %s: %s", circuit_id, path, e)
+    return cc
+
+
+# --------------------------------------------------------------------------
+# Materialised matrices
+# --------------------------------------------------------------------------
+
+
+def save_r1cs(r1cs: R1CS, path: Path) -> None:
+    arrays = {"shape": np.array([r1cs.num_inputs, r1cs.num_aux], dtype=np.int64)}
+    for name in ("a", "b", "c"):
+        m = getattr(r1cs, name)
+        arrays[f"{name}_indptr"] = m.indptr
+        arrays[f"{name}_indices"] = m.indices
+        arrays[f"{name}_coeffs"] = m.coeffs
+    _atomic_save(path, arrays)
+
+
+def load_r1cs(path: Path) -> R1CS:
+    with np.load(path) as z:
+        n_in, n_aux = (int(x) for x in z["shape"])
+        mats = [
+            SparseMatrix(
+                indptr=z[f"{n}_indptr"],
+                indices=z[f"{n}_indices"],
+                coeffs=z[f"{n}_coeffs"],
+                num_cols=n_in + n_aux,
+            )
+            for n in ("a", "b", "c")
+        ]
+    return R1CS(num_inputs=n_in, num_aux=n_aux, a=mats[0], b=mats[1], c=mats[2])
+
+
+def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1CS:
+    path = (directory or cache_dir()) / f"{_stem(cc.circuit_id)}-r1cs.npz"
+    if path.exists():
+        try:
+            return load_r1cs(path)
+        except (OSError, ValueError, KeyError) as e:
+            log.warning("ignoring cache entry %s: %s", path, e)
+    r1cs = cc.to_r1cs()
+    try:
+        save_r1cs(r1cs, path)
+    except OSError as e:
+        log.warning("could not cache the matrices of %s: %s", cc.circuit_id, e)
+    return r1cs

@@ -1,0 +1,656 @@
+"""``cuzk-bench`` against a running daemon: single, batch, stress, status, preload, metrics.
+
+Flags and output follow Curio's cuzk-bench (``-a/--addr``, ``-t/--type
+porep|snap|wpost|winning|demo``, ``--c1``, ``--vanilla``, ``-c/--count``,
+``-j/--concurrency``; the "=== Batch Benchmark ===" report). ``-a`` goes
+after the subcommand here (``cuzk-bench batch -a unix:///… -t demo``).
+``demo-service`` is the README's main job: start a daemon on the built-in
+defaults, run a batch against it, stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from cuzk.engine.jobs import Priority, ProofKind
+from cuzk.engine.kinds import demo
+from cuzk.service.client import Client, default_address
+from cuzk.service.proto import proving_pb2 as pb
+
+TYPES = {
+    "porep": ProofKind.POREP_SEAL_COMMIT,
+    "porep-c2": ProofKind.POREP_SEAL_COMMIT,
+    "seal-commit": ProofKind.POREP_SEAL_COMMIT,
+    "snap": ProofKind.SNAP_DEALS_UPDATE,
+    "snap-deals": ProofKind.SNAP_DEALS_UPDATE,
+    "update": ProofKind.SNAP_DEALS_UPDATE,
+    "wpost": ProofKind.WINDOW_POST_PARTITION,
+    "window-post": ProofKind.WINDOW_POST_PARTITION,
+    "windowpost": ProofKind.WINDOW_POST_PARTITION,
+    "winning": ProofKind.WINNING_POST,
+    "winning-post": ProofKind.WINNING_POST,
+    "winningpost": ProofKind.WINNING_POST,
+    "demo": ProofKind.DEMO,
+}
+STATUS = {0: "UNKNOWN", 1: "COMPLETED", 2: "FAILED", 3: "CANCELLED", 4: "TIMEOUT"}
+TIERS = {0: "HOT", 1: "WARM", 2: "COLD"}
+GIB = 1 << 30
+
+
+class UsageError(Exception):
+    pass
+
+
+# --- arguments ----------------------------------------------------------------------
+def _conn_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-a",
+        "--addr",
+        default=None,
+        help=f"daemon address (default $CUZK_ADDR or {default_address()})",
+    )
+    p.add_argument("--token-file", help="bearer token for a TCP daemon (or $CUZK_TOKEN)")
+    p.add_argument("--tls-ca", help="CA certificate of a TLS daemon")
+
+
+def _proof_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--type", required=True, help="porep, snap, wpost, winning or demo")
+    p.add_argument("--c1", type=Path, help="c1.json (PoRep)")
+    p.add_argument("--vanilla", type=Path, help="vanilla proofs: JSON array of base64, or raw")
+    p.add_argument("--registered-proof", type=int, default=0)
+    p.add_argument("--sector-size", default=None, help="bytes, or 2KiB … 64GiB (default: c1's)")
+    p.add_argument("--sector-num", type=int, default=1)
+    p.add_argument("--miner-id", type=int, default=1000)
+    p.add_argument("--randomness", help="hex, 32 bytes (PoSt; default zeros)")
+    p.add_argument("--comm-r-old", help="hex, 32 bytes (SnapDeals)")
+    p.add_argument("--comm-r-new", help="hex, 32 bytes (SnapDeals)")
+    p.add_argument("--comm-d-new", help="hex, 32 bytes (SnapDeals)")
+    p.add_argument(
+        "--priority", choices=[x.name.lower() for x in Priority][1:], help="default: the kind's"
+    )
+    p.add_argument("--constraints", type=int, default=2000, help="demo: circuit size")
+    p.add_argument("--partitions", type=int, default=2, help="demo: partitions per proof")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("single", help="one proof through the daemon")
+    _conn_args(p)
+    _proof_args(p)
+    p.add_argument("--partition", type=int, default=0, help="WindowPoSt partition index")
+    p.set_defaults(func=cmd_single)
+
+    p = sub.add_parser("batch", help="N proofs, with concurrency; throughput report")
+    _conn_args(p)
+    _proof_args(p)
+    p.add_argument("-c", "--count", type=int, default=3)
+    p.add_argument("-j", "--concurrency", type=int, default=1)
+    p.set_defaults(func=cmd_batch)
+
+    p = sub.add_parser("stress", help="mixed proof kinds at given rates for a duration")
+    _conn_args(p)
+    p.add_argument("--duration", default="60s", help="e.g. 90s, 10m, 1h")
+    p.add_argument("-j", "--concurrency", type=int, default=8, help="most proofs in flight")
+    p.add_argument("--demo-rate", help="e.g. 1/2s (demo proofs)")
+    p.add_argument("--demo-priority", default="mixed", help="low|normal|high|critical|mixed")
+    p.add_argument("--constraints", type=int, default=1000, help="demo: circuit size")
+    p.add_argument("--partitions", type=int, default=2, help="demo: partitions per proof")
+    p.add_argument("--porep-c1", type=Path)
+    p.add_argument("--porep-rate")
+    p.add_argument("--wpost-vanilla", type=Path)
+    p.add_argument("--wpost-rate")
+    p.add_argument("--winning-vanilla", type=Path)
+    p.add_argument("--winning-rate")
+    p.add_argument("--snap-vanilla", type=Path)
+    p.add_argument("--snap-rate")
+    p.add_argument("--seed", type=int, default=None, help="seed the arrival times")
+    p.set_defaults(func=cmd_stress)
+
+    p = sub.add_parser("status", help="the daemon's status")
+    _conn_args(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("preload", help="make a circuit's key hot")
+    _conn_args(p)
+    p.add_argument("-c", "--circuit-id", required=True, help="e.g. porep-32g, demo-r995-w7")
+    p.set_defaults(func=cmd_preload)
+
+    p = sub.add_parser("evict", help="drop a circuit's key from the hot tier")
+    _conn_args(p)
+    p.add_argument("-c", "--circuit-id", required=True)
+    p.set_defaults(func=cmd_evict)
+
+    p = sub.add_parser("metrics", help="the daemon's Prometheus metrics")
+    _conn_args(p)
+    p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser(
+        "demo-service", help="start a daemon on the built-in defaults, run a batch, stop it"
+    )
+    p.add_argument("-c", "--count", type=int, default=8)
+    p.add_argument("-j", "--concurrency", type=int, default=4)
+    p.add_argument("--constraints", type=int, default=2000, help="demo circuit size")
+    p.add_argument("--partitions", type=int, default=2, help="partitions per proof")
+    p.add_argument("--home", help="daemon state folder (default: a temporary one)")
+    p.set_defaults(func=cmd_demo_service)
+
+
+def _client(args: argparse.Namespace) -> Client:
+    return Client(args.addr, token_file=args.token_file, tls_ca_file=args.tls_ca)
+
+
+def _hex32(value: str | None, name: str) -> bytes:
+    if value is None:
+        return b""
+    try:
+        b = bytes.fromhex(value.removeprefix("0x"))
+    except ValueError as e:
+        raise UsageError(f"--{name}: not hex ({e})") from e
+    if len(b) != 32:
+        raise UsageError(f"--{name}: {len(b)} bytes, expected 32")
+    return b
+
+
+def _size(value: str) -> int:
+    m = re.fullmatch(r"(\d+)\s*(KiB|MiB|GiB|)", value.strip())
+    if not m:
+        raise UsageError(f"--sector-size: {value!r} (examples: 2KiB, 32GiB, 34359738368)")
+    return int(m.group(1)) * {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)]
+
+
+def _load_vanilla(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    try:
+        items = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return [data]
+    if isinstance(items, str):
+        items = [items]
+    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
+        return [data]
+    try:
+        return [base64.b64decode(s, validate=True) for s in items]
+    except ValueError as e:
+        raise UsageError(f"{path}: an entry is not valid base64 ({e})") from e
+
+
+@dataclass
+class ProofTemplate:
+    """What one bench proof sends; ``fresh()`` makes each demo proof a new instance."""
+
+    kind: ProofKind
+    base: pb.SubmitProofRequest
+    demo_circuit: Any = None
+    demo_partitions: int = 0
+
+    def fresh(self, priority: Priority | None = None) -> pb.SubmitProofRequest:
+        m = pb.SubmitProofRequest()
+        m.CopyFrom(self.base)
+        m.request_id = str(uuid.uuid4())
+        if self.demo_circuit is not None:
+            m.vanilla_proof = demo.make_vanilla(self.demo_circuit, self.demo_partitions)
+        if priority is not None:
+            m.priority = int(priority)
+        return m
+
+
+def build_template(args: argparse.Namespace) -> ProofTemplate:
+    type_name = args.type.lower()
+    if type_name not in TYPES:
+        raise UsageError(f"unknown proof type: {args.type}. Use: porep, snap, wpost, winning, demo")
+    kind = TYPES[type_name]
+    m = pb.SubmitProofRequest(
+        proof_kind=int(kind),
+        registered_proof=args.registered_proof,
+        sector_number=args.sector_num,
+        miner_id=args.miner_id,
+        partition_index=getattr(args, "partition", 0),
+    )
+    if args.priority:
+        m.priority = int(Priority[args.priority.upper()])
+    if args.sector_size:
+        m.sector_size = _size(args.sector_size)
+    tpl = ProofTemplate(kind, m)
+    if kind == ProofKind.DEMO:
+        tpl.demo_circuit = demo.circuit_for_constraints(args.constraints)
+        tpl.demo_partitions = args.partitions
+    elif kind == ProofKind.POREP_SEAL_COMMIT:
+        if args.c1 is None:
+            raise UsageError("--c1 required for PoRep proof type")
+        m.vanilla_proof = args.c1.read_bytes()
+        if not m.sector_size:
+            try:
+                m.sector_size = int(json.loads(m.vanilla_proof)["SectorSize"])
+            except (ValueError, KeyError, TypeError):
+                m.sector_size = 32 * GIB  # the daemon explains what is wrong with the file
+    else:
+        if args.vanilla is None:
+            raise UsageError("--vanilla required for PoSt/SnapDeals proof types")
+        m.vanilla_proofs.extend(_load_vanilla(args.vanilla))
+        if not m.sector_size:
+            m.sector_size = 32 * GIB
+        if kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
+            m.randomness = _hex32(args.randomness, "randomness") or bytes(32)
+        else:
+            m.comm_r_old = _hex32(args.comm_r_old, "comm-r-old")
+            m.comm_r_new = _hex32(args.comm_r_new, "comm-r-new")
+            m.comm_d_new = _hex32(args.comm_d_new, "comm-d-new")
+    return tpl
+
+
+# --- commands -----------------------------------------------------------------------
+def _rpc_error(e: grpc.RpcError) -> int:
+    print(f"error: {e.code().name}: {e.details()}", file=sys.stderr)
+    return 1
+
+
+def _guard(fn: Any) -> Any:
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except UsageError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        except grpc.RpcError as e:
+            return _rpc_error(e)
+        except OSError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+
+    return wrapper
+
+
+@_guard
+def cmd_single(args: argparse.Namespace) -> int:
+    tpl = build_template(args)
+    with _client(args) as c:
+        t = time.perf_counter()
+        resp = c.prove(tpl.fresh())
+        wall = time.perf_counter() - t
+    print_result(resp, wall)
+    return 0 if resp.status == pb.AwaitProofResponse.COMPLETED else 1
+
+
+def print_result(resp: pb.AwaitProofResponse, wall_s: float) -> None:
+    print("\n=== Proof Result ===")
+    print(f"status:    {STATUS.get(resp.status, 'UNKNOWN')}")
+    print(f"job_id:    {resp.job_id}")
+    if resp.status == pb.AwaitProofResponse.COMPLETED:
+        print(
+            f"timings:   total={resp.total_ms} ms (queue={resp.queue_wait_ms} ms, "
+            f"srs={resp.srs_load_ms} ms, synth={resp.synthesis_ms} ms, "
+            f"gpu={resp.gpu_compute_ms} ms)"
+        )
+        print(f"wall time: {round(wall_s * 1000)} ms")
+        shown = resp.proof.hex() if len(resp.proof) <= 256 else resp.proof[:128].hex() + "..."
+        print(f"proof:     {len(resp.proof)} bytes (hex: {shown})")
+    else:
+        print(f"error:     {resp.error_message}")
+
+
+class Progress:
+    """A live one-line progress display, only when stdout is a terminal."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = self.failed = self.in_flight = 0
+        self.t0 = time.perf_counter()
+        self.lock = threading.Lock()
+        self.live = sys.stdout.isatty()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True) if self.live else None
+
+    def start(self) -> None:
+        if self._thread:
+            self._thread.start()
+
+    def _line(self) -> str:
+        el = time.perf_counter() - self.t0
+        return (
+            f"  … {self.done + self.failed}/{self.total} done ({self.failed} failed), "
+            f"{self.in_flight} in flight, {el:.1f}s"
+        )
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            with self.lock:
+                sys.stdout.write("\r\033[K" + self._line())
+                sys.stdout.flush()
+
+    def print(self, text: str) -> None:
+        with self.lock:
+            if self.live:
+                sys.stdout.write("\r\033[K")
+            print(text, flush=True)
+            if self.live:
+                sys.stdout.write(self._line())
+                sys.stdout.flush()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+            sys.stdout.write("\r\033[K")
+            sys.stdout.flush()
+
+
+def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, conc: int) -> int:
+    print("=== Batch Benchmark ===")
+    print(f"proof type:  {type_name}")
+    print(f"count:       {count}")
+    print(f"concurrency: {conc}")
+    print()
+    progress = Progress(count)
+    results: list[tuple[int, pb.AwaitProofResponse, float]] = []
+
+    def one(i: int) -> tuple[int, pb.AwaitProofResponse, float]:
+        with progress.lock:
+            progress.in_flight += 1
+        t = time.perf_counter()
+        try:
+            resp = client.prove(tpl.fresh())
+        except grpc.RpcError as e:
+            resp = pb.AwaitProofResponse(
+                status=pb.AwaitProofResponse.FAILED, error_message=f"{e.code().name}: {e.details()}"
+            )
+        return i, resp, time.perf_counter() - t
+
+    t0 = time.perf_counter()
+    progress.start()
+    with ThreadPoolExecutor(max_workers=max(1, conc)) as pool:
+        futures = [pool.submit(one, i) for i in range(count)]
+        for f in as_completed(futures):
+            i, resp, wall = f.result()
+            ok = resp.status == pb.AwaitProofResponse.COMPLETED
+            with progress.lock:
+                progress.in_flight -= 1
+                progress.done += ok
+                progress.failed += not ok
+            line = (
+                f"  [{i + 1}/{count}] {STATUS.get(resp.status, 'UNKNOWN')} — {wall:.1f}s "
+                f"(prove={resp.gpu_compute_ms} ms, queue={resp.queue_wait_ms} ms)"
+            )
+            if not ok and resp.error_message:
+                line += f": {resp.error_message}"
+            progress.print(line)
+            results.append((i, resp, wall))
+    elapsed = time.perf_counter() - t0
+    progress.stop()
+    completed = [(r, w) for _, r, w in results if r.status == pb.AwaitProofResponse.COMPLETED]
+    print()
+    print("=== Batch Summary ===")
+    print(f"total time:    {elapsed:.1f}s")
+    print(f"completed:     {len(completed)}")
+    print(f"failed:        {len(results) - len(completed)}")
+    if completed:
+        walls = [w for _, w in completed]
+        proves = [r.gpu_compute_ms / 1000 for r, _ in completed]
+        print(
+            f"wall time:     avg={statistics.fmean(walls):.1f}s "
+            f"min={min(walls):.1f}s max={max(walls):.1f}s"
+        )
+        print(
+            f"prove time:    avg={statistics.fmean(proves):.1f}s "
+            f"min={min(proves):.1f}s max={max(proves):.1f}s"
+        )
+        print(
+            f"throughput:    {len(completed) / elapsed * 60:.3f} proofs/min "
+            f"({elapsed / len(completed):.1f}s/proof)"
+        )
+    return 0 if len(completed) == count else 1
+
+
+@_guard
+def cmd_batch(args: argparse.Namespace) -> int:
+    tpl = build_template(args)
+    with _client(args) as c:
+        return run_batch(c, tpl, args.type, args.count, args.concurrency)
+
+
+def _rate(value: str, flag: str) -> float:
+    """Proofs per second from ``1/30s``, ``2/1m``, ``0.5/s``."""
+    from cuzk.engine.config import parse_duration
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*/\s*(\d*(?:\.\d+)?)\s*([a-z]*)\s*", value)
+    if not m:
+        raise UsageError(f"--{flag}: {value!r} is not a rate (examples: 1/30s, 2/1m)")
+    per = parse_duration((m.group(2) or "1") + m.group(3), "stress", flag)
+    if per <= 0:
+        raise UsageError(f"--{flag}: the period must be positive")
+    return float(m.group(1)) / per
+
+
+@_guard
+def cmd_stress(args: argparse.Namespace) -> int:
+    from cuzk.engine.config import parse_duration
+
+    duration = parse_duration(args.duration, "stress", "duration")
+    rng = random.Random(args.seed)
+    streams: list[tuple[str, float, Any]] = []
+    if args.demo_rate:
+        circuit = demo.circuit_for_constraints(args.constraints)
+        prios = [Priority.LOW, Priority.NORMAL, Priority.NORMAL, Priority.HIGH, Priority.CRITICAL]
+
+        def make_demo() -> pb.SubmitProofRequest:
+            p = (
+                rng.choice(prios)
+                if args.demo_priority == "mixed"
+                else Priority[args.demo_priority.upper()]
+            )
+            return pb.SubmitProofRequest(
+                request_id=str(uuid.uuid4()),
+                proof_kind=int(ProofKind.DEMO),
+                priority=int(p),
+                vanilla_proof=demo.make_vanilla(circuit, args.partitions),
+            )
+
+        streams.append(("demo", _rate(args.demo_rate, "demo-rate"), make_demo))
+    for name, path_flag, kind in (
+        ("porep", "porep_c1", ProofKind.POREP_SEAL_COMMIT),
+        ("wpost", "wpost_vanilla", ProofKind.WINDOW_POST_PARTITION),
+        ("winning", "winning_vanilla", ProofKind.WINNING_POST),
+        ("snap", "snap_vanilla", ProofKind.SNAP_DEALS_UPDATE),
+    ):
+        rate_arg = getattr(args, f"{name}_rate")
+        path = getattr(args, path_flag)
+        if rate_arg is None and path is None:
+            continue
+        if rate_arg is None or path is None:
+            raise UsageError(f"--{name}-rate and --{path_flag.replace('_', '-')} go together")
+        ns = argparse.Namespace(
+            type=name,
+            c1=path if kind == ProofKind.POREP_SEAL_COMMIT else None,
+            vanilla=None if kind == ProofKind.POREP_SEAL_COMMIT else path,
+            registered_proof=0,
+            sector_size=None,
+            sector_num=1,
+            miner_id=1000,
+            randomness=None,
+            comm_r_old=None,
+            comm_r_new=None,
+            comm_d_new=None,
+            priority=None,
+            constraints=0,
+            partitions=0,
+        )
+        streams.append((name, _rate(rate_arg, f"{name}-rate"), build_template(ns).fresh))
+    if not streams:
+        raise UsageError("give at least one rate: --demo-rate, --porep-rate (with --porep-c1), …")
+
+    # Poisson arrivals per stream, merged into one schedule.
+    schedule: list[tuple[float, str, Any]] = []
+    for name, rate, make in streams:
+        t = rng.expovariate(rate)
+        while t < duration:
+            schedule.append((t, name, make))
+            t += rng.expovariate(rate)
+    schedule.sort(key=lambda x: x[0])
+    print("=== Stress Benchmark ===")
+    print(f"duration:    {duration:.0f}s")
+    print(f"streams:     {', '.join(f'{n} {r * 60:.2f}/min' for n, r, _ in streams)}")
+    print(f"proofs:      {len(schedule)} scheduled, at most {args.concurrency} in flight")
+    print()
+    stats: dict[str, list[tuple[bool, float, float]]] = {n: [] for n, _, _ in streams}
+    lock = threading.Lock()
+    t0 = time.perf_counter()
+    with _client(args) as c, ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+
+        def one(name: str, make: Any) -> None:
+            t = time.perf_counter()
+            try:
+                r = c.prove(make())
+                ok, queue = r.status == pb.AwaitProofResponse.COMPLETED, r.queue_wait_ms / 1000
+            except grpc.RpcError as e:
+                print(f"  {name}: {e.code().name}: {e.details()}")
+                ok, queue = False, 0.0
+            with lock:
+                stats[name].append((ok, time.perf_counter() - t, queue))
+
+        futures = []
+        for at, name, make in schedule:
+            delay = at - (time.perf_counter() - t0)
+            if delay > 0:
+                time.sleep(delay)
+            futures.append(pool.submit(one, name, make))
+        for f in futures:
+            f.result()
+    elapsed = time.perf_counter() - t0
+    print("=== Stress Summary ===")
+    print(f"total time:  {elapsed:.1f}s")
+    failed = 0
+    for name, rows in stats.items():
+        ok = [r for r in rows if r[0]]
+        failed += len(rows) - len(ok)
+        if ok:
+            walls = sorted(w for _, w, _ in ok)
+            p95 = walls[min(len(walls) - 1, int(0.95 * len(walls)))]
+            print(
+                f"{name:<8} completed={len(ok)} failed={len(rows) - len(ok)} "
+                f"wall avg={statistics.fmean(walls):.1f}s p95={p95:.1f}s max={walls[-1]:.1f}s "
+                f"queue avg={statistics.fmean(q for _, _, q in ok):.1f}s"
+            )
+        else:
+            print(f"{name:<8} completed=0 failed={len(rows)}")
+    return 0 if failed == 0 else 1
+
+
+@_guard
+def cmd_status(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        s = c.status()
+    print("=== cuzk daemon status ===")
+    print(f"uptime:           {s.uptime_seconds}s")
+    print(f"proofs completed: {s.total_proofs_completed}")
+    print(f"proofs failed:    {s.total_proofs_failed}")
+    print(f"pinned memory:    {s.pinned_memory_bytes} / {s.pinned_memory_limit_bytes} bytes")
+    if s.gpus:
+        print("\nGPUs:")
+        for g in s.gpus:
+            job = (
+                f"proving {g.current_proof_kind} ({g.current_job_id[:8]})"
+                if g.current_job_id
+                else "idle"
+            )
+            print(
+                f"  [{g.ordinal}] {g.name} — {g.vram_free_bytes >> 20} MiB / "
+                f"{g.vram_total_bytes >> 20} MiB VRAM — {job}"
+            )
+    if s.loaded_srs:
+        print("\nLoaded SRS:")
+        for e in s.loaded_srs:
+            print(
+                f"  {e.circuit_id} (tier={TIERS.get(e.tier, e.tier)}, size={e.size_bytes} bytes, "
+                f"refs={e.ref_count})"
+            )
+    if s.queues:
+        print("\nQueues:")
+        for q in s.queues:
+            print(f"  {q.proof_kind}: pending={q.pending}, in_progress={q.in_progress}")
+    return 0
+
+
+@_guard
+def cmd_preload(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        r = c.preload(args.circuit_id)
+    if r.already_loaded:
+        print(f"{args.circuit_id} already loaded")
+    else:
+        print(f"{args.circuit_id} loaded in {r.load_time_ms} ms")
+    return 0
+
+
+@_guard
+def cmd_evict(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        r = c.evict(args.circuit_id)
+    if r.was_loaded:
+        print(f"{args.circuit_id} evicted, {r.freed_bytes} bytes freed")
+    else:
+        print(f"{args.circuit_id} was not loaded")
+    return 0
+
+
+@_guard
+def cmd_metrics(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        sys.stdout.write(c.metrics())
+    return 0
+
+
+@_guard
+def cmd_demo_service(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cuzk-demo-") as tmp:
+        home = Path(args.home) if args.home else Path(tmp)
+        home.mkdir(parents=True, exist_ok=True)
+        sock = home / "cuzk.sock"
+        env = {**os.environ, "CUZK_HOME": str(home)}
+        log_path = home / "daemon.log"
+        cmd = [sys.executable, "-m", "cuzk.service.daemon_main", "--log-level", "info"]
+        print(f"starting cuzk-daemon on built-in defaults (CUZK_HOME={home}; log {log_path})")
+        with open(log_path, "wb") as log_file:
+            daemon = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            with Client(f"unix://{sock}") as c:
+                try:
+                    status = c.wait_ready(timeout=60)
+                except grpc.RpcError as e:
+                    print(f"the daemon did not come up: {e.details()}; see {log_path}")
+                    return 1
+                dev = status.gpus[0].name if status.gpus else "?"
+                print(f"daemon ready in {time.perf_counter() - t0:.1f}s (device: {dev})\n")
+                tpl = ProofTemplate(
+                    ProofKind.DEMO,
+                    pb.SubmitProofRequest(proof_kind=int(ProofKind.DEMO)),
+                    demo.circuit_for_constraints(args.constraints),
+                    args.partitions,
+                )
+                rc = run_batch(c, tpl, "demo", args.count, args.concurrency)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                code = daemon.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                code = daemon.wait()
+        print(f"\ndaemon stopped (exit {code}); demo-service took {time.perf_counter() - t0:.1f}s")
+        return rc if code == 0 else 1

@@ -1,0 +1,178 @@
+"""Memory budgets: host RAM and each device's VRAM, reserved before use.
+
+Every stage reserves the bytes it will hold before it starts and releases
+them when done; work that does not fit waits (after asking the SRS manager
+to evict idle keys) rather than over-committing. A reservation larger than
+the whole budget can never fit and fails at once with ResourceError.
+
+Several parts (a key to load and a partition's working set) are reserved
+atomically, all or nothing, so that two workers each holding half of what
+they need cannot deadlock.
+
+A device budget is backed by the CUDA backend's
+:class:`cuzk.backends.cuda.memory.DeviceBudget`: what the engine reserves
+there is what the device's allocator enforces.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from cuzk.errors import CuzkError, ResourceError
+
+log = logging.getLogger(__name__)
+
+Evictor = Callable[[int], bool]  # shortfall in bytes -> freed something
+
+
+class Cancelled(CuzkError):
+    """The work a reservation was waited for has been cancelled."""
+
+
+class Reservation:
+    """Bytes held in a budget until :meth:`release` (idempotent)."""
+
+    __slots__ = ("_released", "_token", "budget", "nbytes", "what")
+
+    def __init__(self, budget: Budget, nbytes: int, what: str, token: Any = None) -> None:
+        self.budget = budget
+        self.nbytes = nbytes
+        self.what = what
+        self._token = token
+        self._released = False
+
+    def release(self) -> None:
+        self.budget._release(self)
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class Budget:
+    """A byte budget with reservations, peak tracking and waiting."""
+
+    def __init__(self, name: str, limit: int, device_budget: Any = None) -> None:
+        self.name = name
+        self.limit = int(limit)
+        self.reserved = 0
+        self.peak = 0
+        self.waits = 0  # reservations that had to wait for memory
+        self._device_budget = device_budget
+        self._cond = threading.Condition(threading.RLock())
+
+    @property
+    def free(self) -> int:
+        return self.limit - self.reserved
+
+    # --- taking and giving back ---------------------------------------------
+    def _take(self, nbytes: int, what: str) -> Reservation | None:
+        """Called with the condition held."""
+        if self.reserved + nbytes > self.limit:
+            return None
+        token = None
+        if self._device_budget is not None:
+            cm: AbstractContextManager = self._device_budget.reserve(nbytes, what, wait=False)
+            try:
+                cm.__enter__()
+            except ResourceError:
+                return None  # something outside the engine holds device memory
+            token = cm
+        self.reserved += nbytes
+        self.peak = max(self.peak, self.reserved)
+        return Reservation(self, nbytes, what, token)
+
+    def _release(self, r: Reservation) -> None:
+        with self._cond:
+            if r._released:
+                return
+            r._released = True
+            self.reserved -= r.nbytes
+            if r._token is not None:
+                r._token.__exit__(None, None, None)
+            self._cond.notify_all()
+
+    def try_reserve(self, parts: Sequence[tuple[int, str]]) -> list[Reservation] | None:
+        """All parts now, or none (without waiting)."""
+        with self._cond:
+            if self.reserved + sum(n for n, _ in parts) > self.limit:
+                return None
+            taken: list[Reservation] = []
+            for n, what in parts:
+                r = self._take(n, what)
+                if r is None:
+                    for t in taken:
+                        self._release(t)
+                    return None
+                taken.append(r)
+            return taken
+
+    def reserve(
+        self,
+        parts: Sequence[tuple[int, str]],
+        evict: Evictor | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        poll_s: float = 0.25,
+    ) -> list[Reservation]:
+        """All parts, waiting until they fit together.
+
+        ``evict(shortfall)`` is asked to free memory (idle keys) before
+        waiting; ``cancelled()`` is polled while waiting and raises Cancelled.
+        """
+        total = sum(n for n, _ in parts)
+        if total > self.limit:
+            what = " + ".join(w for _, w in parts)
+            raise ResourceError(
+                f"{self.name}: {what} needs {_gib(total)}, more than the whole budget of "
+                f"{_gib(self.limit)}; raise the budget or use a machine with more memory"
+            )
+        waited = False
+        while True:
+            got = self.try_reserve(parts)
+            if got is not None:
+                return got
+            if cancelled is not None and cancelled():
+                raise Cancelled("cancelled while waiting for memory")
+            if evict is not None and evict(total - self.free):
+                continue
+            if not waited:
+                waited = True
+                self.waits += 1
+                log.debug("%s: %s waits for %s (free %s)", self.name, parts, total, self.free)
+            with self._cond:
+                if self.reserved + total > self.limit:
+                    self._cond.wait(poll_s)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._cond:
+            return {
+                "limit_bytes": self.limit,
+                "reserved_bytes": self.reserved,
+                "peak_bytes": self.peak,
+                "waits": self.waits,
+            }
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.3f} GiB" if n >= 2**27 else f"{n / 2**20:.1f} MiB"
+
+
+def wait_until(pred: Callable[[], bool], timeout: float, poll: float = 0.02) -> bool:
+    """Poll ``pred`` until it holds or ``timeout`` seconds pass (for shutdown paths)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(poll)
+    return pred()

@@ -1,0 +1,325 @@
+"""The daemon's configuration: typed dataclasses loaded from TOML.
+
+Sections and keys follow Curio's cuzk where they mean the same thing
+(``[daemon] listen``, ``[memory] total_budget``, ``[gpus]
+gpu_workers_per_device``, ``[scheduler] max_batch_size`` …), so an operator's
+``cuzk.toml`` carries over. Keys Curio has that do nothing here are accepted
+and reported once in the log; keys Curio marks deprecated are accepted with a
+warning; any other unknown key is an error, since a typo in a budget should
+not pass silently. docs/SERVICE.md lists every key.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from cuzk.errors import InputError
+
+log = logging.getLogger(__name__)
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kib": KIB,
+    "mib": MIB,
+    "gib": GIB,
+    "tib": 1024 * GIB,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+    "tb": 1000**4,
+}
+_DURATION_UNITS = {"": 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_size(value: str | int, source: str = "config", field_name: str = "size") -> int:
+    """Bytes from ``"5GiB"``, ``"512MiB"``, ``"10GB"`` or a plain integer."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InputError(source, field_name, f"{value} is negative")
+        return value
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise InputError(
+            source, field_name, f"{value!r} is not a size (examples: 5GiB, 512MiB, 1073741824)"
+        )
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def parse_duration(value: str | int | float, source: str = "config", field_name: str = "") -> float:
+    """Seconds from ``"5m"``, ``"300s"``, ``"250ms"``, ``"1h"`` or a number of seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", str(value))
+    if not m or m.group(2) not in _DURATION_UNITS:
+        raise InputError(
+            source, field_name, f"{value!r} is not a duration (examples: 250ms, 30s, 5m, 1h)"
+        )
+    return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+
+
+def cuzk_home() -> Path:
+    """Where the daemon keeps its state by default: ``$CUZK_HOME`` or ~/.cache/cuzk."""
+    env = os.environ.get("CUZK_HOME")
+    return Path(env) if env else Path.home() / ".cache" / "cuzk"
+
+
+def _default_listen() -> str:
+    return f"unix://{cuzk_home() / 'cuzk.sock'}"
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    # One address or several: "unix:///path.sock", "127.0.0.1:9820", "[::1]:9820".
+    listen: tuple[str, ...] = field(default_factory=lambda: (_default_listen(),))
+    status_listen: str = ""  # HTTP /metrics and /status; "" disables
+    auth_token_file: str = ""  # bearer token, required on every TCP listener
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    max_message_size: int = 128 * MIB
+    journal: str = ""  # SQLite journal; "" = $CUZK_HOME/journal.sqlite
+    job_retention: float = 24 * 3600.0  # finished jobs stay answerable this long
+    shutdown_timeout: float = 600.0  # SIGTERM: finish accepted work for at most this long
+    grpc_threads: int = 64  # each waiting AwaitProof or Prove holds one
+
+    def journal_path(self) -> Path:
+        return Path(self.journal) if self.journal else cuzk_home() / "journal.sqlite"
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    total_budget: str = "auto"  # "auto" = MemTotal − safety_margin
+    safety_margin: int = 5 * GIB
+    eviction_min_idle: float = 300.0
+
+    def resolve_total_budget(self) -> int:
+        if self.total_budget.strip().lower() == "auto":
+            return max(0, detect_system_memory() - self.safety_margin)
+        return parse_size(self.total_budget, "config", "memory.total_budget")
+
+
+@dataclass(frozen=True)
+class GpusConfig:
+    devices: tuple[int, ...] = ()  # empty = every CUDA device, or the CPU when there is none
+    gpu_workers_per_device: int = 2
+    backend: str = "auto"  # auto | cpu | cuda
+    vram_budget_fraction: float = 0.9  # of each device's memory
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    max_batch_size: int = 1
+    max_batch_wait_ms: int = 10000
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    synthesis_concurrency: int = 1
+    synthesis_lookahead: int = 1  # synthesized partitions waiting for a GPU worker
+    max_parallel_synthesis: int = 18
+    epilogue_workers: int = 1
+
+
+@dataclass(frozen=True)
+class SrsConfig:
+    param_cache: str = ""  # "" = $CUZK_HOME/params
+    # Development keys (INSECURE, single-party setup) are generated on first use
+    # for the demo kind always, and for Filecoin kinds only when this is true.
+    generate_dev_keys: bool = False
+
+    def cache_dir(self) -> Path:
+        return Path(self.param_cache) if self.param_cache else cuzk_home() / "params"
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    level: str = "info"
+    format: str = ""  # "" = text, "json"
+
+
+@dataclass(frozen=True)
+class Config:
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    gpus: GpusConfig = field(default_factory=GpusConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    srs: SrsConfig = field(default_factory=SrsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def with_overrides(self, **sections: dict[str, Any]) -> Config:
+        """A copy with some keys replaced: ``with_overrides(daemon={"listen": ...})``."""
+        out = self
+        for name, values in sections.items():
+            section = getattr(out, name)
+            out = replace(out, **{name: _section_from(name, type(section), values, section)})
+        return out
+
+
+# Curio keys that have no effect here (its thread pools and slot pipeline are
+# Rust specifics); accepted so that a Curio cuzk.toml loads unchanged.
+_IGNORED = {
+    "gpus": {"gpu_threads"},
+    "scheduler": {"sort_by_type"},
+    "synthesis": {"threads"},
+    "pipeline": {"enabled", "slot_size", "max_gpu_queue_depth"},
+}
+_DEPRECATED = {
+    "memory": {"pinned_budget", "working_memory_budget"},
+    "synthesis": {"partition_workers"},
+    "srs": {"preload"},
+}
+_SECTIONS = {
+    "daemon": DaemonConfig,
+    "memory": MemoryConfig,
+    "gpus": GpusConfig,
+    "scheduler": SchedulerConfig,
+    "pipeline": PipelineConfig,
+    "srs": SrsConfig,
+    "logging": LoggingConfig,
+    "synthesis": None,  # Curio's section; only ignored/deprecated keys here
+}
+_SIZE_KEYS = {("memory", "safety_margin"), ("daemon", "max_message_size")}
+_DURATION_KEYS = {
+    ("memory", "eviction_min_idle"),
+    ("daemon", "job_retention"),
+    ("daemon", "shutdown_timeout"),
+}
+
+
+def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> Any:
+    where = f"{section}.{key}"
+    if (section, key) in _SIZE_KEYS:
+        return parse_size(value, source, where)
+    if (section, key) in _DURATION_KEYS:
+        return parse_duration(value, source, where)
+    if section == "daemon" and key == "listen":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items or not all(isinstance(s, str) for s in items):
+            raise InputError(source, where, "expected an address or a list of addresses")
+        return tuple(items)
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+            raise InputError(source, where, "expected a list of integers")
+        return tuple(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise InputError(source, where, f"expected true or false, got {value!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(source, where, f"expected an integer, got {value!r}")
+        if value < 0:
+            raise InputError(source, where, f"{value} is negative")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(source, where, f"expected a number, got {value!r}")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise InputError(source, where, f"expected a string, got {value!r}")
+        return value
+    raise AssertionError(f"no coercion for {where}")
+
+
+def _section_from(
+    name: str, cls: type, values: dict[str, Any], base: Any = None, source: str = "config"
+) -> Any:
+    base = base if base is not None else cls()
+    known = {f.name: getattr(base, f.name) for f in fields(cls)}
+    kwargs = {}
+    for key, value in values.items():
+        if key in _IGNORED.get(name, ()):
+            log.info("%s: [%s] %s has no effect in cuzk (Python); ignored", source, name, key)
+            continue
+        if key in _DEPRECATED.get(name, ()):
+            log.warning("%s: [%s] %s is deprecated (as in Curio) and ignored", source, name, key)
+            continue
+        if key not in known:
+            raise InputError(
+                source, f"[{name}] {key}", f"unknown key (known: {', '.join(sorted(known))})"
+            )
+        kwargs[key] = _coerce(name, key, value, known[key], source)
+    return replace(base, **kwargs)
+
+
+def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
+    cfg = Config()
+    for name, values in data.items():
+        if name not in _SECTIONS:
+            raise InputError(
+                source, f"[{name}]", f"unknown section (known: {', '.join(_SECTIONS)})"
+            )
+        if not isinstance(values, dict):
+            raise InputError(source, f"[{name}]", "expected a table")
+        cls = _SECTIONS[name]
+        if cls is None:
+            for key in values:
+                if key in _DEPRECATED.get(name, ()):
+                    log.warning("%s: [%s] %s is deprecated and ignored", source, name, key)
+                elif key in _IGNORED.get(name, ()):
+                    log.info("%s: [%s] %s has no effect here; ignored", source, name, key)
+                else:
+                    raise InputError(source, f"[{name}] {key}", "unknown key")
+            continue
+        cfg = replace(cfg, **{name: _section_from(name, cls, values, source=source)})
+    _validate(cfg, source)
+    return cfg
+
+
+def load_config(path: str | Path | None) -> Config:
+    """The config in ``path``, or the built-in defaults when ``path`` is None."""
+    if path is None:
+        return Config()
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(str(p), "", f"cannot read the config file: {e.strerror}") from e
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(str(p), "", f"not valid TOML: {e}") from e
+    return config_from_dict(data, str(p))
+
+
+def _validate(cfg: Config, source: str) -> None:
+    if cfg.gpus.gpu_workers_per_device < 1:
+        raise InputError(source, "gpus.gpu_workers_per_device", "must be at least 1")
+    if cfg.pipeline.synthesis_concurrency < 1:
+        raise InputError(source, "pipeline.synthesis_concurrency", "must be at least 1")
+    if cfg.pipeline.epilogue_workers < 1:
+        raise InputError(source, "pipeline.epilogue_workers", "must be at least 1")
+    if cfg.scheduler.max_batch_size < 1:
+        raise InputError(source, "scheduler.max_batch_size", "must be at least 1")
+    if cfg.gpus.backend not in ("auto", "cpu", "cuda"):
+        raise InputError(source, "gpus.backend", "expected auto, cpu or cuda")
+    if not 0 < cfg.gpus.vram_budget_fraction <= 1:
+        raise InputError(source, "gpus.vram_budget_fraction", "must be in (0, 1]")
+    if bool(cfg.daemon.tls_cert_file) != bool(cfg.daemon.tls_key_file):
+        raise InputError(source, "daemon.tls_cert_file", "TLS needs both a cert and a key file")
+    cfg.memory.resolve_total_budget()  # a bad size fails at load, not at first use
+
+
+def detect_system_memory() -> int:
+    """MemTotal from /proc/meminfo (bytes); 16 GiB where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * KIB
+    except OSError:
+        pass
+    log.warning("cannot read /proc/meminfo; assuming 16 GiB of RAM")
+    return 16 * GIB

@@ -1,0 +1,117 @@
+"""The devices the engine proves on: CUDA GPUs, or the CPU when there is none.
+
+Each device has a backend instance and, for a GPU, a VRAM budget backed by
+the CUDA backend's DeviceContext/DeviceBudget. The CPU "device" has no
+budget of its own: what it holds (prepared keys, prover temporaries) counts
+against the host budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk.backends.base import Backend
+from cuzk.engine.budget import Budget
+from cuzk.engine.config import GpusConfig
+from cuzk.engine.kinds.base import domain_size
+from cuzk.groth16.keys import ProvingKey
+from cuzk.r1cs.system import R1CS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Device:
+    ordinal: int
+    name: str
+    backend: Backend
+    total_bytes: int  # the device's memory (0 for the CPU: see the host budget)
+    budget: Budget | None  # VRAM budget; None = the device uses host memory
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend.name}:{self.ordinal}"
+
+    @property
+    def host_resident(self) -> bool:
+        """Keys prepared for this device live in host memory (the CPU backend)."""
+        return self.budget is None
+
+    def activate(self) -> AbstractContextManager[Any]:
+        """Make this the current CUDA device of the calling thread (a no-op on the CPU)."""
+        if self.backend.name != "cuda":
+            return contextlib.nullcontext()
+        import cupy
+
+        return cupy.cuda.Device(self.ordinal)
+
+    def key_bytes(self, pk: ProvingKey, r1cs: R1CS) -> int:
+        """Device memory a prepared key and its circuit's matrices occupy."""
+        fn = getattr(self.backend, "prepared_key_bytes", None)
+        if fn is not None:
+            return int(fn(pk, r1cs))
+        csr = sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in (r1cs.a, r1cs.b, r1cs.c))
+        return pk.nbytes() + csr
+
+    def working_bytes(self, r1cs: R1CS) -> int:
+        """Device memory one partition's proof needs beyond its key."""
+        fn = getattr(self.backend, "prove_working_bytes", None)
+        if fn is not None:
+            return int(fn(r1cs))
+        m = domain_size(r1cs.num_constraints)
+        # a, b, c and their coset images, the assignment, MSM buckets: with slack.
+        return 32 * (8 * m + 3 * r1cs.num_variables) + (64 << 20)
+
+
+def _cuda_backend(ctx: Any) -> Backend:
+    """A CUDA backend bound to one device context.
+
+    Integration point with the CUDA backend issues: it is expected to accept
+    the DeviceContext (``CudaBackend(device=ctx)``). A backend that only
+    knows device 0 is accepted for device 0 alone.
+    """
+    from cuzk.backends.cuda import CudaBackend
+
+    try:
+        return CudaBackend(device=ctx)
+    except TypeError:
+        if ctx.device_id != 0:
+            raise RuntimeError(
+                f"the CUDA backend in this build cannot target GPU {ctx.device_id}"
+            ) from None
+        return CudaBackend()
+
+
+def discover(cfg: GpusConfig) -> list[Device]:
+    """The devices of a config: its GPUs (all visible ones when none are listed) or the CPU."""
+    from cuzk.backends.cuda import cuda_available
+
+    use_cuda = cfg.backend == "cuda" or (cfg.backend == "auto" and cuda_available())
+    if cfg.backend == "cuda" and not cuda_available():
+        raise RuntimeError('[gpus] backend = "cuda" but no GPU with CuPy is visible')
+    if not use_cuda:
+        from cuzk.backends.cpu import CpuBackend
+
+        if cfg.devices and cfg.backend == "cpu":
+            log.info("[gpus] devices is ignored on the CPU backend")
+        return [Device(0, "cpu", CpuBackend(), 0, None)]
+
+    import cupy
+
+    from cuzk.backends.cuda.memory import DeviceContext
+
+    ordinals = list(cfg.devices) or list(range(cupy.cuda.runtime.getDeviceCount()))
+    out = []
+    for i in ordinals:
+        ctx = DeviceContext(device_id=i, budget_fraction=cfg.vram_budget_fraction)
+        props = cupy.cuda.runtime.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        with cupy.cuda.Device(i):
+            _free, total = cupy.cuda.runtime.memGetInfo()
+        budget = Budget(f"GPU {i} VRAM", ctx.budget.limit_bytes, device_budget=ctx.budget)
+        out.append(Device(i, name, _cuda_backend(ctx), int(total), budget))
+    return out

@@ -1,0 +1,470 @@
+"""The engine: accepts jobs, schedules them through the pipeline, reports on them.
+
+This is what the gRPC service calls; it knows nothing of gRPC. Submission
+checks a request (its kind, its envelope, its partitions), journals it, and
+hands it to the batch collector, which releases it to the partition queues.
+The pipeline reports verified partitions back here; the job completes when
+the last one arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from cuzk.engine.budget import Budget
+from cuzk.engine.config import Config
+from cuzk.engine.devices import Device, discover
+from cuzk.engine.jobs import (
+    Job,
+    JobRegistry,
+    JobState,
+    ProofRequest,
+    ShuttingDown,
+    SubmitResult,
+)
+from cuzk.engine.journal import Journal
+from cuzk.engine.kinds import KindRegistry, default_registry
+from cuzk.engine.metrics import EngineMetrics
+from cuzk.engine.pipeline import Pipeline, PipelineHooks
+from cuzk.engine.scheduler import BatchCollector, WorkItem
+from cuzk.engine.srs import SrsManager, SrsStatus
+from cuzk.errors import CuzkError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeviceStatus:
+    ordinal: int
+    name: str
+    backend: str
+    total_bytes: int
+    budget_limit: int
+    budget_free: int
+    current_jobs: tuple[tuple[str, str], ...]  # (job id, kind) per busy worker
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    proof_kind: str
+    pending: int
+    in_progress: int
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    uptime_s: float
+    devices: tuple[DeviceStatus, ...]
+    srs: tuple[SrsStatus, ...]
+    queues: tuple[QueueStatus, ...]
+    completed: int
+    failed: int
+    cancelled: int
+    budgets: dict[str, dict[str, int]]
+    stage_depths: dict[str, int]
+    gpu_workers: int
+    kinds: tuple[str, ...]
+    draining: bool
+    host_limit: int = 0
+    host_reserved: int = 0
+    workers: tuple[dict[str, Any], ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "uptime_seconds": round(self.uptime_s, 3),
+            "draining": self.draining,
+            "kinds": list(self.kinds),
+            "totals": {
+                "completed": self.completed,
+                "failed": self.failed,
+                "cancelled": self.cancelled,
+            },
+            "memory": self.budgets,
+            "devices": [
+                {
+                    "ordinal": d.ordinal,
+                    "name": d.name,
+                    "backend": d.backend,
+                    "total_bytes": d.total_bytes,
+                    "budget_limit_bytes": d.budget_limit,
+                    "budget_free_bytes": d.budget_free,
+                    "current_jobs": [{"job_id": j, "proof_kind": k} for j, k in d.current_jobs],
+                }
+                for d in self.devices
+            ],
+            "queues": [
+                {"proof_kind": q.proof_kind, "pending": q.pending, "in_progress": q.in_progress}
+                for q in self.queues
+            ],
+            "stages": self.stage_depths,
+            "srs": [
+                {
+                    "circuit_id": s.circuit_id,
+                    "tier": s.tier.name,
+                    "size_bytes": s.size_bytes,
+                    "ref_count": s.ref_count,
+                    "devices": list(s.devices),
+                    "idle_seconds": round(s.idle_s, 1),
+                }
+                for s in self.srs
+            ],
+            "workers": list(self.workers),
+        }
+
+
+class Engine:
+    def __init__(
+        self,
+        config: Config,
+        kinds: KindRegistry | None = None,
+        devices: list[Device] | None = None,
+    ) -> None:
+        self.config = config
+        self.kinds = kinds if kinds is not None else default_registry()
+        self.devices = devices if devices is not None else discover(config.gpus)
+        self.host_budget = Budget("host", config.memory.resolve_total_budget())
+        self.srs = SrsManager(
+            config.srs.cache_dir(),
+            self.kinds,
+            self.host_budget,
+            self.devices,
+            eviction_min_idle=config.memory.eviction_min_idle,
+            generate_dev_keys=config.srs.generate_dev_keys,
+        )
+        self.registry = JobRegistry()
+        self.metrics = EngineMetrics(self.status)
+        self.pipeline = Pipeline(
+            config,
+            self.kinds,
+            self.srs,
+            self.devices,
+            self.metrics,
+            PipelineHooks(self._on_started, self._on_partition, self._on_failed),
+        )
+        self.batcher = BatchCollector(
+            config.scheduler.max_batch_size, config.scheduler.max_batch_wait_ms, self._release
+        )
+        self.journal: Journal | None = None
+        self._seq = 0
+        self._seq_lock = threading.Lock()
+        self._submit_lock = threading.Lock()
+        self._started_at = time.time()
+        self._draining = False
+        self._stopped = threading.Event()
+        self._housekeeping: threading.Thread | None = None
+        self.totals = {JobState.COMPLETED: 0, JobState.FAILED: 0, JobState.CANCELLED: 0}
+
+    # --- lifecycle ----------------------------------------------------------
+    def start(self, journal_path: Path | None = None) -> None:
+        path = journal_path or self.config.daemon.journal_path()
+        self.journal = Journal(path)
+        self.srs.discover_cached()
+        self.pipeline.start()
+        self.batcher.start()
+        self._recover()
+        self._housekeeping = threading.Thread(
+            target=self._housekeep, name="housekeeping", daemon=True
+        )
+        self._housekeeping.start()
+        log.info(
+            "engine started: devices %s, host budget %.2f GiB, kinds %s",
+            [d.label for d in self.devices],
+            self.host_budget.limit / 2**30,
+            [k.label for k in self.kinds.kinds()],
+        )
+
+    def drain(self, timeout: float, abort: Callable[[], bool] = lambda: False) -> bool:
+        """Stop accepting work and wait (at most ``timeout`` s) for accepted jobs to finish.
+
+        What is unfinished when it returns False stays in the journal and is
+        resumed at the next start.
+        """
+        self._draining = True
+        self.batcher.flush_all()
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not abort():
+            if all(j.finished for j in self.registry.all()):
+                return True
+            time.sleep(0.05)
+        left = sum(1 for j in self.registry.all() if not j.finished)
+        if left:
+            log.warning("stopping with %d unfinished job(s); they resume at the next start", left)
+        return left == 0
+
+    def stop(self) -> None:
+        self._draining = True
+        self._stopped.set()
+        self.batcher.stop()
+        self.pipeline.stop()
+        if self.journal is not None:
+            self.journal.close()
+
+    # --- submission ---------------------------------------------------------
+    def submit(self, request: ProofRequest) -> SubmitResult:
+        if self._draining:
+            raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
+        if request.request_id:
+            existing = self._existing(request)
+            if existing is not None:
+                return existing
+        handler, parsed = self.kinds.parse(request)
+        with self._submit_lock:
+            if request.request_id:
+                existing = self._existing(request)
+                if existing is not None:
+                    return existing
+            job, _ = self.registry.new_job(request)
+            job.parsed = parsed
+            job.circuit_id = parsed.circuit_id
+            job.num_partitions = len(parsed.partitions)
+            assert self.journal is not None
+            self.journal.insert(job)  # durable before acknowledged
+            self.registry.add(job)
+        self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
+        position = self._queue_position(job)
+        log.info(
+            "job %s accepted: %s, %s, %d partition(s), circuit %s",
+            job.job_id,
+            job.kind.label,
+            job.priority.name,
+            job.num_partitions,
+            job.circuit_id,
+        )
+        self.batcher.add(job, handler.batchable)
+        return SubmitResult(job.job_id, position, "", existing=False)
+
+    def _existing(self, request: ProofRequest) -> SubmitResult | None:
+        job, existing = self.registry.new_job(request)  # raises RequestConflict on a mismatch
+        if not existing:
+            return None
+        return SubmitResult(job.job_id, self._queue_position(job), job.device, existing=True)
+
+    def _queue_position(self, job: Job) -> int:
+        if job.state != JobState.QUEUED:
+            return 0
+        return sum(
+            1
+            for j in self.registry.all()
+            if j is not job
+            and j.state == JobState.QUEUED
+            and j.priority >= job.priority
+            and j.submitted_at <= job.submitted_at
+        )
+
+    def _release(self, jobs: list[Job]) -> None:
+        """Batch collector → partition queue."""
+        for job in jobs:
+            if job.finished:
+                continue
+            with self._seq_lock:
+                self._seq += 1
+                seq = self._seq
+            parsed = job.parsed
+            if parsed is None:  # finished meanwhile
+                continue
+            for part in parsed.partitions:
+                self.pipeline.pending.put(WorkItem(job, part.index, part.data, seq))
+
+    # --- results --------------------------------------------------------------
+    def await_job(self, job_id: str, timeout_s: float | None = None) -> tuple[Job, bool]:
+        """(job, timed_out). ``timeout_s`` None or 0 waits until the job ends."""
+        job = self.registry.get(job_id)
+        finished = job.done.wait(timeout_s if timeout_s else None)
+        return job, not finished
+
+    def prove(self, request: ProofRequest) -> Job:
+        res = self.submit(request)
+        job, _ = self.await_job(res.job_id)
+        return job
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel a job. Returns whether it was running (had a partition in flight)."""
+        job = self.registry.get(job_id)
+        with self.registry.lock:
+            if job.finished:
+                return False
+            was_running = job.state == JobState.RUNNING
+            self._finish(job, JobState.CANCELLED, "cancelled by request")
+        self.batcher.remove(job_id)
+        dropped = self.pipeline.drop_job(job_id)
+        log.info(
+            "job %s cancelled (%s; %d queued partitions dropped)",
+            job_id,
+            "running" if was_running else "queued",
+            dropped,
+        )
+        return was_running
+
+    # --- pipeline callbacks -----------------------------------------------------
+    def _on_started(self, job: Job) -> None:
+        with self.registry.lock:
+            if job.state == JobState.QUEUED:
+                job.state = JobState.RUNNING
+                job.started_at = time.time()
+                job.timings.queue_wait_ms = (job.started_at - job.submitted_at) * 1000
+
+    def _on_partition(self, job: Job, item: WorkItem) -> None:
+        with self.registry.lock:
+            if job.finished:
+                return
+            job.partition_proofs[item.index] = item.proof.to_bytes()
+            if len(job.partition_proofs) < job.num_partitions:
+                return
+            handler = self.kinds.handler(job.kind)
+            job.proof = handler.assemble(
+                [job.partition_proofs[i] for i in range(job.num_partitions)]
+            )
+            self._finish(job, JobState.COMPLETED, "")
+
+    def _on_failed(self, job: Job, reason: str) -> None:
+        with self.registry.lock:
+            if job.finished:
+                return
+            self._finish(job, JobState.FAILED, reason)
+        self.pipeline.drop_job(job.job_id)
+
+    def _finish(self, job: Job, state: JobState, error: str) -> None:
+        """Called with the registry lock held."""
+        job.state = state
+        job.error = error
+        job.finished_at = time.time()
+        job.timings.total_ms = (job.finished_at - job.submitted_at) * 1000
+        job.partition_proofs = {} if state != JobState.COMPLETED else job.partition_proofs
+        self.totals[state] += 1
+        kind = job.kind.label
+        self.metrics.proofs.labels(kind, state.value.lower()).inc()
+        if state == JobState.COMPLETED:
+            self.metrics.completed.labels(kind).inc()
+            self.metrics.proof_duration.labels(kind).observe(job.timings.total_ms / 1000)
+            self.metrics.observe_stage("total", kind, job.timings.total_ms / 1000)
+        elif state == JobState.FAILED:
+            self.metrics.failed.labels(kind).inc()
+        if self.journal is not None:
+            try:
+                self.journal.finish(job)
+            except Exception:
+                log.exception("journal: cannot record the end of job %s", job.job_id)
+        # What a finished job no longer needs: its parsed input and vanilla bytes
+        # (the digest stays, for idempotent re-submission).
+        job.parsed = None
+        job.request = replace(job.request, vanilla_proof=b"", vanilla_proofs=())
+        job.done.set()
+        if state == JobState.FAILED:
+            log.warning("job %s failed: %s", job.job_id, error)
+        else:
+            log.info("job %s %s in %.0f ms", job.job_id, state.value.lower(), job.timings.total_ms)
+
+    # --- recovery -------------------------------------------------------------------
+    def _recover(self) -> None:
+        assert self.journal is not None
+        retention = time.time() - self.config.daemon.job_retention
+        self.journal.prune(retention)
+        resumed = failed = 0
+        for rec in self.journal.records():
+            job = Job(
+                job_id=rec.job_id,
+                request=rec.request,
+                priority=rec.priority,
+                submitted_at=rec.submitted_at,
+                digest=rec.digest,
+                state=rec.state,
+                finished_at=rec.finished_at,
+                error=rec.error,
+                proof=rec.proof,
+                timings=rec.timings,
+            )
+            if rec.state.terminal:
+                job.done.set()
+                self.registry.add(job)
+                continue
+            self.registry.add(job)
+            try:
+                handler, parsed = self.kinds.parse(rec.request)
+            except CuzkError as e:
+                with self.registry.lock:
+                    self._finish(job, JobState.FAILED, f"could not be resumed after a restart: {e}")
+                failed += 1
+                continue
+            job.parsed = parsed
+            job.circuit_id = parsed.circuit_id
+            job.num_partitions = len(parsed.partitions)
+            self.batcher.add(job, handler.batchable)
+            resumed += 1
+        if resumed or failed:
+            log.warning(
+                "journal: %d unfinished job(s) resumed, %d failed on resume", resumed, failed
+            )
+
+    def _housekeep(self) -> None:
+        while not self._stopped.wait(60.0):
+            cutoff = time.time() - self.config.daemon.job_retention
+            gone = self.registry.prune(cutoff)
+            if self.journal is not None:
+                self.journal.prune(cutoff)
+            if gone:
+                log.info("forgot %d finished jobs older than job_retention", len(gone))
+
+    # --- SRS ---------------------------------------------------------------------------
+    def preload(self, circuit_id: str) -> tuple[bool, float]:
+        return self.srs.preload(circuit_id)
+
+    def evict(self, circuit_id: str) -> tuple[bool, int]:
+        return self.srs.evict(circuit_id)
+
+    # --- status ----------------------------------------------------------------------------
+    def status(self) -> EngineStatus:
+        jobs = self.registry.all()
+        by_kind: dict[str, list[int]] = {}
+        for j in jobs:
+            if j.finished:
+                continue
+            slot = by_kind.setdefault(j.kind.label, [0, 0])
+            slot[0 if j.state == JobState.QUEUED else 1] += 1
+        queues = tuple(QueueStatus(k, p, r) for k, (p, r) in sorted(by_kind.items()))
+        devices = []
+        for d in self.devices:
+            current = tuple(
+                (w.job_id, w.kind) for w in self.pipeline.workers if w.device is d and w.job_id
+            )
+            if d.budget is None:
+                limit, free = self.host_budget.limit, self.host_budget.free
+            else:
+                limit, free = d.budget.limit, d.budget.free
+            devices.append(
+                DeviceStatus(d.ordinal, d.name, d.backend.name, d.total_bytes, limit, free, current)
+            )
+        budgets = {"host": self.host_budget.snapshot()}
+        for d in self.devices:
+            if d.budget is not None:
+                budgets[f"vram:{d.ordinal}"] = d.budget.snapshot()
+        depths = {"batch": len(self.batcher.pending_jobs()), **self.pipeline.stage_depths()}
+        workers = tuple(
+            {"name": w.name, "job_id": w.job_id, "proof_kind": w.kind}
+            for w in self.pipeline.workers
+        )
+        return EngineStatus(
+            uptime_s=time.time() - self._started_at,
+            devices=tuple(devices),
+            srs=tuple(self.srs.status()),
+            queues=queues,
+            completed=self.totals[JobState.COMPLETED],
+            failed=self.totals[JobState.FAILED],
+            cancelled=self.totals[JobState.CANCELLED],
+            budgets=budgets,
+            stage_depths=depths,
+            gpu_workers=sum(1 for w in self.pipeline.workers if w.device is not None),
+            kinds=tuple(k.label for k in self.kinds.kinds()),
+            draining=self._draining,
+            host_limit=self.host_budget.limit,
+            host_reserved=self.host_budget.reserved,
+            workers=workers,
+        )
+
+    def metrics_text(self) -> str:
+        return self.metrics.text()

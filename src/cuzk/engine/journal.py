@@ -1,0 +1,197 @@
+"""The job journal: every accepted job, durably, in SQLite.
+
+A job is written (and fsynced) before its submission is acknowledged, and
+updated when it ends. After a crash or SIGKILL the daemon reads the journal
+at start: finished jobs stay answerable, and every job that had not
+finished is resumed from its stored request, or failed with the reason it
+cannot be. No accepted job vanishes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest, Timings
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id        TEXT PRIMARY KEY,
+    request_id    TEXT NOT NULL,
+    digest        BLOB NOT NULL,
+    proof_kind    INTEGER NOT NULL,
+    priority      INTEGER NOT NULL,
+    meta          TEXT NOT NULL,
+    vanilla_proof BLOB NOT NULL,
+    vanilla_list  BLOB NOT NULL,
+    state         TEXT NOT NULL,
+    submitted_at  REAL NOT NULL,
+    finished_at   REAL,
+    error         TEXT NOT NULL DEFAULT '',
+    proof         BLOB NOT NULL DEFAULT x'',
+    timings       TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+"""
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    job_id: str
+    request: ProofRequest
+    digest: bytes
+    priority: Priority
+    state: JobState
+    submitted_at: float
+    finished_at: float | None
+    error: str
+    proof: bytes
+    timings: Timings
+
+
+def _pack_list(items: tuple[bytes, ...]) -> bytes:
+    return b"".join(len(b).to_bytes(8, "little") + b for b in items)
+
+
+def _unpack_list(blob: bytes) -> tuple[bytes, ...]:
+    out, i = [], 0
+    while i < len(blob):
+        n = int.from_bytes(blob[i : i + 8], "little")
+        out.append(bytes(blob[i + 8 : i + 8 + n]))
+        i += 8 + n
+    return tuple(out)
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def insert(self, job: Job) -> None:
+        r = job.request
+        meta = {
+            "request_id": r.request_id,
+            "sector_size": r.sector_size,
+            "registered_proof": r.registered_proof,
+            "priority": int(r.priority),
+            "sector_number": r.sector_number,
+            "miner_id": r.miner_id,
+            "randomness": r.randomness.hex(),
+            "partition_index": r.partition_index,
+            "comm_r_old": r.comm_r_old.hex(),
+            "comm_r_new": r.comm_r_new.hex(),
+            "comm_d_new": r.comm_d_new.hex(),
+        }
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO jobs (job_id, request_id, digest, proof_kind, priority, "
+                "meta, vanilla_proof, vanilla_list, state, submitted_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job.job_id,
+                    r.request_id,
+                    job.digest,
+                    int(r.proof_kind),
+                    int(job.priority),
+                    json.dumps(meta),
+                    r.vanilla_proof,
+                    _pack_list(r.vanilla_proofs),
+                    job.state.value,
+                    job.submitted_at,
+                ),
+            )
+
+    def finish(self, job: Job) -> None:
+        t = job.timings
+        timings = {k: getattr(t, k) for k in t.__dataclass_fields__}
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
+                "vanilla_proof=CASE WHEN ?='COMPLETED' THEN x'' ELSE vanilla_proof END, "
+                "vanilla_list=CASE WHEN ?='COMPLETED' THEN x'' ELSE vanilla_list END "
+                "WHERE job_id=?",
+                (
+                    job.state.value,
+                    job.finished_at,
+                    job.error,
+                    job.proof,
+                    json.dumps(timings),
+                    job.state.value,
+                    job.state.value,
+                    job.job_id,
+                ),
+            )
+
+    def prune(self, older_than: float) -> int:
+        with self._lock:
+            cur = self._db.execute(
+                "DELETE FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED') "
+                "AND finished_at < ?",
+                (older_than,),
+            )
+            return cur.rowcount
+
+    def records(self) -> list[JournalRecord]:
+        """Every job, oldest submission first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT job_id, digest, proof_kind, priority, meta, vanilla_proof, vanilla_list, "
+                "state, submitted_at, finished_at, error, proof, timings FROM jobs "
+                "ORDER BY submitted_at, rowid"
+            ).fetchall()
+        out = []
+        for row in rows:
+            (job_id, digest, kind, prio, meta, vp, vl, state, sub, fin, err, proof, tim) = row
+            m = json.loads(meta)
+            try:
+                proof_kind = ProofKind(kind)
+            except ValueError:
+                proof_kind = ProofKind.UNSPECIFIED
+            request = ProofRequest(
+                proof_kind=proof_kind,
+                request_id=m["request_id"],
+                sector_size=m["sector_size"],
+                registered_proof=m["registered_proof"],
+                priority=Priority(m["priority"]),
+                vanilla_proof=bytes(vp),
+                vanilla_proofs=_unpack_list(bytes(vl)),
+                sector_number=m["sector_number"],
+                miner_id=m["miner_id"],
+                randomness=bytes.fromhex(m["randomness"]),
+                partition_index=m["partition_index"],
+                comm_r_old=bytes.fromhex(m["comm_r_old"]),
+                comm_r_new=bytes.fromhex(m["comm_r_new"]),
+                comm_d_new=bytes.fromhex(m["comm_d_new"]),
+            )
+            out.append(
+                JournalRecord(
+                    job_id=job_id,
+                    request=request,
+                    digest=bytes(digest),
+                    priority=Priority(prio),
+                    state=JobState(state),
+                    submitted_at=sub,
+                    finished_at=fin,
+                    error=err,
+                    proof=bytes(proof),
+                    timings=Timings(**json.loads(tim)),
+                )
+            )
+        return out

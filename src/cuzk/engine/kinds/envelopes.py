@@ -1,0 +1,169 @@
+"""Checks on a request's envelope, before any circuit sees it.
+
+What Curio's client sends for each kind: PoRep C2 carries Curio's ``c1.json``
+(``{"SectorNum": n, "Phase1Out": "<base64 of the SealCommitPhase1Output
+JSON>", "SectorSize": n}``) in ``vanilla_proof``; PoSt and SnapDeals carry one
+vanilla proof per sector or partition in ``vanilla_proofs``, PoSt a 32-byte
+``randomness``, SnapDeals three 32-byte commitments. These checks are the
+same whichever circuit code proves the request, so a storage provider learns
+that an input is malformed even from a daemon that cannot prove its kind.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk.engine.jobs import ProofKind, ProofRequest
+from cuzk.errors import InputError
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+SECTOR_SIZES = {
+    2 * KIB: "2KiB",
+    8 * MIB: "8MiB",
+    512 * MIB: "512MiB",
+    32 * GIB: "32GiB",
+    64 * GIB: "64GiB",
+}
+_B64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
+@dataclass(frozen=True)
+class C1Envelope:
+    """Curio's c1.json, decoded one level: the SealCommitPhase1Output is JSON data."""
+
+    sector_num: int
+    sector_size: int
+    phase1_out: dict[str, Any]
+
+
+def sector_size_name(size: int) -> str:
+    return SECTOR_SIZES.get(size, f"{size} bytes")
+
+
+def _check_sector_size(size: int, source: str, field: str) -> None:
+    if size not in SECTOR_SIZES:
+        raise InputError(
+            source,
+            field,
+            f"{size} is not a Filecoin sector size (expected one of "
+            f"{', '.join(f'{v} ({k})' for k, v in SECTOR_SIZES.items())})",
+        )
+
+
+def _json_error(source: str, field: str, e: json.JSONDecodeError) -> InputError:
+    return InputError(source, field, f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
+
+
+def decode_base64(text: str, source: str, field: str) -> bytes:
+    """Standard base64 (Go's encoding of []byte), with the first bad character located."""
+    raw = text.encode("ascii", errors="replace")
+    for i, ch in enumerate(raw):
+        if ch not in _B64_ALPHABET:
+            shown = text[i] if i < len(text) else "?"
+            raise InputError(source, field, f"not valid base64: character {shown!r} at offset {i}")
+    try:
+        return base64.b64decode(raw, validate=True)
+    except binascii.Error as e:
+        raise InputError(
+            source,
+            field,
+            f"not valid base64 ({e}; {len(raw)} characters, padding must make a multiple of 4)",
+        ) from e
+
+
+def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
+    data = request.vanilla_proof
+    if not data:
+        raise InputError(source, "vanilla_proof", "is empty: a PoRep C2 request carries c1.json")
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError as e:
+        raise InputError(source, "", f"not UTF-8 text (byte {e.start})") from e
+    except json.JSONDecodeError as e:
+        raise _json_error(source, "", e) from e
+    if not isinstance(doc, dict):
+        raise InputError(source, "", f"expected a JSON object, got {type(doc).__name__}")
+    for key, typ in (("SectorNum", int), ("Phase1Out", str), ("SectorSize", int)):
+        if key not in doc:
+            raise InputError(source, key, "is missing")
+        if not isinstance(doc[key], typ) or isinstance(doc[key], bool):
+            raise InputError(source, key, f"expected {typ.__name__}, got {type(doc[key]).__name__}")
+    size = doc["SectorSize"]
+    _check_sector_size(size, source, "SectorSize")
+    if request.sector_size and request.sector_size != size:
+        raise InputError(
+            source,
+            "SectorSize",
+            f"is {sector_size_name(size)} but the request says sector_size "
+            f"{sector_size_name(request.sector_size)}",
+        )
+    inner = decode_base64(doc["Phase1Out"], source, "Phase1Out")
+    try:
+        phase1 = json.loads(inner)
+    except UnicodeDecodeError as e:
+        raise InputError(
+            source, "Phase1Out", f"decodes to bytes that are not UTF-8 (byte {e.start})"
+        ) from e
+    except json.JSONDecodeError as e:
+        raise _json_error(source, "Phase1Out", e) from e
+    if not isinstance(phase1, dict):
+        raise InputError(source, "Phase1Out", "expected a SealCommitPhase1Output JSON object")
+    for key in (
+        "registered_proof",
+        "vanilla_proofs",
+        "comm_r",
+        "comm_d",
+        "replica_id",
+        "seed",
+        "ticket",
+    ):
+        if key not in phase1:
+            raise InputError(source, f"Phase1Out.{key}", "is missing")
+    rp = phase1["registered_proof"]
+    m = re.fullmatch(r"StackedDrg(\d+)(KiB|MiB|GiB)V1(_1)?(_Feat_\w+)?", str(rp))
+    if not m:
+        raise InputError(
+            source, "Phase1Out.registered_proof", f"{rp!r} is not a StackedDrg seal proof"
+        )
+    rp_size = int(m.group(1)) * {"KiB": KIB, "MiB": MIB, "GiB": GIB}[m.group(2)]
+    if rp_size != size:
+        raise InputError(
+            source,
+            "Phase1Out.registered_proof",
+            f"{rp} is for {sector_size_name(rp_size)} sectors but SectorSize is "
+            f"{sector_size_name(size)}",
+        )
+    return C1Envelope(sector_num=doc["SectorNum"], sector_size=size, phase1_out=phase1)
+
+
+def _check_32(request: ProofRequest, names: tuple[str, ...], source: str) -> None:
+    for name in names:
+        value = getattr(request, name)
+        if len(value) != 32:
+            raise InputError(source, name, f"is {len(value)} bytes, expected 32")
+
+
+def check_envelope(request: ProofRequest) -> None:
+    """Raise InputError when a request's envelope is malformed for its kind."""
+    kind = request.proof_kind
+    if kind == ProofKind.POREP_SEAL_COMMIT:
+        decode_c1(request)
+    elif kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
+        source = f"{kind.label} request"
+        if request.sector_size:
+            _check_sector_size(request.sector_size, source, "sector_size")
+        if not request.vanilla_proofs:
+            raise InputError(source, "vanilla_proofs", "is empty: one vanilla proof per sector")
+        _check_32(request, ("randomness",), source)
+    elif kind == ProofKind.SNAP_DEALS_UPDATE:
+        source = "snap request"
+        if request.sector_size:
+            _check_sector_size(request.sector_size, source, "sector_size")
+        if not request.vanilla_proofs:
+            raise InputError(source, "vanilla_proofs", "is empty: one vanilla proof per partition")
+        _check_32(request, ("comm_r_old", "comm_r_new", "comm_d_new"), source)

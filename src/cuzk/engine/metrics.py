@@ -1,0 +1,158 @@
+"""Prometheus metrics of one engine (its own registry, not the process-global one).
+
+Counters and histograms are updated as work happens; queue depths, budget
+use and key tiers are read from the engine at scrape time, so a scrape is
+always current. docs/SERVICE.md lists every metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+# The *_created series only restate the start time; they are noise to an operator.
+disable_created_metrics()
+
+STAGE_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    1800.0,
+    3600.0,
+)
+
+
+class _Live(Collector):
+    def __init__(self, snapshot: Callable[[], Any]) -> None:
+        self._snapshot = snapshot
+
+    def describe(self) -> list[Any]:
+        return []  # read at scrape time only (the engine may not be built yet)
+
+    def collect(self) -> Iterator[Any]:
+        s = self._snapshot()
+        up = GaugeMetricFamily("cuzk_uptime_seconds", "Seconds since the daemon started")
+        up.add_metric([], s.uptime_s)
+        yield up
+        depth = GaugeMetricFamily(
+            "cuzk_queue_depth", "Partitions waiting per pipeline stage", labels=["stage"]
+        )
+        for stage, n in s.stage_depths.items():
+            depth.add_metric([stage], n)
+        yield depth
+        jobs = GaugeMetricFamily(
+            "cuzk_jobs", "Jobs pending or running, per proof kind", labels=["proof_kind", "state"]
+        )
+        for q in s.queues:
+            jobs.add_metric([q.proof_kind, "pending"], q.pending)
+            jobs.add_metric([q.proof_kind, "running"], q.in_progress)
+        yield jobs
+        running = GaugeMetricFamily("cuzk_running_jobs", "Jobs with a partition in flight")
+        running.add_metric([], sum(q.in_progress for q in s.queues))
+        yield running
+        workers = GaugeMetricFamily("cuzk_gpu_workers", "Proving workers, over all devices")
+        workers.add_metric([], s.gpu_workers)
+        yield workers
+        limit = GaugeMetricFamily("cuzk_memory_budget_bytes", "Budget limit", labels=["budget"])
+        used = GaugeMetricFamily(
+            "cuzk_memory_reserved_bytes", "Bytes reserved now", labels=["budget"]
+        )
+        peak = GaugeMetricFamily(
+            "cuzk_memory_peak_bytes", "Most bytes ever reserved at once", labels=["budget"]
+        )
+        waits = CounterMetricFamily(
+            "cuzk_memory_waits", "Reservations that had to wait for memory", labels=["budget"]
+        )
+        for name, b in s.budgets.items():
+            limit.add_metric([name], b["limit_bytes"])
+            used.add_metric([name], b["reserved_bytes"])
+            peak.add_metric([name], b["peak_bytes"])
+            waits.add_metric([name], b["waits"])
+        yield limit
+        yield used
+        yield peak
+        yield waits
+        srs = GaugeMetricFamily(
+            "cuzk_srs_bytes", "Proving key size by tier", labels=["circuit_id", "tier"]
+        )
+        refs = GaugeMetricFamily(
+            "cuzk_srs_refs", "Partitions in flight using a key", labels=["circuit_id"]
+        )
+        for e in s.srs:
+            srs.add_metric([e.circuit_id, e.tier.name.lower()], e.size_bytes)
+            refs.add_metric([e.circuit_id], e.ref_count)
+        yield srs
+        yield refs
+
+
+class EngineMetrics:
+    def __init__(self, snapshot: Callable[[], Any]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.proofs = Counter(
+            "cuzk_proofs",
+            "Jobs finished, by proof kind and final status",
+            ["proof_kind", "status"],
+            registry=r,
+        )
+        self.completed = Counter(
+            "cuzk_proofs_completed", "Proofs completed (verified)", ["proof_kind"], registry=r
+        )
+        self.failed = Counter("cuzk_proofs_failed", "Proofs failed", ["proof_kind"], registry=r)
+        self.submitted = Counter(
+            "cuzk_jobs_submitted", "Jobs accepted", ["proof_kind", "priority"], registry=r
+        )
+        self.rejected = Counter(
+            "cuzk_requests_rejected", "Requests refused at submission", ["reason"], registry=r
+        )
+        self.partitions = Counter(
+            "cuzk_partitions_proven",
+            "Partition proofs made and verified",
+            ["proof_kind"],
+            registry=r,
+        )
+        self.stage = Histogram(
+            "cuzk_stage_duration_seconds",
+            "Seconds per pipeline stage (queue, srs_load, synthesis, gpu, verify per "
+            "partition; total per job)",
+            ["stage", "proof_kind"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        self.proof_duration = Histogram(
+            "cuzk_proof_duration_seconds",
+            "Submission to verified proof, per job",
+            ["proof_kind"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
+        r.register(_Live(snapshot))
+
+    def observe_stage(self, stage: str, kind: str, seconds: float) -> None:
+        self.stage.labels(stage, kind).observe(max(0.0, seconds))
+
+    def text(self) -> str:
+        return generate_latest(self.registry).decode()

@@ -1,0 +1,1 @@
+"""cuzk.v1 protocol: proving.proto and its generated modules."""

@@ -1,0 +1,131 @@
+"""cuzk-bench against a daemon: Curio's report format, status, preload, evict, metrics."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cuzk.cli.bench import main
+from cuzk.engine.config import Config
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import JobState
+from cuzk.engine.kinds import demo
+from cuzk.service.server import Servers
+
+
+@contextmanager
+def running_daemon(home: Path) -> Iterator[SimpleNamespace]:
+    cfg = Config().with_overrides(
+        daemon={"listen": [f"unix://{home}/cuzk.sock"], "journal": str(home / "j.sqlite")},
+        srs={"param_cache": str(home / "params")},
+        memory={"total_budget": "1GiB"},
+        gpus={"backend": "cpu"},
+    )
+    engine = Engine(cfg)
+    engine.start()
+    servers = Servers(engine)
+    servers.start()
+    try:
+        yield SimpleNamespace(engine=engine, servers=servers)
+    finally:
+        servers.stop(0.5)
+        engine.drain(10)
+        engine.stop()
+
+
+def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> None:
+    with running_daemon(tmp_path) as d:
+        addr = d.servers.bound[0]
+        rc = main(["batch", "-a", addr, "-t", "demo", "--constraints", "300", "-c", "3", "-j", "2"])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        lines = out.splitlines()
+        assert lines[:4] == [
+            "=== Batch Benchmark ===",
+            "proof type:  demo",
+            "count:       3",
+            "concurrency: 2",
+        ]
+        rows = [x for x in lines if x.startswith("  [")]
+        assert len(rows) == 3
+        for row in rows:
+            assert re.fullmatch(
+                r"  \[[1-3]/3\] COMPLETED — \d+\.\ds \(prove=\d+ ms, queue=\d+ ms\)", row
+            ), row
+        summary = "\n".join(lines[lines.index("=== Batch Summary ===") :])
+        assert re.search(r"total time:    \d+\.\ds", summary)
+        assert "completed:     3" in summary and "failed:        0" in summary
+        assert re.search(r"wall time:     avg=\d+\.\ds min=\d+\.\ds max=\d+\.\ds", summary)
+        assert re.search(r"prove time:    avg=\d+\.\ds min=\d+\.\ds max=\d+\.\ds", summary)
+        assert re.search(r"throughput:    \d+\.\d{3} proofs/min \(\d+\.\ds/proof\)", summary)
+
+        c = demo.circuit_for_constraints(300)
+        cid = demo.circuit_id(c.rounds, c.words)
+        assert main(["status", "-a", addr]) == 0
+        out = capsys.readouterr().out
+        assert "=== cuzk daemon status ===" in out and "proofs completed: 3" in out
+        assert f"  {cid} (tier=HOT" in out
+        assert main(["evict", "-a", addr, "-c", cid]) == 0
+        assert "evicted" in capsys.readouterr().out
+        assert main(["preload", "-a", addr, "-c", cid]) == 0
+        assert re.fullmatch(rf"{cid} loaded in \d+ ms\n", capsys.readouterr().out)
+        assert main(["preload", "-a", addr, "-c", cid]) == 0
+        assert capsys.readouterr().out == f"{cid} already loaded\n"
+        assert main(["metrics", "-a", addr]) == 0
+        assert 'cuzk_proofs_completed_total{proof_kind="demo"} 3.0' in capsys.readouterr().out
+
+        assert main(["single", "-a", addr, "-t", "demo", "--constraints", "300"]) == 0
+        out = capsys.readouterr().out
+        assert "status:    COMPLETED" in out and "proof:     384 bytes" in out
+
+        # Errors are reported, not raised.
+        assert main(["single", "-a", addr, "-t", "porep"]) == 2
+        assert "--c1 required" in capsys.readouterr().err
+        assert main(["single", "-a", addr, "-t", "zk"]) == 2
+        assert "unknown proof type" in capsys.readouterr().err
+        c1 = tmp_path / "c1.json"
+        c1.write_text('{"SectorNum": 1, "Phase1Out": "***", "SectorSize": 2048}')
+        assert main(["single", "-a", addr, "-t", "porep", "--c1", str(c1)]) == 1
+        assert "INVALID_ARGUMENT: c1.json: Phase1Out: not valid base64" in capsys.readouterr().err
+        assert main(["preload", "-a", addr, "-c", "porep-32g"]) == 1
+
+
+def test_stress_runs_mixed_priorities(tmp_path: Path, capsys) -> None:
+    with running_daemon(tmp_path) as d:
+        rc = main(
+            [
+                "stress",
+                "-a",
+                d.servers.bound[0],
+                "--demo-rate",
+                "8/1s",
+                "--duration",
+                "1s",
+                "--constraints",
+                "200",
+                "--partitions",
+                "1",
+                "--seed",
+                "3",
+            ]
+        )
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert "=== Stress Summary ===" in out
+        m = re.search(r"demo +completed=(\d+) failed=0", out)
+        assert m and int(m.group(1)) > 0
+        assert int(m.group(1)) == d.engine.totals[JobState.COMPLETED]
+
+
+@pytest.mark.slow
+def test_demo_service_is_the_readme_main_job(capsys) -> None:
+    rc = main(["demo-service", "-c", "4", "-j", "2", "--constraints", "600"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "daemon ready" in out and "completed:     4" in out
+    assert re.search(r"daemon stopped \(exit 0\); demo-service took \d+\.\ds", out)

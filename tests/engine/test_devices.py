@@ -1,0 +1,76 @@
+"""Several devices with their own budgets (the N-GPU path, run here on CPU backends)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from cuzk.backends.cpu import CpuBackend
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.budget import Budget
+from cuzk.engine.config import Config
+from cuzk.engine.devices import Device
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.kinds import demo
+
+A = DemoCircuit(rounds=20, words=1)
+B = DemoCircuit(rounds=26, words=1)
+
+
+def fake_gpu(ordinal: int, limit: int) -> Device:
+    """A device with its own budget, like a GPU's VRAM, computing on the CPU backend."""
+    return Device(
+        ordinal, f"fake GPU {ordinal}", CpuBackend(), limit, Budget(f"vram:{ordinal}", limit)
+    )
+
+
+def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
+    kind = demo.DemoKind()
+    devs = [fake_gpu(0, 0), fake_gpu(1, 0)]
+    ra, rb = (kind.r1cs(demo.circuit_id(c.rounds, c.words)) for c in (A, B))
+    pk_bytes = 4 * max(ra.num_variables, rb.num_variables) * 600  # generous bound of a key
+    # Small device budgets: a key or two and a couple of partitions each.
+    limit = pk_bytes + 2 * devs[0].working_bytes(rb)
+    for d in devs:
+        d.budget = Budget(f"vram:{d.ordinal}", limit)
+        d.total_bytes = limit
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "1GiB", "eviction_min_idle": "0s"},
+        gpus={"gpu_workers_per_device": 2},
+    )
+    e = Engine(cfg, devices=devs)
+    e.start()
+    try:
+        ids = []
+        for i in range(12):
+            c = A if i % 2 else B
+            req = ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(c, 2))
+            ids.append(e.submit(req).job_id)
+        jobs = [e.await_job(j, 120)[0] for j in ids]
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        assert {j.device for j in jobs} == {"cpu:0", "cpu:1"}  # both devices proved
+        for d in devs:
+            snap = d.budget.snapshot()
+            assert 0 < snap["peak_bytes"] <= snap["limit_bytes"]
+        # Host memory held only working sets: keys live on the devices.
+        assert e.host_budget.reserved == 0
+        st = e.status()
+        assert [d.name for d in st.devices] == ["fake GPU 0", "fake GPU 1"]
+        assert set(st.budgets) == {"host", "vram:0", "vram:1"}
+        assert st.gpu_workers == 4
+        resident = {s.circuit_id: s.devices for s in st.srs}
+        assert any(resident.values())
+        # Evicting frees each device's copy.
+        for cid, on in resident.items():
+            if on:
+                was, freed = e.evict(cid)
+                assert was and freed > 0
+        end = time.monotonic() + 5
+        while any(d.budget.reserved for d in devs):
+            assert time.monotonic() < end
+            time.sleep(0.01)
+    finally:
+        e.stop()

@@ -1,0 +1,139 @@
+"""The engine in process: journal recovery, and failures that must never return a proof."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.config import Config
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import Job, JobState, ProofKind, ProofRequest
+from cuzk.engine.journal import Journal
+from cuzk.engine.kinds import KindRegistry, demo
+from cuzk.engine.kinds.base import PartitionInput, Witness, key_host_bytes
+from cuzk.errors import SynthesisError
+
+C = DemoCircuit(rounds=20, words=1)
+
+
+def config(tmp_path: Path, **memory: str) -> Config:
+    return Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "1GiB", "eviction_min_idle": "0s", **memory},
+        gpus={"backend": "cpu"},
+    )
+
+
+def request(partitions: int = 1, request_id: str = "") -> ProofRequest:
+    return ProofRequest(
+        ProofKind.DEMO, request_id=request_id, vanilla_proof=demo.make_vanilla(C, partitions)
+    )
+
+
+class Lying(demo.DemoKind):
+    """Synthesizes a witness for different public inputs than it claims."""
+
+    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+        w = super().synthesize(cid, partition)
+        if partition.index == 1:
+            x, out = w.public_inputs
+            return Witness(w.assignment, (x, out + 1))
+        return w
+
+
+class Broken(demo.DemoKind):
+    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+        if partition.data[0] % 2:
+            raise SynthesisError("the witness cannot be built: odd x")
+        return super().synthesize(cid, partition)
+
+
+def engine_with(tmp_path: Path, kind: demo.DemoKind, **memory: str) -> Engine:
+    reg = KindRegistry()
+    reg.register(kind)
+    e = Engine(config(tmp_path, **memory), kinds=reg)
+    e.start()
+    return e
+
+
+def test_a_proof_that_does_not_verify_is_never_returned(tmp_path: Path) -> None:
+    e = engine_with(tmp_path, Lying())
+    try:
+        job, _ = e.await_job(e.submit(request(3)).job_id, 60)
+        assert job.state == JobState.FAILED
+        assert "partition 1: the proof did not verify (not returned)" in job.error
+        assert job.proof == b""
+        ok, _ = e.await_job(e.submit(request(1)).job_id, 60)  # partition 0 only: honest
+        assert ok.state == JobState.COMPLETED and len(ok.proof) == 192
+    finally:
+        e.stop()
+
+
+def test_synthesis_errors_fail_their_job_only(tmp_path: Path) -> None:
+    e = engine_with(tmp_path, Broken())
+    try:
+        ids = [e.submit(request(1)).job_id for _ in range(6)]
+        jobs = [e.await_job(i, 60)[0] for i in ids]
+        assert all(j.request.vanilla_proof == b"" for j in jobs)  # dropped when finished
+        failed = [j for j in jobs if j.state == JobState.FAILED]
+        done = [j for j in jobs if j.state == JobState.COMPLETED]
+        assert len(failed) + len(done) == 6
+        for j in failed:
+            assert j.error == "partition 0: the witness cannot be built: odd x"
+        # Every partition's working set came back; only the hot key stays reserved.
+        cid = demo.circuit_id(C.rounds, C.words)
+        assert e.host_budget.reserved == key_host_bytes(Broken().r1cs(cid))
+        assert all(s.ref_count == 0 for s in e.srs.status())
+    finally:
+        e.stop()
+
+
+def test_a_partition_larger_than_the_budget_fails_with_the_reason(tmp_path: Path) -> None:
+    e = engine_with(tmp_path, demo.DemoKind(), total_budget="64KiB")
+    try:
+        job, _ = e.await_job(e.submit(request(1)).job_id, 60)
+        assert job.state == JobState.FAILED
+        assert "more than the whole budget" in job.error
+    finally:
+        e.stop()
+
+
+def test_journal_recovery_resumes_or_fails_every_unfinished_job(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite")
+    good = request(2, "good")
+    bad = ProofRequest(ProofKind.DEMO, request_id="bad", vanilla_proof=b"{garbage")
+    gone_kind = ProofRequest(ProofKind.WINNING_POST, request_id="post", vanilla_proofs=(b"v",))
+    done = request(1, "done")
+    for r in (good, bad, gone_kind, done):
+        j.insert(Job(r.request_id, r, r.effective_priority(), time.time(), r.digest()))
+    finished = Job("done", done, done.effective_priority(), time.time(), done.digest())
+    finished.state, finished.finished_at, finished.proof = JobState.COMPLETED, time.time(), b"p"
+    j.finish(finished)
+    j.close()
+
+    e = Engine(config(tmp_path))
+    e.start()
+    try:
+        resumed, _ = e.await_job("good", 60)
+        assert resumed.state == JobState.COMPLETED and len(resumed.proof) == 2 * 192
+        failed, _ = e.await_job("bad", 1)
+        assert failed.state == JobState.FAILED
+        assert failed.error.startswith("could not be resumed after a restart: demo vanilla proof")
+        post, _ = e.await_job("post", 1)
+        assert post.state == JobState.FAILED
+        assert "randomness" in post.error
+        old, _ = e.await_job("done", 1)
+        assert old.state == JobState.COMPLETED and old.proof == b"p"
+        # Idempotency survives the restart.
+        assert e.submit(good).job_id == "good"
+    finally:
+        e.stop()
+    states = {r.job_id: r.state for r in Journal(tmp_path / "j.sqlite").records()}
+    assert states == {
+        "good": JobState.COMPLETED,
+        "bad": JobState.FAILED,
+        "post": JobState.FAILED,
+        "done": JobState.COMPLETED,
+    }

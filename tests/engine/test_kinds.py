@@ -1,0 +1,181 @@
+"""Proof kinds: the demo kind, the registry, and Filecoin request envelopes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import tracemalloc
+
+import pytest
+
+from cuzk.backends.cpu import CpuBackend
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.jobs import ProofKind, ProofRequest, UnsupportedKind
+from cuzk.engine.kinds import KIND_MODULES, KindRegistry, default_registry, demo
+from cuzk.engine.kinds.envelopes import check_envelope, decode_base64, decode_c1
+from cuzk.errors import InputError
+from cuzk.groth16 import prover, setup
+
+C = DemoCircuit(rounds=30, words=2)
+CID = demo.circuit_id(30, 2)
+
+
+def demo_req(body: object) -> ProofRequest:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return ProofRequest(ProofKind.DEMO, vanilla_proof=raw)
+
+
+def test_demo_parse_and_witness_satisfies_the_circuit() -> None:
+    kind = demo.DemoKind()
+    parsed = kind.parse(demo_req(demo.make_vanilla(C, 3, random.Random(1))))
+    assert parsed.circuit_id == CID and len(parsed.partitions) == 3
+    assert kind.owns(CID) and not kind.owns("porep-32g")
+    r1cs = kind.r1cs(CID)
+    for part in parsed.partitions:
+        w = kind.synthesize(CID, part)
+        assert r1cs.is_satisfied(w.assignment)
+        x, secrets = part.data
+        assert w.public_inputs == (x, C.evaluate(x, list(secrets)))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "not valid JSON"),
+        ([1, 2], "expected a JSON object"),
+        ({"rounds": 0, "words": 1, "instances": []}, "rounds: 0 is out of range"),
+        ({"rounds": 5, "words": 1, "instances": []}, "instances: expected a list of 1 to 64"),
+        ({"rounds": 5, "words": 1, "instances": [{"x": "1"}]}, r"secrets: expected a list of 1"),
+        (
+            {"rounds": 5, "words": 1, "instances": [{"x": "1", "secrets": [str(1 << 64)]}]},
+            r"instances\[0\].secrets\[0\]: .* out of range",
+        ),
+        (
+            {"rounds": 5, "words": 1, "instances": [{"x": "-3", "secrets": ["1"]}]},
+            r"instances\[0\].x: expected an integer",
+        ),
+    ],
+)
+def test_demo_bad_bodies(body: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        demo.DemoKind().parse(demo_req(body))
+
+
+def test_working_bytes_covers_what_a_partition_really_allocates() -> None:
+    """The reservation must be at least the Python-visible peak of synthesis + proof."""
+    kind = demo.DemoKind()
+    r1cs = kind.r1cs(CID)
+    key = prover.prepare(setup.setup(r1cs, seed=3), r1cs, CpuBackend())
+    part = kind.parse(demo_req(demo.make_vanilla(C, 1))).partitions[0]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        w = kind.synthesize(CID, part)
+        prover.prove(key, r1cs, w.assignment)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak <= kind.working_bytes(CID)
+
+
+def test_registry_reports_unregistered_kinds_clearly() -> None:
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    with pytest.raises(UnsupportedKind, match=r"WINNING_POST \(winning\) is not available.*demo"):
+        reg.handler(ProofKind.WINNING_POST)
+    with pytest.raises(InputError, match="unspecified"):
+        reg.parse(ProofRequest(ProofKind.UNSPECIFIED))
+    with pytest.raises(InputError, match="no registered proof kind"):
+        reg.for_circuit("porep-32g")
+    assert reg.for_circuit(CID).kind == ProofKind.DEMO
+
+
+def test_default_registry_skips_modules_not_written_yet() -> None:
+    reg = default_registry()
+    assert ProofKind.DEMO in reg.kinds()
+    assert KIND_MODULES[0] == "cuzk.engine.kinds.demo"
+
+
+# --- envelopes ----------------------------------------------------------------------------
+PHASE1 = {
+    "registered_proof": "StackedDrg32GiBV1_1",
+    "vanilla_proofs": {},
+    "comm_r": [0] * 32,
+    "comm_d": [0] * 32,
+    "replica_id": [0] * 32,
+    "seed": [0] * 32,
+    "ticket": [0] * 32,
+}
+
+
+def c1(phase1: object = PHASE1, size: int = 32 << 30, b64: str | None = None) -> bytes:
+    if b64 is None:
+        b64 = base64.b64encode(json.dumps(phase1).encode()).decode()
+    return json.dumps({"SectorNum": 9, "Phase1Out": b64, "SectorSize": size}).encode()
+
+
+def porep(raw: bytes, sector_size: int = 0) -> ProofRequest:
+    return ProofRequest(ProofKind.POREP_SEAL_COMMIT, vanilla_proof=raw, sector_size=sector_size)
+
+
+def test_valid_c1_envelope() -> None:
+    env = decode_c1(porep(c1(), 32 << 30))
+    assert env.sector_num == 9 and env.sector_size == 32 << 30
+    assert env.phase1_out["registered_proof"] == "StackedDrg32GiBV1_1"
+
+
+@pytest.mark.parametrize(
+    ("raw", "size", "message"),
+    [
+        (b"", 0, "vanilla_proof: is empty"),
+        (b'{"a": "\xc3\x28"}', 0, "not UTF-8"),
+        (b'{"SectorNum": 1', 0, "not valid JSON: .* line 1 column"),
+        (b"[]", 0, "expected a JSON object"),
+        (b'{"Phase1Out": "", "SectorSize": 2048}', 0, "SectorNum: is missing"),
+        (b'{"SectorNum": "1", "Phase1Out": "", "SectorSize": 2048}', 0, "SectorNum: expected int"),
+        (c1(b64="abc$"), 0, r"Phase1Out: not valid base64: character '\$' at offset 3"),
+        (c1(b64="abcde"), 0, "Phase1Out: not valid base64 .*multiple of 4"),
+        (c1(b64=base64.b64encode(b"{nope").decode()), 0, "Phase1Out: not valid JSON"),
+        (c1(size=4096), 0, "SectorSize: 4096 is not a Filecoin sector size"),
+        (c1(), 2048, "SectorSize: is 32GiB but the request says sector_size 2KiB"),
+        (c1(size=64 << 30), 0, "StackedDrg32GiBV1_1 is for 32GiB sectors but SectorSize is 64GiB"),
+        (c1({**PHASE1, "registered_proof": "StackedDrgWindow"}), 0, "not a StackedDrg seal proof"),
+        (c1({k: v for k, v in PHASE1.items() if k != "seed"}), 0, r"Phase1Out.seed: is missing"),
+    ],
+)
+def test_malformed_c1(raw: bytes, size: int, message: str) -> None:
+    with pytest.raises(InputError, match=message) as ei:
+        check_envelope(porep(raw, size))
+    assert str(ei.value).startswith("c1.json")
+
+
+def test_base64_decoder() -> None:
+    assert decode_base64("aGVsbG8=", "s", "f") == b"hello"
+    with pytest.raises(InputError, match="character ' ' at offset 1"):
+        decode_base64("a GVsbG8=", "s", "f")
+
+
+def test_post_and_snap_envelopes() -> None:
+    ok = ProofRequest(ProofKind.WINNING_POST, vanilla_proofs=(b"v",), randomness=bytes(32))
+    check_envelope(ok)
+    with pytest.raises(InputError, match="vanilla_proofs: is empty"):
+        check_envelope(ProofRequest(ProofKind.WINDOW_POST_PARTITION, randomness=bytes(32)))
+    with pytest.raises(InputError, match="sector_size: 1000 is not a Filecoin sector size"):
+        check_envelope(
+            ProofRequest(
+                ProofKind.WINNING_POST,
+                sector_size=1000,
+                vanilla_proofs=(b"v",),
+                randomness=bytes(32),
+            )
+        )
+    snap = ProofRequest(
+        ProofKind.SNAP_DEALS_UPDATE,
+        vanilla_proofs=(b"p",),
+        comm_r_old=bytes(32),
+        comm_r_new=bytes(32),
+        comm_d_new=bytes(31),
+    )
+    with pytest.raises(InputError, match="comm_d_new: is 31 bytes, expected 32"):
+        check_envelope(snap)

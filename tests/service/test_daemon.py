@@ -1,0 +1,156 @@
+"""cuzk-daemon as a process: SIGKILL mid-batch and restart, SIGTERM drain."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import pytest
+
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.kinds import demo
+from cuzk.engine.srs import DEV_KEY_DIR, load_key
+from cuzk.groth16 import verifier
+from cuzk.groth16.proof import decode_proofs
+from cuzk.service.client import Client
+from cuzk.service.proto import proving_pb2 as pb
+
+CIRCUIT = DemoCircuit.with_constraints(1200)
+CONFIG = """
+[daemon]
+listen = "unix://{home}/cuzk.sock"
+shutdown_timeout = "60s"
+
+[memory]
+total_budget = "2GiB"
+
+[gpus]
+backend = "cpu"
+gpu_workers_per_device = 2
+
+[srs]
+param_cache = "{home}/params"
+"""
+
+
+def start(home: Path) -> subprocess.Popen:
+    cfg = home / "cuzk.toml"
+    cfg.write_text(CONFIG.format(home=home))
+    env = {**os.environ, "CUZK_HOME": str(home)}
+    log = open(home / "daemon.log", "ab")  # noqa: SIM115 (the daemon keeps it)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cuzk.service.daemon_main", "--config", str(cfg)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def client(home: Path) -> Client:
+    c = Client(f"unix://{home}/cuzk.sock")
+    c.wait_ready(timeout=60)
+    return c
+
+
+def request(partitions: int = 2) -> pb.SubmitProofRequest:
+    return pb.SubmitProofRequest(
+        proof_kind=pb.CUZK_DEMO, vanilla_proof=demo.make_vanilla(CIRCUIT, partitions)
+    )
+
+
+def verify(home: Path, req: pb.SubmitProofRequest, proof: bytes) -> bool:
+    body = json.loads(req.vanilla_proof)
+    cid = demo.circuit_id(body["rounds"], body["words"])
+    vk = load_key(home / "params" / DEV_KEY_DIR / cid).vk
+    c = DemoCircuit(body["rounds"], body["words"])
+    proofs = decode_proofs(proof)
+    return len(proofs) == len(body["instances"]) and all(
+        verifier.verify(
+            vk, [int(i["x"]), c.evaluate(int(i["x"]), [int(s) for s in i["secrets"]])], p
+        )
+        for i, p in zip(body["instances"], proofs, strict=True)
+    )
+
+
+@pytest.mark.slow
+def test_sigkill_mid_batch_then_restart_finishes_every_accepted_job(tmp_path: Path) -> None:
+    proc = start(tmp_path)
+    try:
+        c = client(tmp_path)
+        reqs = [request() for _ in range(6)]
+        ids = [c.submit(r).job_id for r in reqs]
+        # Kill once some work is done and some is not.
+        end = time.monotonic() + 120
+        while True:
+            states = [c.await_proof(j, timeout_ms=1).status for j in ids]
+            done = sum(s == pb.AwaitProofResponse.COMPLETED for s in states)
+            if done >= 1:
+                break
+            assert time.monotonic() < end, "no job completed"
+            time.sleep(0.05)
+        assert done < len(ids), "too late: every job had finished"
+        c.close()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    proc = start(tmp_path)
+    try:
+        c = client(tmp_path)
+        for r, job_id in zip(reqs, ids, strict=True):
+            resp = c.await_proof(job_id, timeout_ms=120_000)
+            assert resp.status in (pb.AwaitProofResponse.COMPLETED, pb.AwaitProofResponse.FAILED)
+            if resp.status == pb.AwaitProofResponse.FAILED:
+                assert resp.error_message  # a reason, always
+            else:
+                assert verify(tmp_path, r, resp.proof)
+        # None vanished, and here every one could be resumed: all completed.
+        assert all(c.await_proof(j).status == pb.AwaitProofResponse.COMPLETED for j in ids)
+        log = (tmp_path / "daemon.log").read_text()
+        assert "unfinished job(s) resumed" in log
+        c.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
+def test_sigterm_drains_accepted_work(tmp_path: Path) -> None:
+    proc = start(tmp_path)
+    try:
+        c = client(tmp_path)
+        reqs = [request(1) for _ in range(3)]
+        ids = [c.submit(r).job_id for r in reqs]
+        # Clients already waiting on their proofs get them before the daemon exits.
+        with ThreadPoolExecutor(3) as pool:
+            waits = [pool.submit(c.await_proof, j) for j in ids]
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            end = time.monotonic() + 30
+            while True:  # new work is refused while draining
+                try:
+                    c.submit(request(1))
+                except grpc.RpcError as e:
+                    assert e.code() == grpc.StatusCode.UNAVAILABLE
+                    assert "shutting down" in e.details()
+                    break
+                assert time.monotonic() < end
+                time.sleep(0.02)
+            for r, w in zip(reqs, waits, strict=True):
+                resp = w.result(timeout=60)
+                assert resp.status == pb.AwaitProofResponse.COMPLETED
+                assert verify(tmp_path, r, resp.proof)
+        c.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not (tmp_path / "cuzk.sock").exists()  # cleaned up on the way out

@@ -1,0 +1,499 @@
+"""The gRPC service end to end, in process: load, priorities, budgets, faults, bad input, auth."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+from daemon_harness import running_daemon
+
+from cuzk.algebra.fields import R
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.jobs import JobState, Priority, ProofKind
+from cuzk.engine.kinds import demo
+from cuzk.engine.kinds.base import key_host_bytes
+from cuzk.groth16 import verifier
+from cuzk.groth16.proof import decode_proofs
+from cuzk.service.client import Client
+from cuzk.service.proto import proving_pb2 as pb
+
+SMALL = DemoCircuit(rounds=40, words=1)  # ~210 constraints: fast proofs on the CPU
+COMPLETED = pb.AwaitProofResponse.COMPLETED
+
+
+def demo_request(
+    circuit: DemoCircuit = SMALL, partitions: int = 1, priority: int = 0, request_id: str = ""
+) -> pb.SubmitProofRequest:
+    return pb.SubmitProofRequest(
+        request_id=request_id,
+        proof_kind=pb.CUZK_DEMO,
+        priority=priority,
+        vanilla_proof=demo.make_vanilla(circuit, partitions),
+    )
+
+
+def check_proof(engine, request: pb.SubmitProofRequest, proof: bytes) -> None:
+    """Verify a returned proof independently, from the request's own instances."""
+    body = json.loads(request.vanilla_proof)
+    circuit = DemoCircuit(rounds=body["rounds"], words=body["words"])
+    vk = engine.srs.verifying_key(demo.circuit_id(circuit.rounds, circuit.words))
+    proofs = decode_proofs(proof)
+    assert len(proofs) == len(body["instances"])
+    for inst, p in zip(body["instances"], proofs, strict=True):
+        x = int(inst["x"])
+        out = circuit.evaluate(x, [int(s) for s in inst["secrets"]])
+        assert verifier.verify(vk, [x, out], p)
+        assert not verifier.verify(vk, [x, (out + 1) % R], p)
+
+
+def rpc_error(fn, *args) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as ei:
+        fn(*args)
+    return ei.value
+
+
+# --- load ------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_four_clients_25_mixed_priority_proofs_each(tmp_path: Path) -> None:
+    cid = demo.circuit_id(SMALL.rounds, SMALL.words)
+    kind = demo.DemoKind()
+    working = kind.working_bytes(cid)
+    key = key_host_bytes(kind.r1cs(cid))
+    # Room for the key and about two partitions: the budget binds, work must wait.
+    budget = key + 2 * working + working // 2
+    prios = [pb.LOW, pb.NORMAL, pb.NORMAL, pb.HIGH, pb.CRITICAL]
+    with running_daemon(
+        tmp_path,
+        memory={"total_budget": str(budget)},
+        gpus={"gpu_workers_per_device": 2},
+        pipeline={"synthesis_concurrency": 1, "synthesis_lookahead": 2},
+        scheduler={"max_batch_size": 2, "max_batch_wait_ms": 150},
+    ) as d:
+        engine = d.engine
+        results: dict[str, tuple[pb.SubmitProofRequest, pb.AwaitProofResponse]] = {}
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+        start = threading.Barrier(4)
+
+        def client_run(ci: int) -> None:
+            try:
+                with d.client() as c:
+                    # CRITICAL jobs have two partitions, the others one: a partition
+                    # queued behind a CRITICAL job cannot finish before both of its
+                    # (which start together on the two workers).
+                    reqs = []
+                    for j in range(25):
+                        p = prios[(ci + j) % 5]
+                        reqs.append(
+                            demo_request(partitions=2 if p == pb.CRITICAL else 1, priority=p)
+                        )
+                    start.wait()
+                    ids = [c.submit(r).job_id for r in reqs]
+                    for r, job_id in zip(reqs, ids, strict=True):
+                        resp = c.await_proof(job_id)
+                        with lock:
+                            results[job_id] = (r, resp)
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=client_run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert not errors, errors
+        assert len(results) == 100
+        for job_id, (req, resp) in results.items():
+            assert resp.status == COMPLETED, (job_id, resp.error_message)
+            assert len(resp.proof) == (2 if req.priority == pb.CRITICAL else 1) * 192
+            check_proof(engine, req, resp.proof)
+
+        # CRITICAL jobs finish ahead of lower-priority jobs still queued when they arrived.
+        jobs = [engine.registry.get(j) for j in results]
+        critical = [j for j in jobs if j.priority == Priority.CRITICAL]
+        lower = [j for j in jobs if j.priority < Priority.HIGH]
+        overtaken = 0
+        for c in critical:
+            for n in lower:
+                if n.started_at is not None and n.started_at <= c.submitted_at:
+                    continue  # already running when c arrived
+                assert c.finished_at <= n.finished_at, (c.job_id, n.job_id)
+                overtaken += 1
+        assert overtaken > 0
+
+        # Memory: never above the budget, and the budget did make work wait.
+        snap = engine.host_budget.snapshot()
+        assert snap["peak_bytes"] <= snap["limit_bytes"] == budget
+        assert snap["waits"] > 0
+        st = d.client().status()
+        assert st.total_proofs_completed == 100 and st.total_proofs_failed == 0
+        assert st.pinned_memory_limit_bytes == budget
+        metrics = d.client().metrics()
+        assert 'cuzk_proofs_completed_total{proof_kind="demo"} 100.0' in metrics
+        assert 'cuzk_partitions_proven_total{proof_kind="demo"} 120.0' in metrics
+
+
+def test_prove_and_status(daemon) -> None:
+    c = daemon.client()
+    req = demo_request(partitions=3)
+    resp = c.prove(req)
+    assert resp.status == COMPLETED and resp.error_message == ""
+    assert len(resp.proof) == 3 * 192
+    assert resp.total_ms >= resp.gpu_compute_ms > 0
+    check_proof(daemon.engine, req, resp.proof)
+    st = c.status()
+    assert st.total_proofs_completed == 1
+    assert st.uptime_seconds >= 0
+    assert [g.name for g in st.gpus] == ["cpu"]
+    (srs,) = st.loaded_srs
+    assert srs.circuit_id == demo.circuit_id(SMALL.rounds, SMALL.words)
+    assert srs.tier == pb.SRSStatus.HOT and srs.size_bytes > 0 and srs.ref_count == 0
+
+
+def test_request_id_is_an_idempotency_key(daemon) -> None:
+    c = daemon.client()
+    req = demo_request(request_id="sector-17")
+    a = c.submit(req)
+    b = c.submit(req)
+    assert a.job_id == b.job_id == "sector-17"
+    assert c.await_proof("sector-17").status == COMPLETED
+    assert c.submit(req).job_id == "sector-17"  # after completion too
+    other = demo_request(request_id="sector-17")  # new random instance: different content
+    e = rpc_error(c.submit, other)
+    assert e.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert "different request" in e.details()
+
+
+def test_await_timeout_and_unknown_job(daemon) -> None:
+    c = daemon.client()
+    big = DemoCircuit.with_constraints(1200)
+    job = c.submit(demo_request(big, partitions=2)).job_id
+    r = c.await_proof(job, timeout_ms=50)
+    assert r.status == pb.AwaitProofResponse.TIMEOUT
+    assert c.await_proof(job).status == COMPLETED
+    e = rpc_error(c.await_proof, "no-such-job")
+    assert e.code() == grpc.StatusCode.NOT_FOUND
+
+
+# --- cancel and evict ---------------------------------------------------------------------
+def _wait_running(engine, job_id: str, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while engine.registry.get(job_id).state != JobState.RUNNING:
+        assert time.monotonic() < end, "job never started"
+        time.sleep(0.01)
+
+
+def test_cancel_queued_and_running(daemon) -> None:
+    c = daemon.client()
+    big = DemoCircuit.with_constraints(1200)
+    running = c.submit(demo_request(big, partitions=8)).job_id
+    _wait_running(daemon.engine, running)
+    queued = c.submit(demo_request(big, partitions=2)).job_id
+    assert daemon.engine.registry.get(queued).state == JobState.QUEUED
+    end = time.monotonic() + 30
+    while not daemon.engine.registry.get(running).partition_proofs:  # well under way
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    assert c.cancel(queued).was_running is False
+    assert c.cancel(running).was_running is True
+    for job_id in (queued, running):
+        r = c.await_proof(job_id)
+        assert r.status == pb.AwaitProofResponse.CANCELLED and r.proof == b""
+    job = daemon.engine.registry.get(running)
+    assert len(job.partition_proofs) < 8  # stopped at a partition boundary
+    assert c.cancel(running).was_running is False  # already finished: nothing to do
+    # What the cancelled partitions held comes back; then the daemon still proves.
+    end = time.monotonic() + 30
+    while any(s.ref_count for s in daemon.engine.srs.status()):
+        assert time.monotonic() < end
+        time.sleep(0.05)
+    assert c.prove(demo_request()).status == COMPLETED
+
+
+def test_evict_refused_in_use_then_done(daemon) -> None:
+    c = daemon.client()
+    big = DemoCircuit.with_constraints(1200)
+    cid = demo.circuit_id(big.rounds, big.words)
+    job = c.submit(demo_request(big, partitions=4)).job_id
+    _wait_running(daemon.engine, job)
+    end = time.monotonic() + 30
+    while not any(s.ref_count for s in daemon.engine.srs.status()):
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    e = rpc_error(c.evict, cid)
+    assert e.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "in use" in e.details()
+    assert c.await_proof(job).status == COMPLETED
+    r = c.evict(cid)
+    assert r.was_loaded and r.freed_bytes > 0
+    (s,) = [s for s in c.status().loaded_srs if s.circuit_id == cid]
+    assert s.tier == pb.SRSStatus.WARM
+    r2 = c.evict(cid)
+    assert not r2.was_loaded and r2.freed_bytes == 0
+    (s,) = [s for s in c.status().loaded_srs if s.circuit_id == cid]
+    assert s.tier == pb.SRSStatus.COLD
+    # Preload brings it back; a second preload finds it hot.
+    assert c.preload(cid).already_loaded is False
+    assert c.preload(cid).already_loaded is True
+    (s,) = [s for s in c.status().loaded_srs if s.circuit_id == cid]
+    assert s.tier == pb.SRSStatus.HOT
+    e = rpc_error(c.preload, "porep-32g")
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+# --- bad input ------------------------------------------------------------------------------
+def _c1(sector_size: int = 2048, phase1: object = None, raw_phase1: str | None = None) -> bytes:
+    inner = (
+        phase1
+        if phase1 is not None
+        else {
+            "registered_proof": "StackedDrg2KiBV1_1",
+            "vanilla_proofs": {},
+            "comm_r": [0] * 32,
+            "comm_d": [0] * 32,
+            "replica_id": [0] * 32,
+            "seed": [0] * 32,
+            "ticket": [0] * 32,
+        }
+    )
+    b64 = raw_phase1 if raw_phase1 is not None else base64.b64encode(json.dumps(inner).encode())
+    b64 = b64 if isinstance(b64, str) else b64.decode()
+    return json.dumps({"SectorNum": 1, "Phase1Out": b64, "SectorSize": sector_size}).encode()
+
+
+BAD_INPUTS = [
+    (
+        "malformed c1.json",
+        pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=b'{"SectorNum": 1,'),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "c1.json: not valid JSON",
+    ),
+    (
+        "c1.json without Phase1Out",
+        pb.SubmitProofRequest(
+            proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=b'{"SectorNum": 1, "SectorSize": 2048}'
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "c1.json: Phase1Out: is missing",
+    ),
+    (
+        "malformed base64",
+        pb.SubmitProofRequest(
+            proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1(raw_phase1="eyJh*GVsbG8=")
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "Phase1Out: not valid base64: character '*' at offset 4",
+    ),
+    (
+        "wrong sector size (request vs c1)",
+        pb.SubmitProofRequest(
+            proof_kind=pb.POREP_SEAL_COMMIT, sector_size=32 << 30, vanilla_proof=_c1()
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "SectorSize: is 2KiB but the request says sector_size 32GiB",
+    ),
+    (
+        "not a sector size",
+        pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1(12345)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "SectorSize: 12345 is not a Filecoin sector size",
+    ),
+    (
+        "registered_proof for another size",
+        pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1(8 << 20)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "StackedDrg2KiBV1_1 is for 2KiB sectors but SectorSize is 8MiB",
+    ),
+    (
+        "unknown proof kind",
+        pb.SubmitProofRequest(proof_kind=7, vanilla_proof=b"{}"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "proof_kind: unknown value 7",
+    ),
+    (
+        "unspecified proof kind",
+        pb.SubmitProofRequest(vanilla_proof=b"{}"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "proof_kind: is unspecified",
+    ),
+    (
+        "valid c1.json, kind without a circuit here",
+        pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1()),
+        grpc.StatusCode.UNIMPLEMENTED,
+        "POREP_SEAL_COMMIT (porep) is not available",
+    ),
+    (
+        "PoSt randomness of the wrong length",
+        pb.SubmitProofRequest(
+            proof_kind=pb.WINNING_POST, vanilla_proofs=[b"x"], randomness=b"\x00" * 31
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "randomness: is 31 bytes, expected 32",
+    ),
+    (
+        "bad demo body",
+        pb.SubmitProofRequest(proof_kind=pb.CUZK_DEMO, vanilla_proof=b'{"rounds": 0}'),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "demo vanilla proof: rounds: 0 is out of range",
+    ),
+    (
+        "unknown priority",
+        pb.SubmitProofRequest(proof_kind=pb.CUZK_DEMO, priority=9),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "priority: unknown value 9",
+    ),
+]
+
+
+def test_bad_inputs_are_answered_clearly_while_other_jobs_run(tmp_path: Path) -> None:
+    with running_daemon(tmp_path, daemon={"max_message_size": 1 << 20}) as d:
+        c = d.client()
+        big = DemoCircuit.with_constraints(1200)
+        good = demo_request(big, partitions=3)
+        job = c.submit(good).job_id
+        for name, req, code, text in BAD_INPUTS:
+            e = rpc_error(c.submit, req)
+            assert e.code() == code, name
+            assert text in e.details(), (name, e.details())
+        # Oversized: more than max_message_size is refused by gRPC itself.
+        huge = pb.SubmitProofRequest(proof_kind=pb.CUZK_DEMO, vanilla_proof=b"x" * (2 << 20))
+        e = rpc_error(c.submit, huge)
+        assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "larger than max" in e.details()
+        assert d.engine.registry.get(job).state in (JobState.QUEUED, JobState.RUNNING)
+        r = c.await_proof(job)
+        assert r.status == COMPLETED
+        check_proof(d.engine, good, r.proof)
+        assert d.engine.totals[JobState.COMPLETED] == 1  # nothing bad was accepted
+        assert len(d.engine.registry.all()) == 1
+
+
+# --- access: TCP with a bearer token, TLS, HTTP ----------------------------------------------
+def test_tcp_requires_the_bearer_token(tmp_path: Path) -> None:
+    token = "s3cret-token-for-tests-0123456789"
+    (tmp_path / "token").write_text(token + "\n")
+    with running_daemon(
+        tmp_path,
+        daemon={
+            "listen": [f"unix://{tmp_path}/cuzk.sock", "127.0.0.1:0"],
+            "auth_token_file": str(tmp_path / "token"),
+            "status_listen": "",
+        },
+    ) as d:
+        tcp = d.servers.bound[1]
+        assert tcp.startswith("127.0.0.1:")
+        with Client(tcp, token="") as none:
+            e = rpc_error(none.status)
+            assert e.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "missing bearer token" in e.details()
+        with Client(tcp, token="wrong-token-wrong-token") as wrong:
+            e = rpc_error(wrong.submit, demo_request())
+            assert e.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "does not match" in e.details()
+        with Client(tcp, token_file=str(tmp_path / "token")) as ok:
+            req = demo_request()
+            r = ok.prove(req)
+            assert r.status == COMPLETED
+            check_proof(d.engine, req, r.proof)
+        # The unix socket needs no token: its file permissions guard it.
+        assert d.client(0).status().total_proofs_completed == 1
+        assert len(d.engine.registry.all()) == 1  # the refused submit never reached the engine
+
+
+def test_tcp_without_a_token_file_does_not_start(tmp_path: Path) -> None:
+    from cuzk.errors import InputError
+
+    with (
+        pytest.raises(InputError, match="needs a bearer token"),
+        running_daemon(tmp_path, daemon={"listen": ["127.0.0.1:0"]}),
+    ):
+        pass
+
+
+def test_tls_and_http_status(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    token = "tls-token-0123456789abcdef"
+    (tmp_path / "token").write_text(token)
+    with running_daemon(
+        tmp_path,
+        daemon={
+            "listen": ["127.0.0.1:0"],
+            "auth_token_file": str(tmp_path / "token"),
+            "tls_cert_file": str(cert),
+            "tls_key_file": str(key),
+        },
+    ) as d:
+        addr = d.servers.bound[0]
+        with Client(addr, token=token, tls_ca_file=str(cert)) as c:
+            assert c.prove(demo_request()).status == COMPLETED
+        with Client(addr, token=token, tls=False) as plain:  # plaintext to a TLS port fails
+            e = rpc_error(plain.status)
+            assert e.code() == grpc.StatusCode.UNAVAILABLE
+
+        from cuzk.service.http import StatusServer
+
+        http = StatusServer(d.engine, "127.0.0.1:0", token)
+        http.start()
+        try:
+            base = f"http://{http.address}"
+            with pytest.raises(urllib.error.HTTPError) as ei:
+                urllib.request.urlopen(base + "/status")
+            assert ei.value.code == 401
+            auth = {"Authorization": f"Bearer {token}"}
+            with urllib.request.urlopen(
+                urllib.request.Request(base + "/status", headers=auth)
+            ) as r:
+                status = json.load(r)
+            assert status["totals"]["completed"] == 1
+            assert "demo" in status["kinds"]
+            assert status["memory"]["host"]["peak_bytes"] <= status["memory"]["host"]["limit_bytes"]
+            req = urllib.request.Request(base + "/metrics", headers=auth)
+            with urllib.request.urlopen(req) as r:
+                text = r.read().decode()
+                assert r.headers["Content-Type"].startswith("text/plain")
+            assert "cuzk_stage_duration_seconds_bucket" in text
+            assert 'cuzk_proofs_total{proof_kind="demo",status="completed"} 1.0' in text
+            assert 'cuzk_memory_budget_bytes{budget="host"}' in text
+        finally:
+            http.stop()
+
+
+def test_kinds_enum_matches_bench_names() -> None:
+    # The bench's -t names and the status' proof_kind labels are one vocabulary.
+    from cuzk.cli.bench_service import TYPES
+
+    for label in ("porep", "snap", "wpost", "winning", "demo"):
+        assert TYPES[label].label == label
+        assert ProofKind.from_label(label) == TYPES[label]
