@@ -272,6 +272,19 @@ def test_msm_rejects_bad_input():
     bad[0, 1] = np.frombuffer(Q.to_bytes(48, "little"), dtype="<u8")  # y = q: not canonical
     with pytest.raises(ValueError, match="point 0 has a coordinate not reduced mod q"):
         nat.prepare_g1(bad)
+    # off the curve, like a corrupted key file: refused as the Python path's arkworks does
+    off = g1_to_array([G1.generator, G1.generator])
+    off[1, 0, 0] ^= np.uint64(2)
+    with pytest.raises(ValueError, match="point 1 is not on the G1 curve"):
+        nat.prepare_g1(off)
+    with pytest.raises(ValueError, match="not on the G1 curve"):
+        py.prepare_g1(off)
+    off2 = g2_to_array([G2.generator])
+    off2[0, 1, 1, 5] ^= np.uint64(1)
+    with pytest.raises(ValueError, match="point 0 is not on the G2 curve"):
+        nat.prepare_g2(off2)
+    with pytest.raises(ValueError, match="fixed base: point 0 is not on the G1 curve"):
+        native.FixedBaseTable("G1", off[1])
     assert nat.msm_g2(nat.prepare_g2(g2_to_array([])), fr_to_array([])) is None
 
 

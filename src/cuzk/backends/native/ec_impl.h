@@ -258,15 +258,38 @@ static void PFX(batch_add_affine)(AFF *const *dst, const AFF *q, const FE *den, 
     }
 }
 
+/* y² = x³ + b (b in Montgomery form); infinity, (0, 0), passes. */
+INLINE int PFX(aff_on_curve)(const AFF *p, const FE *b)
+{
+    if (PFX(aff_is_inf)(p))
+        return 1;
+    FE lhs, rhs;
+    F_SQR(&lhs, &p->y);
+    F_SQR(&rhs, &p->x);
+    F_MUL(&rhs, &rhs, &p->x);
+    F_ADD(&rhs, &rhs, b);
+    return limbs_eq((const u64 *)&lhs, (const u64 *)&rhs, F_LIMBS);
+}
+
 /* Standard-form affine limbs in (all zeros = infinity), Montgomery out.
- * Returns −1, or the index of the first point with a coordinate ≥ q. */
-long long PFX(prepare)(const u64 *in, u64 *out, size_t n)
+ * Returns −1, or the index of the first point with a coordinate ≥ q
+ * (*why = PREPARE_NOT_CANONICAL) or off the curve (*why = PREPARE_OFF_CURVE).
+ * Subgroup membership is the key's business (cuzk params-check). */
+long long PFX(prepare)(const u64 *in, u64 *out, size_t n, int *why)
 {
     AFF *o = (AFF *)out;
+    FE b;
+    F_FROM_STD(&b, F_B_STD);
     for (size_t i = 0; i < n; i++) {
         const u64 *p = in + i * 2 * F_LIMBS;
-        if (!F_FROM_STD(&o[i].x, p) || !F_FROM_STD(&o[i].y, p + F_LIMBS))
+        if (!F_FROM_STD(&o[i].x, p) || !F_FROM_STD(&o[i].y, p + F_LIMBS)) {
+            *why = PREPARE_NOT_CANONICAL;
             return (long long)i;
+        }
+        if (!PFX(aff_on_curve)(&o[i], &b)) {
+            *why = PREPARE_OFF_CURVE;
+            return (long long)i;
+        }
     }
     return -1;
 }

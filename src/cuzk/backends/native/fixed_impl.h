@@ -73,7 +73,8 @@ int PFX(fixed_table)(const u64 *base, int c, u64 *table, int nthreads)
     int ok = wb && wbx && scratch;
     if (ok) {
         AFF g;
-        PFX(prepare)(base, (u64 *)&g, 1); /* module.c checked it is canonical */
+        int why;
+        PFX(prepare)(base, (u64 *)&g, 1, &why); /* module.c checked it */
         PFX(xyzz_from_aff)(&wbx[0], &g);
         for (int w = 1; w < f.nwin; w++) {
             wbx[w] = wbx[w - 1];

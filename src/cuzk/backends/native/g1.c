@@ -19,6 +19,9 @@
 #define F_IS_ZERO fq_is_zero
 #define PFX(name) g1_##name
 
+/* b = 4 of y² = x³ + 4, standard form. */
+static const u64 F_B_STD[6] = {4, 0, 0, 0, 0, 0};
+
 /* in: q standard-form limbs; 0 when not canonical. */
 INLINE int F_FROM_STD(fq_t *o, const u64 *in)
 {

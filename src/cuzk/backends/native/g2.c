@@ -25,6 +25,9 @@ static const fq2_t FQ2_ONE = {{{0x760900000002fffdULL, 0xebf4000bc40c0002ULL,
 #define F_IS_ZERO fq2_is_zero
 #define PFX(name) g2_##name
 
+/* b = 4(1 + u) of y² = x³ + 4(1 + u), standard form (c0, c1). */
+static const u64 F_B_STD[12] = {4, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0};
+
 INLINE int F_FROM_STD(fq2_t *o, const u64 *in)
 {
     if (!fq_is_canonical(in) || !fq_is_canonical(in + 6))

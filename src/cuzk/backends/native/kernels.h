@@ -33,8 +33,9 @@ int fr_spmv(const int64_t *indptr, size_t rows, const int64_t *indices, const u6
             size_t nnz, const u64 *w, size_t ncols, u64 *out, size_t *where, int nthreads);
 
 /* g1.c, g2.c (the same code over Fq and Fq2); int results: 0, or −1 when out of memory */
-long long g1_prepare(const u64 *in, u64 *out, size_t n);
-long long g2_prepare(const u64 *in, u64 *out, size_t n);
+enum { PREPARE_NOT_CANONICAL = 1, PREPARE_OFF_CURVE = 2 };
+long long g1_prepare(const u64 *in, u64 *out, size_t n, int *why);
+long long g2_prepare(const u64 *in, u64 *out, size_t n, int *why);
 int g1_msm(const u64 *bases, const u64 *scalars, size_t n, u64 *out, int nthreads);
 int g2_msm(const u64 *bases, const u64 *scalars, size_t n, u64 *out, int nthreads);
 size_t g1_fixed_table_len(int c);

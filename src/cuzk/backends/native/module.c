@@ -225,9 +225,20 @@ static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-typedef long long (*prepare_fn)(const u64 *, u64 *, size_t);
+typedef long long (*prepare_fn)(const u64 *, u64 *, size_t, int *);
 
-static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, const char *what)
+/* The ValueError for point `bad` of a prepare_fn's input. */
+static void bad_point(const char *what, const char *group, long long bad, int why)
+{
+    if (why == PREPARE_OFF_CURVE)
+        PyErr_Format(PyExc_ValueError, "%s: point %lld is not on the %s curve", what, bad, group);
+    else
+        PyErr_Format(PyExc_ValueError, "%s: point %lld has a coordinate not reduced mod q", what,
+                     bad);
+}
+
+static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, const char *what,
+                         const char *group)
 {
     Py_buffer in = {0}, out = {0};
     Py_buffer *views[] = {&in, &out, NULL};
@@ -240,12 +251,12 @@ static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, 
             PyErr_Format(PyExc_ValueError, "%s: %zd points in, room for %zd", what, n, nout);
         } else {
             long long bad;
+            int why = 0;
             Py_BEGIN_ALLOW_THREADS
-            bad = fn((const u64 *)in.buf, (u64 *)out.buf, (size_t)n);
+            bad = fn((const u64 *)in.buf, (u64 *)out.buf, (size_t)n, &why);
             Py_END_ALLOW_THREADS
             if (bad >= 0)
-                PyErr_Format(PyExc_ValueError, "%s: point %lld has a coordinate not reduced mod q",
-                             what, bad);
+                bad_point(what, group, bad, why);
             else
                 ok = 1;
         }
@@ -259,13 +270,13 @@ static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, 
 static PyObject *py_g1_prepare(PyObject *self, PyObject *args)
 {
     (void)self;
-    return prepare(args, G1_BYTES, g1_prepare, "G1 bases");
+    return prepare(args, G1_BYTES, g1_prepare, "G1 bases", "G1");
 }
 
 static PyObject *py_g2_prepare(PyObject *self, PyObject *args)
 {
     (void)self;
-    return prepare(args, G2_BYTES, g2_prepare, "G2 bases");
+    return prepare(args, G2_BYTES, g2_prepare, "G2 bases", "G2");
 }
 
 typedef int (*msm_fn)(const u64 *, const u64 *, size_t, u64 *, int);
@@ -352,18 +363,18 @@ static PyObject *fixed_table(PyObject *args, Py_ssize_t point_bytes, table_len_f
     Py_buffer *views[] = {&base, &table, NULL};
     if (!PyArg_ParseTuple(args, "y*iw*", &base, &c, &table))
         return NULL;
-    int rc = -1;
+    int rc = -1, why = 0;
+    long long bad;
     if (check_window(c)) {
-        unsigned char scratch[G2_BYTES];
+        u64 scratch[G2_BYTES / 8];
         if (base.len != point_bytes) {
             PyErr_Format(PyExc_ValueError, "%s fixed base: %zd bytes, not %zd", what, base.len,
                          point_bytes);
         } else if ((size_t)table.len != len_fn(c) * (size_t)point_bytes) {
             PyErr_Format(PyExc_ValueError, "%s fixed-base table: %zd bytes, not %zu", what,
                          table.len, len_fn(c) * (size_t)point_bytes);
-        } else if (check((const u64 *)base.buf, (u64 *)scratch, 1) >= 0) {
-            PyErr_Format(PyExc_ValueError, "%s fixed base: a coordinate is not reduced mod q",
-                         what);
+        } else if ((bad = check((const u64 *)base.buf, scratch, 1, &why)) >= 0) {
+            bad_point("fixed base", what, bad, why);
         } else {
             Py_BEGIN_ALLOW_THREADS
             rc = fn((const u64 *)base.buf, c, (u64 *)table.buf, g_threads);
