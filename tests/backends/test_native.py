@@ -125,6 +125,17 @@ def test_h_poly_matches_python_twin(mode, n):
     assert np.array_equal(native.h_poly(a, b, c), py.h_poly(a, b, c))
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 64, 1000, 2049])
+def test_h_odd_coset_matches_python_twin(mode, n):
+    """snarkjs's H: with c given, and with c defaulting to a∘b."""
+    rng = np.random.default_rng(200 + n)
+    a = _with_edges(fr_random(n, rng), random.Random(n))
+    b = fr_random(max(1, n - 1), rng)
+    c = fr_random(n, rng)
+    assert np.array_equal(nat.h_odd_coset(a, b), py.h_odd_coset(a, b))
+    assert np.array_equal(nat.h_odd_coset(a, b, c), py.h_odd_coset(a, b, c))
+
+
 def test_h_poly_of_a_satisfied_system_has_no_remainder():
     """a·b = c on the domain: H·Z = A·B − C, so H has exactly m − 1 coefficients."""
     rng = np.random.default_rng(7)

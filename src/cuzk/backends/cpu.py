@@ -213,6 +213,10 @@ class CpuBackend:
         return fr_to_array(h[: d.size - 1])
 
     def h_odd_coset(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+        if self.native:
+            return native_kernels.h_odd_coset(
+                _check_fr(a), _check_fr(b), None if c is None else _check_fr(c)
+            )
         n = max(len(a), len(b), 0 if c is None else len(c))
         d = EvaluationDomain.for_size(n)
         if d.log_size >= FR_TWO_ADICITY:

@@ -135,6 +135,17 @@ def h_poly(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return out
 
 
+def h_odd_coset(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+    """snarkjs's H scalars: A·B − C on the odd coset ζ·⟨ω⟩, c defaulting to a∘b
+    (see :meth:`cuzk.backends.base.Backend.h_odd_coset`)."""
+    a, b = _fr(a, "H input a"), _fr(b, "H input b")
+    c = None if c is None else _fr(c, "H input c")
+    log_n = EvaluationDomain.for_size(max(len(a), len(b), 0 if c is None else len(c))).log_size
+    out = np.empty((1 << log_n, 4), dtype=_U64)
+    _lib().fr_h_odd_coset(a, b, c, out, log_n)
+    return out
+
+
 # --- constraint evaluation ----------------------------------------------------
 
 

@@ -23,6 +23,9 @@ int arith_is_adx(void);
 int fr_ntt(u64 *a, int log_n, int inverse, int coset, int nthreads);
 int fr_h_poly(const u64 *a, size_t na, const u64 *b, size_t nb, const u64 *c, size_t nc,
               u64 *out, int log_n, int nthreads);
+/* snarkjs's H: A·B − C on the odd coset ζ·⟨ω⟩ (n values); c may be NULL (a∘b). */
+int fr_h_odd_coset(const u64 *a, size_t na, const u64 *b, size_t nb, const u64 *c, size_t nc,
+                   u64 *out, int log_n, int nthreads);
 long long fr_first_noncanonical(const u64 *a, size_t n);
 
 /* spmv.c: out = m·w for the CSR matrix m (rows, nnz entries, ncols columns).

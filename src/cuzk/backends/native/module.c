@@ -168,6 +168,51 @@ static PyObject *py_fr_h_poly(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* fr_h_odd_coset(a, b, c | None, out, log_n): out gets the 2^log_n values. */
+static PyObject *py_fr_h_odd_coset(PyObject *self, PyObject *args)
+{
+    Py_buffer a = {0}, b = {0}, c = {0}, out = {0};
+    PyObject *c_obj;
+    int log_n;
+    Py_buffer *views[] = {&a, &b, &c, &out, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*Ow*i", &a, &b, &c_obj, &out, &log_n))
+        return NULL;
+    Py_ssize_t na, nb, nc = 0, nout;
+    int rc = -1;
+    int have_c = c_obj != Py_None;
+    if (have_c && PyObject_GetBuffer(c_obj, &c, PyBUF_SIMPLE) < 0) {
+        release_all(views);
+        return NULL;
+    }
+    if (log_n < 0 || log_n > 31) {
+        PyErr_Format(PyExc_ValueError,
+                     "odd coset of 2^%d points: needs a 2^%d-th root of unity, Fr has up to 2^32",
+                     log_n, log_n + 1);
+    } else if (check_fr(&a, "H input a", &na) && check_fr(&b, "H input b", &nb) &&
+               (!have_c || check_fr(&c, "H input c", &nc)) &&
+               check_size(&out, FR_BYTES, "H output", &nout)) {
+        Py_ssize_t n = (Py_ssize_t)1 << log_n;
+        if (na > n || nb > n || nc > n || nout != n) {
+            PyErr_Format(PyExc_ValueError,
+                         "odd coset of 2^%d points: inputs of %zd, %zd, %zd and an output of %zd",
+                         log_n, na, nb, nc, nout);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = fr_h_odd_coset((const u64 *)a.buf, (size_t)na, (const u64 *)b.buf, (size_t)nb,
+                                have_c ? (const u64 *)c.buf : NULL, (size_t)nc, (u64 *)out.buf,
+                                log_n, g_threads);
+            Py_END_ALLOW_THREADS
+            if (rc)
+                PyErr_NoMemory();
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* fr_spmv(indptr, indices, coeffs, w, out). */
 static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
 {
@@ -459,6 +504,8 @@ static PyMethodDef methods[] = {
      "fr_ntt(data, log_n, inverse, coset): in-place (coset) NTT or iNTT of an Fr buffer"},
     {"fr_h_poly", py_fr_h_poly, METH_VARARGS,
      "fr_h_poly(a, b, c, out, log_n): Groth16's H coefficients into out"},
+    {"fr_h_odd_coset", py_fr_h_odd_coset, METH_VARARGS,
+     "fr_h_odd_coset(a, b, c_or_None, out, log_n): snarkjs's A·B − C on the odd coset"},
     {"fr_spmv", py_fr_spmv, METH_VARARGS,
      "fr_spmv(indptr, indices, coeffs, w, out): CSR matrix times vector over Fr"},
     {"g1_prepare", py_g1_prepare, METH_VARARGS, "g1_prepare(in, out): bases to Montgomery form"},
