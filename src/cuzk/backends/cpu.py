@@ -262,7 +262,7 @@ class CpuBackend:
         scalars = _check_fr(scalars, "MSM scalars")
         if len(scalars) > len(bases):
             raise ValueError(f"MSM of {len(scalars)} scalars over {len(bases)} bases")
-        ks = fr_from_array(scalars)
+        ks = [k % R for k in fr_from_array(scalars)]  # any 256-bit values, as on the GPU
         pts = bases.points or []
         ones = [pts[i] for i, k in enumerate(ks) if k == 1]
         full = [i for i, k in enumerate(ks) if k > 1]

@@ -77,9 +77,26 @@ def _g2_rows(fb: GeneratorMultiples, scalars: list[int]) -> np.ndarray:
     return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 2, 6).copy()
 
 
-def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) -> ProvingKey:
-    """Generate a proving key (which contains its verifying key) for an R1CS."""
-    w = waste or ToxicWaste.draw(seed)
+@dataclass(frozen=True)
+class QueryScalars:
+    """The scalars whose multiples of G1 / G2 make up a proving key.
+
+    Each query point is (its scalar)·G for the group's generator G; the
+    point-generation step (arkworks here, the GPU in setup_gpu) only
+    multiplies.
+    """
+
+    waste: ToxicWaste
+    ic: list[int]  # (β·A_j + α·B_j + C_j)(τ)/γ for each input j
+    l: list[int]  # the same over δ for each aux variable
+    h: list[int]  # τ^i·Z(τ)/δ for i < m − 1
+    a: list[int]  # A_j(τ) for the A-dense variables
+    b: list[int]  # B_j(τ) for the B-dense variables
+
+
+def query_scalars(r1cs: R1CS, waste: ToxicWaste) -> QueryScalars:
+    """Every query's scalars for an R1CS and a draw of toxic waste."""
+    w = waste
     domain = EvaluationDomain.for_size(r1cs.num_constraints)
     if domain.z_at(w.tau) == 0:
         raise SynthesisError("τ fell in the evaluation domain; draw again")
@@ -112,13 +129,23 @@ def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) 
 
     a_mask = np.concatenate([np.ones(ni, dtype=bool), r1cs.a_aux_density()])
     b_mask = r1cs.b.column_mask()
-    a_scalars = [at[j] for j in np.flatnonzero(a_mask)]
-    b_scalars = [bt[j] for j in np.flatnonzero(b_mask)]
+    return QueryScalars(
+        waste=w,
+        ic=ic_scalars,
+        l=l_scalars,
+        h=h_scalars,
+        a=[at[j] for j in np.flatnonzero(a_mask)],
+        b=[bt[j] for j in np.flatnonzero(b_mask)],
+    )
 
-    g1_count = 3 + ni + len(l_scalars) + len(h_scalars) + len(a_scalars) + len(b_scalars)
-    g1 = _fixed_base("G1", g1_count)
-    g2 = _fixed_base("G2", 3 + len(b_scalars))
-    ic = g1_from_array(_g1_rows(g1, ic_scalars))
+
+def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) -> ProvingKey:
+    """Generate a proving key (which contains its verifying key) for an R1CS."""
+    q = query_scalars(r1cs, waste or ToxicWaste.draw(seed))
+    w = q.waste
+    g1 = _fixed_base("G1", 3 + len(q.ic) + len(q.l) + len(q.h) + len(q.a) + len(q.b))
+    g2 = _fixed_base("G2", 3 + len(q.b))
+    ic = g1_from_array(_g1_rows(g1, q.ic))
     alpha_g1, beta_g1, delta_g1 = g1_from_array(_g1_rows(g1, [w.alpha, w.beta, w.delta]))
     beta_g2, gamma_g2, delta_g2 = g2_from_array(_g2_rows(g2, [w.beta, w.gamma, w.delta]))
     vk = VerifyingKey(
@@ -133,9 +160,9 @@ def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) 
     empty_g1 = g1_to_array([])
     return ProvingKey(
         vk=vk,
-        h=_g1_rows(g1, h_scalars) if h_scalars else empty_g1,
-        l=_g1_rows(g1, l_scalars) if l_scalars else empty_g1,
-        a=_g1_rows(g1, a_scalars),
-        b_g1=_g1_rows(g1, b_scalars) if b_scalars else empty_g1,
-        b_g2=_g2_rows(g2, b_scalars) if b_scalars else np.zeros((0, 2, 2, 6), np.uint64),
+        h=_g1_rows(g1, q.h) if q.h else empty_g1,
+        l=_g1_rows(g1, q.l) if q.l else empty_g1,
+        a=_g1_rows(g1, q.a),
+        b_g1=_g1_rows(g1, q.b) if q.b else empty_g1,
+        b_g2=_g2_rows(g2, q.b) if q.b else np.zeros((0, 2, 2, 6), np.uint64),
     )

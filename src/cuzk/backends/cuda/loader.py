@@ -7,18 +7,44 @@ by a hash of the source and options (``CUZK_KERNEL_CACHE`` or CuPy's own
 ``CUPY_CACHE_DIR`` chooses where), so a restart does not recompile.
 The source hash also covers every header a module includes, so editing a
 header recompiles its users.
+
+Large modules take a while to compile (the NTT: about a minute). Where
+``CUZK_KERNEL_PREBUILT`` names a folder, a cubin built ahead of time for the
+same source, options and architecture (``python -m cuzk.backends.cuda.loader
+DEST``, with nvcc) is loaded from there instead; any mismatch in the key falls
+back to NVRTC.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+# The modules of the Fr / NTT / sparse / H-polynomial family, with the
+# option sets the backend and its benchmark load.
+PREBUILD_DEFAULT = (
+    ("fr_ops.cu", ()),
+    ("fr_ops.cu", ("-DFR_MUL_VARIANT=0",)),
+    ("fr_ops.cu", ("-DFR_MUL_VARIANT=1",)),
+    ("fr_ops.cu", ("-DFR_MUL_VARIANT=2",)),
+    ("fr_ops.cu", ("-DFR_MUL_VARIANT=3",)),
+    ("ntt.cu", ()),
+    ("ntt.cu", ("-DFR_MUL_VARIANT=0",)),
+    ("ntt.cu", ("-DFR_MUL_VARIANT=1",)),
+    ("ntt.cu", ("-DFR_MUL_VARIANT=2",)),
+    ("ntt.cu", ("-DNTT_MIN_BLOCKS=1",)),
+    ("spmv.cu", ()),
+    ("spmv.cu", ("-DSPMV_MIN_BLOCKS=1",)),
+    ("hpoly.cu", ()),
+)
 
 
 def _expand_hash(path: Path, seen: set[Path], h: hashlib._Hash) -> None:
@@ -47,11 +73,29 @@ def compile_options(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     return (arch, "--std=c++17", f"-I{KERNEL_DIR}", "-DCUZK_NVRTC=1", *extra)
 
 
+def module_key(name: str, extra: tuple[str, ...], arch: str) -> str:
+    """What a prebuilt binary must match: source (with headers), options, arch."""
+    h = hashlib.sha256("\0".join((source_hash(name), arch, *extra)).encode())
+    return h.hexdigest()[:16]
+
+
+def prebuilt_path(name: str, extra: tuple[str, ...], arch: str) -> Path | None:
+    folder = os.environ.get("CUZK_KERNEL_PREBUILT")
+    if not folder:
+        return None
+    path = Path(folder) / f"{Path(name).stem}-{module_key(name, extra, arch)}.cubin"
+    return path if path.exists() else None
+
+
 @cache
 def load_module(name: str, extra: tuple[str, ...] = ()):
     """The compiled module for ``kernels/<name>`` (a cupy.RawModule)."""
     import cupy
 
+    arch = str(cupy.cuda.Device().compute_capability)
+    pre = prebuilt_path(name, extra, arch)
+    if pre is not None:
+        return cupy.RawModule(path=str(pre))
     cache = os.environ.get("CUZK_KERNEL_CACHE")
     if cache:
         os.environ.setdefault("CUPY_CACHE_DIR", cache)
@@ -60,3 +104,52 @@ def load_module(name: str, extra: tuple[str, ...] = ()):
     # (which hashes the source text) changes when an included header changes.
     src = f"// cuzk source hash {source_hash(name)}\n" + src
     return cupy.RawModule(code=src, options=compile_options(extra), backend="nvrtc")
+
+
+def prebuild(
+    dest: Path, items=PREBUILD_DEFAULT, arch: str = "90", nvcc: str = "nvcc", jobs: int = 2
+) -> list[Path]:
+    """Build cubins for ``items`` ((name, extra) pairs) with nvcc into ``dest``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def build(item) -> Path:
+        name, extra = item
+        path = dest / f"{Path(name).stem}-{module_key(name, tuple(extra), arch)}.cubin"
+        if not path.exists():
+            cmd = [nvcc, f"-arch=sm_{arch}", "--std=c++17", f"-I{KERNEL_DIR}", "-DCUZK_NVRTC=1"]
+            cmd += [*extra, "-cubin", "-o", str(path) + ".tmp", str(KERNEL_DIR / name)]
+            subprocess.run(cmd, check=True)
+            os.replace(str(path) + ".tmp", path)
+        return path
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(build, items))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="prebuild cuzk's CUDA kernels with nvcc")
+    parser.add_argument("dest", type=Path)
+    parser.add_argument("--arch", default="90")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        help="NAME.cu[:OPTION,OPTION...] to build instead of the default set",
+    )
+    args = parser.parse_args(argv)
+    items = PREBUILD_DEFAULT
+    if args.module:
+        items = []
+        for spec in args.module:
+            name, _, opts = spec.partition(":")
+            items.append((name, tuple(o for o in opts.split(",") if o)))
+    paths = prebuild(args.dest, items, args.arch, jobs=args.jobs)
+    sys.stdout.write("".join(f"{p}\n" for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,13 +34,12 @@ class DeviceBudget:
         self.reserved_bytes += nbytes
         self.peak_by_operation[what] = max(self.peak_by_operation.get(what, 0), nbytes)
 
-    @contextmanager
-    def reserve(self, nbytes: int, what: str, wait: bool = False) -> Iterator[None]:
-        """Hold ``nbytes`` of this device's budget for the duration of ``what``.
+    def acquire(self, nbytes: int, what: str, wait: bool = False) -> Hold:
+        """Take ``nbytes`` of the budget until the returned hold is released.
 
-        With ``wait=False`` a reservation that does not fit now raises; with
-        ``wait=True`` it blocks until enough is released (it still raises if it
-        could never fit).
+        For memory that outlives one call (resident tables, prepared bases);
+        :meth:`reserve` is the scoped form. Raises (or, with ``wait=True``,
+        blocks) exactly as :meth:`reserve` does.
         """
         if nbytes > self.limit_bytes:
             raise ResourceError(
@@ -56,12 +55,41 @@ class DeviceBudget:
                     )
                 self._cond.wait()
             self._take(nbytes, what)
+        return Hold(self, nbytes, what)
+
+    def _give_back(self, nbytes: int) -> None:
+        with self._cond:
+            self.reserved_bytes -= nbytes
+            self._cond.notify_all()
+
+    @contextmanager
+    def reserve(self, nbytes: int, what: str, wait: bool = False) -> Iterator[None]:
+        """Hold ``nbytes`` of this device's budget for the duration of ``what``.
+
+        With ``wait=False`` a reservation that does not fit now raises; with
+        ``wait=True`` it blocks until enough is released (it still raises if it
+        could never fit).
+        """
+        hold = self.acquire(nbytes, what, wait)
         try:
             yield
         finally:
-            with self._cond:
-                self.reserved_bytes -= nbytes
-                self._cond.notify_all()
+            hold.release()
+
+
+@dataclass
+class Hold:
+    """A long-lived share of a device budget (see :meth:`DeviceBudget.acquire`)."""
+
+    budget: DeviceBudget
+    nbytes: int
+    what: str
+    released: bool = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.budget._give_back(self.nbytes)
 
 
 @dataclass

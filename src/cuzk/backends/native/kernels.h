@@ -27,11 +27,13 @@ int fr_h_poly(const u64 *a, size_t na, const u64 *b, size_t nb, const u64 *c, si
 int fr_h_odd_coset(const u64 *a, size_t na, const u64 *b, size_t nb, const u64 *c, size_t nc,
                    u64 *out, int log_n, int nthreads);
 long long fr_first_noncanonical(const u64 *a, size_t n);
+/* Any 256-bit values to their canonical representatives mod r, in place. */
+void fr_reduce(u64 *a, size_t n);
 
-/* spmv.c: out = m·w for the CSR matrix m (rows, nnz entries, ncols columns).
- * On a bad input, *where is the offending row, entry or witness index. */
-enum { SPMV_OK = 0, SPMV_BAD_INDPTR, SPMV_BAD_COLUMN, SPMV_BAD_COEFF, SPMV_BAD_WITNESS,
-       SPMV_NO_MEMORY };
+/* spmv.c: out = m·w for the CSR matrix m (rows, nnz entries, ncols columns;
+ * canonical coefficients and witness). On a bad input, *where is the
+ * offending row or entry. */
+enum { SPMV_OK = 0, SPMV_BAD_INDPTR, SPMV_BAD_COLUMN, SPMV_NO_MEMORY };
 int fr_spmv(const int64_t *indptr, size_t rows, const int64_t *indices, const u64 *coeffs,
             size_t nnz, const u64 *w, size_t ncols, u64 *out, size_t *where, int nthreads);
 

@@ -37,15 +37,34 @@ static int check_size(const Py_buffer *v, Py_ssize_t unit, const char *what, Py_
     return 1;
 }
 
-static int check_fr(const Py_buffer *v, const char *what, Py_ssize_t *count)
+/* An Fr input: the caller's limbs, or (when some are ≥ r) a copy reduced
+ * mod r: the contract takes any 256-bit values, as the Python twin's ints do. */
+typedef struct {
+    const u64 *data;
+    u64 *owned;
+    Py_ssize_t n;
+} fr_in;
+
+static int fr_input(const Py_buffer *v, const char *what, fr_in *f)
 {
-    if (!check_size(v, FR_BYTES, what, count))
+    f->data = (const u64 *)v->buf;
+    f->owned = NULL;
+    f->n = 0;
+    if (!v->obj)
+        return 1; /* an absent optional input */
+    if (!check_size(v, FR_BYTES, what, &f->n))
         return 0;
-    long long bad = fr_first_noncanonical((const u64 *)v->buf, (size_t)*count);
-    if (bad >= 0) {
-        PyErr_Format(PyExc_ValueError, "%s: element %lld is not reduced mod r", what, bad);
+    long long bad = fr_first_noncanonical(f->data, (size_t)f->n);
+    if (bad < 0)
+        return 1;
+    f->owned = malloc((size_t)f->n * FR_BYTES);
+    if (!f->owned) {
+        PyErr_NoMemory();
         return 0;
     }
+    memcpy(f->owned, f->data, (size_t)f->n * FR_BYTES);
+    fr_reduce(f->owned + 4 * bad, (size_t)(f->n - bad));
+    f->data = f->owned;
     return 1;
 }
 
@@ -116,11 +135,12 @@ static PyObject *py_fr_ntt(PyObject *self, PyObject *args)
     int rc = -1;
     if (log_n < 0 || log_n > 32) {
         PyErr_Format(PyExc_ValueError, "NTT of 2^%d elements: Fr supports up to 2^32", log_n);
-    } else if (check_fr(&a, "NTT input", &n)) {
+    } else if (check_size(&a, FR_BYTES, "NTT input", &n)) {
         if (n != (Py_ssize_t)1 << log_n) {
             PyErr_Format(PyExc_ValueError, "NTT input has %zd elements, not 2^%d", n, log_n);
         } else {
             Py_BEGIN_ALLOW_THREADS
+            fr_reduce((u64 *)a.buf, (size_t)n); /* in place: the wrapper passes a copy */
             rc = fr_ntt((u64 *)a.buf, log_n, inverse, coset, g_threads);
             Py_END_ALLOW_THREADS
             if (rc)
@@ -142,26 +162,30 @@ static PyObject *py_fr_h_poly(PyObject *self, PyObject *args)
     (void)self;
     if (!PyArg_ParseTuple(args, "y*y*y*w*i", &a, &b, &c, &out, &log_n))
         return NULL;
-    Py_ssize_t na, nb, nc, nout;
+    Py_ssize_t nout;
+    fr_in fa = {0}, fb = {0}, fc = {0};
     int rc = -1;
     if (log_n < 0 || log_n > 32) {
         PyErr_Format(PyExc_ValueError, "H over 2^%d points: Fr supports up to 2^32", log_n);
-    } else if (check_fr(&a, "H input a", &na) && check_fr(&b, "H input b", &nb) &&
-               check_fr(&c, "H input c", &nc) && check_size(&out, FR_BYTES, "H output", &nout)) {
+    } else if (fr_input(&a, "H input a", &fa) && fr_input(&b, "H input b", &fb) &&
+               fr_input(&c, "H input c", &fc) && check_size(&out, FR_BYTES, "H output", &nout)) {
         Py_ssize_t n = (Py_ssize_t)1 << log_n;
-        if (na > n || nb > n || nc > n || nout != n - 1) {
+        if (fa.n > n || fb.n > n || fc.n > n || nout != n - 1) {
             PyErr_Format(PyExc_ValueError,
                          "H over 2^%d points: inputs of %zd, %zd, %zd and an output of %zd",
-                         log_n, na, nb, nc, nout);
+                         log_n, fa.n, fb.n, fc.n, nout);
         } else {
             Py_BEGIN_ALLOW_THREADS
-            rc = fr_h_poly((const u64 *)a.buf, (size_t)na, (const u64 *)b.buf, (size_t)nb,
-                           (const u64 *)c.buf, (size_t)nc, (u64 *)out.buf, log_n, g_threads);
+            rc = fr_h_poly(fa.data, (size_t)fa.n, fb.data, (size_t)fb.n, fc.data, (size_t)fc.n,
+                           (u64 *)out.buf, log_n, g_threads);
             Py_END_ALLOW_THREADS
             if (rc)
                 PyErr_NoMemory();
         }
     }
+    free(fa.owned);
+    free(fb.owned);
+    free(fc.owned);
     release_all(views);
     if (rc)
         return NULL;
@@ -178,7 +202,8 @@ static PyObject *py_fr_h_odd_coset(PyObject *self, PyObject *args)
     (void)self;
     if (!PyArg_ParseTuple(args, "y*y*Ow*i", &a, &b, &c_obj, &out, &log_n))
         return NULL;
-    Py_ssize_t na, nb, nc = 0, nout;
+    Py_ssize_t nout;
+    fr_in fa = {0}, fb = {0}, fc = {0};
     int rc = -1;
     int have_c = c_obj != Py_None;
     if (have_c && PyObject_GetBuffer(c_obj, &c, PyBUF_SIMPLE) < 0) {
@@ -189,24 +214,26 @@ static PyObject *py_fr_h_odd_coset(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError,
                      "odd coset of 2^%d points: needs a 2^%d-th root of unity, Fr has up to 2^32",
                      log_n, log_n + 1);
-    } else if (check_fr(&a, "H input a", &na) && check_fr(&b, "H input b", &nb) &&
-               (!have_c || check_fr(&c, "H input c", &nc)) &&
-               check_size(&out, FR_BYTES, "H output", &nout)) {
+    } else if (fr_input(&a, "H input a", &fa) && fr_input(&b, "H input b", &fb) &&
+               fr_input(&c, "H input c", &fc) && check_size(&out, FR_BYTES, "H output", &nout)) {
         Py_ssize_t n = (Py_ssize_t)1 << log_n;
-        if (na > n || nb > n || nc > n || nout != n) {
+        if (fa.n > n || fb.n > n || fc.n > n || nout != n) {
             PyErr_Format(PyExc_ValueError,
                          "odd coset of 2^%d points: inputs of %zd, %zd, %zd and an output of %zd",
-                         log_n, na, nb, nc, nout);
+                         log_n, fa.n, fb.n, fc.n, nout);
         } else {
             Py_BEGIN_ALLOW_THREADS
-            rc = fr_h_odd_coset((const u64 *)a.buf, (size_t)na, (const u64 *)b.buf, (size_t)nb,
-                                have_c ? (const u64 *)c.buf : NULL, (size_t)nc, (u64 *)out.buf,
-                                log_n, g_threads);
+            rc = fr_h_odd_coset(fa.data, (size_t)fa.n, fb.data, (size_t)fb.n,
+                                have_c ? fc.data : NULL, (size_t)fc.n, (u64 *)out.buf, log_n,
+                                g_threads);
             Py_END_ALLOW_THREADS
             if (rc)
                 PyErr_NoMemory();
         }
     }
+    free(fa.owned);
+    free(fb.owned);
+    free(fc.owned);
     release_all(views);
     if (rc)
         return NULL;
@@ -222,11 +249,14 @@ static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &indptr, &indices, &coeffs, &w, &out))
         return NULL;
     Py_ssize_t nptr, nidx, nnz, ncols, rows;
+    fr_in fk = {0}, fw = {0};
     int rc = -1;
     if (check_size(&indptr, 8, "CSR indptr", &nptr) &&
         check_size(&indices, 8, "CSR indices", &nidx) &&
-        check_size(&coeffs, FR_BYTES, "CSR coefficients", &nnz) &&
-        check_size(&w, FR_BYTES, "witness", &ncols) && check_size(&out, FR_BYTES, "output", &rows)) {
+        fr_input(&coeffs, "CSR coefficients", &fk) && fr_input(&w, "witness", &fw) &&
+        check_size(&out, FR_BYTES, "output", &rows)) {
+        nnz = fk.n;
+        ncols = fw.n;
         if (nptr != rows + 1 || nidx != nnz) {
             PyErr_Format(PyExc_ValueError,
                          "CSR of %zd rows needs %zd row pointers (has %zd) and as many "
@@ -236,8 +266,8 @@ static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
             size_t where = 0;
             Py_BEGIN_ALLOW_THREADS
             rc = fr_spmv((const int64_t *)indptr.buf, (size_t)rows, (const int64_t *)indices.buf,
-                         (const u64 *)coeffs.buf, (size_t)nnz, (const u64 *)w.buf, (size_t)ncols,
-                         (u64 *)out.buf, &where, g_threads);
+                         fk.data, (size_t)nnz, fw.data, (size_t)ncols, (u64 *)out.buf, &where,
+                         g_threads);
             Py_END_ALLOW_THREADS
             switch (rc) {
             case SPMV_OK:
@@ -251,19 +281,13 @@ static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
                 PyErr_Format(PyExc_ValueError, "CSR entry %zu: column outside [0, %zd)", where,
                              ncols);
                 break;
-            case SPMV_BAD_COEFF:
-                PyErr_Format(PyExc_ValueError, "CSR entry %zu: coefficient not reduced mod r",
-                             where);
-                break;
-            case SPMV_BAD_WITNESS:
-                PyErr_Format(PyExc_ValueError, "witness: element %zu is not reduced mod r",
-                             where);
-                break;
             default:
                 PyErr_NoMemory();
             }
         }
     }
+    free(fk.owned);
+    free(fw.owned);
     release_all(views);
     if (rc)
         return NULL;
@@ -333,8 +357,10 @@ static PyObject *msm(PyObject *args, Py_ssize_t point_bytes, msm_fn fn, const ch
     if (!PyArg_ParseTuple(args, "y*y*w*", &bases, &scalars, &out))
         return NULL;
     Py_ssize_t nb, ns;
+    fr_in fs = {0};
     int rc = -1;
-    if (check_size(&bases, point_bytes, what, &nb) && check_fr(&scalars, "MSM scalars", &ns)) {
+    if (check_size(&bases, point_bytes, what, &nb) && fr_input(&scalars, "MSM scalars", &fs)) {
+        ns = fs.n;
         if (ns > nb) {
             PyErr_Format(PyExc_ValueError, "MSM of %zd scalars over %zd bases", ns, nb);
         } else if (out.len != point_bytes) {
@@ -342,13 +368,13 @@ static PyObject *msm(PyObject *args, Py_ssize_t point_bytes, msm_fn fn, const ch
                          point_bytes);
         } else {
             Py_BEGIN_ALLOW_THREADS
-            rc = fn((const u64 *)bases.buf, (const u64 *)scalars.buf, (size_t)ns, (u64 *)out.buf,
-                    g_threads);
+            rc = fn((const u64 *)bases.buf, fs.data, (size_t)ns, (u64 *)out.buf, g_threads);
             Py_END_ALLOW_THREADS
             if (rc)
                 PyErr_NoMemory();
         }
     }
+    free(fs.owned);
     release_all(views);
     if (rc)
         return NULL;
@@ -456,7 +482,9 @@ static PyObject *fixed_mul(PyObject *args, Py_ssize_t point_bytes, table_len_fn 
         return NULL;
     int ok = 0;
     Py_ssize_t m;
-    if (check_window(c) && check_fr(&scalars, "fixed-base scalars", &m)) {
+    fr_in fs = {0};
+    if (check_window(c) && fr_input(&scalars, "fixed-base scalars", &fs)) {
+        m = fs.n;
         if ((size_t)table.len != len_fn(c) * (size_t)point_bytes) {
             PyErr_Format(PyExc_ValueError, "%s fixed-base table does not match a %d-bit window",
                          what, c);
@@ -466,8 +494,7 @@ static PyObject *fixed_mul(PyObject *args, Py_ssize_t point_bytes, table_len_fn 
         } else {
             int rc;
             Py_BEGIN_ALLOW_THREADS
-            rc = fn((const u64 *)table.buf, c, (const u64 *)scalars.buf, (size_t)m,
-                    (u64 *)out.buf, g_threads);
+            rc = fn((const u64 *)table.buf, c, fs.data, (size_t)m, (u64 *)out.buf, g_threads);
             Py_END_ALLOW_THREADS
             if (rc)
                 PyErr_NoMemory();
@@ -475,6 +502,7 @@ static PyObject *fixed_mul(PyObject *args, Py_ssize_t point_bytes, table_len_fn 
                 ok = 1;
         }
     }
+    free(fs.owned);
     release_all(views);
     if (!ok)
         return NULL;

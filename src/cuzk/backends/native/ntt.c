@@ -15,6 +15,14 @@
 #include "kernels.h"
 #include "pool.h"
 
+/* a −= r (a ≥ r). */
+static inline void mod_sub_raw4(u64 *a)
+{
+    u64 borrow = 0;
+    for (int i = 0; i < 4; i++)
+        borrow = subb(a[i], FR_P[i], borrow, &a[i]);
+}
+
 /* Segments smaller than this are not worth a thread. */
 #define NTT_MIN_SEGMENT 1024
 
@@ -25,6 +33,15 @@ long long fr_first_noncanonical(const u64 *a, size_t n)
             return (long long)i;
     }
     return -1;
+}
+
+void fr_reduce(u64 *a, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        /* 2^256 < 3r: at most two subtractions */
+        while (!fr_is_canonical(a + 4 * i))
+            mod_sub_raw4(a + 4 * i);
+    }
 }
 
 /* --- twiddle tables (built once per size and direction, kept for the process) --- */

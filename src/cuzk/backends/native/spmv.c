@@ -83,15 +83,6 @@ int fr_spmv(const int64_t *indptr, size_t rows, const int64_t *indices, const u6
             *where = e;
             return SPMV_BAD_COLUMN;
         }
-        if (!fr_is_canonical(coeffs + 4 * e)) {
-            *where = e;
-            return SPMV_BAD_COEFF;
-        }
-    }
-    long long bad = fr_first_noncanonical(w, ncols);
-    if (bad >= 0) {
-        *where = (size_t)bad;
-        return SPMV_BAD_WITNESS;
     }
     spmv_ctx c = {indptr, indices, (const fr_t *)coeffs, (const fr_t *)w, NULL, rows, ncols,
                   (fr_t *)out, 0};

@@ -1,0 +1,129 @@
+"""The CUDA backend: the CPU backend's contract, bit for bit, on one GPU.
+
+Fr arrays cross the boundary as ``(n, 4)`` uint64 standard-form limbs, numpy
+or CuPy; results stay on the device as CuPy arrays until :meth:`to_host`.
+Inputs need not be canonical: every kernel that reads caller data reduces it
+mod r first, as the CPU reference does. MSMs are delegated to
+:class:`cuzk.backends.cuda.msm.MsmEngine`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from cuzk.algebra.curves import Affine
+from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
+from cuzk.backends.cuda.hpoly import HPoly
+from cuzk.backends.cuda.memory import DeviceContext
+from cuzk.backends.cuda.ntt import NttEngine
+from cuzk.backends.cuda.spmv import SpmvEngine
+
+log = logging.getLogger(__name__)
+
+
+class CudaBackend:
+    """One GPU: its budget, kernels and resident data.
+
+    ``limit_bytes`` / ``budget_fraction`` size the VRAM budget (see
+    :class:`DeviceContext`); ``full_tables`` forces the NTT's power tables
+    to full (True) or split (False) form instead of choosing by size.
+    """
+
+    name = "cuda"
+
+    def __init__(
+        self,
+        device_id: int = 0,
+        limit_bytes: int | None = None,
+        budget_fraction: float = 0.9,
+        full_tables: bool | None = None,
+        ctx: DeviceContext | None = None,
+    ) -> None:
+        import cupy
+
+        self.cp = cupy
+        self.ctx = ctx or DeviceContext(device_id, limit_bytes, budget_fraction)
+        self.fr = FrKernels(self.ctx)
+        self.ntt_engine = NttEngine(self.ctx, full_tables=full_tables)
+        self.hpoly = HPoly(self.ntt_engine)
+        self.spmv_engine = SpmvEngine(self.ctx, self.fr)
+        self._msm = None
+
+    def _device(self):
+        return self.cp.cuda.Device(self.ctx.device_id)
+
+    # --- arrays ---------------------------------------------------------
+    def asarray(self, a: Any):
+        with self._device():
+            out = self.cp.ascontiguousarray(self.cp.asarray(a, dtype=self.cp.uint64))
+        check_fr_shape(out)
+        return out
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return np.ascontiguousarray(self.cp.asnumpy(a), dtype=np.uint64)
+
+    # --- constraint evaluation -----------------------------------------
+    def spmv(self, m: SparseMatrix, w: Any):
+        with self._device():
+            return self.spmv_engine.matvec(self.spmv_engine.upload(m), w)
+
+    # --- polynomials ----------------------------------------------------
+    def ntt(self, a: Any):
+        with self._device():
+            return self.ntt_engine.ntt(a)
+
+    def intt(self, a: Any):
+        with self._device():
+            return self.ntt_engine.intt(a)
+
+    def coset_ntt(self, a: Any):
+        with self._device():
+            return self.ntt_engine.coset_ntt(a)
+
+    def coset_intt(self, a: Any):
+        with self._device():
+            return self.ntt_engine.coset_intt(a)
+
+    def h_poly(self, a: Any, b: Any, c: Any):
+        with self._device():
+            return self.hpoly(a, b, c)
+
+    # --- multi-scalar multiplication -------------------------------------
+    def _msm_engine(self):
+        if self._msm is None:
+            try:
+                from cuzk.backends.cuda.msm import MsmEngine
+            except ModuleNotFoundError as e:
+                if e.name != "cuzk.backends.cuda.msm":
+                    raise
+                raise NotImplementedError(
+                    "this build has no CUDA MSM engine (cuzk.backends.cuda.msm); "
+                    "use the cpu backend for MSMs"
+                ) from e
+            self._msm = MsmEngine(self.ctx)
+        return self._msm
+
+    def prepare_g1(self, bases: np.ndarray) -> Any:
+        with self._device():
+            return self._msm_engine().prepare_g1(bases)
+
+    def prepare_g2(self, bases: np.ndarray) -> Any:
+        with self._device():
+            return self._msm_engine().prepare_g2(bases)
+
+    def msm_g1(self, bases: Any, scalars: Any) -> Affine:
+        with self._device():
+            return self._msm_engine().msm_g1(bases, scalars)
+
+    def msm_g2(self, bases: Any, scalars: Any) -> Affine:
+        with self._device():
+            return self._msm_engine().msm_g2(bases, scalars)
+
+    # --- reporting --------------------------------------------------------
+    def peak_bytes_by_operation(self) -> dict[str, int]:
+        """The largest reservation each operation made on this device."""
+        return dict(self.ctx.budget.peak_by_operation)

@@ -1,0 +1,520 @@
+"""Benchmarks of the Fr, NTT, H-polynomial and sparse kernels (``cuzk-bench kernels``).
+
+Every figure is the median of ``reps`` timed runs (CUDA events) after a
+warm-up, with inputs already on the GPU, and comes with its floor: the larger
+of (bytes that must move) / (measured copy bandwidth) and (field products of
+the textbook algorithm) / (measured Fr multiply rate). Each section checks its
+own results (identities, cross-checks between two code paths, sampled rows
+against Python integers) and reports ``check`` in its rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.algebra.domain import EvaluationDomain
+from cuzk.algebra.fields import R
+from cuzk.backends.cuda.fr import DEFAULT_VARIANT, MONT_R, FrKernels
+
+log = logging.getLogger(__name__)
+
+# 32GiB PoRep, one partition (FILECOIN.md): constraints, aux variables, inputs.
+POREP_ROWS = 130_278_869
+POREP_COLS = 130_169_893 + 328
+
+
+def time_ms(fn: Callable[[], Any], warmup: int = 1, reps: int = 5) -> list[float]:
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.Device().synchronize()
+    out = []
+    for _ in range(reps):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        out.append(float(cupy.cuda.get_elapsed_time(start, stop)))
+    return out
+
+
+def _free() -> None:
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def measure_ceilings(ctx, quick: bool = False) -> dict:
+    """Device-to-device copy bandwidth and the Fr multiply rate, measured now."""
+    import cupy
+
+    nbytes = (256 << 20) if quick else (4 << 30)
+    bufs = [cupy.ones(nbytes // 8, dtype=cupy.uint64), cupy.empty(nbytes // 8, dtype=cupy.uint64)]
+
+    def copy() -> None:
+        bufs[1][...] = bufs[0]
+
+    t = statistics.median(time_ms(copy, reps=7))
+    bufs.clear()
+    _free()
+    ceilings: dict[str, Any] = {"copy_bytes_per_s": 2 * nbytes / (t / 1e3)}
+    by_variant = {}
+    threads = 132 * 8 * 256 if not quick else 4096
+    iters = 16 if quick else 256
+    # None: the default build (variant DEFAULT_VARIANT), the others by number.
+    for variant in (None, *sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})):
+        k = FrKernels(ctx, variant)
+        data = k.random(4 * threads, seed=7)
+        muls = 4 * threads * iters
+        t = statistics.median(time_ms(lambda k=k, data=data: k.mul_rate_launch(data, iters)))
+        rate = muls / (t / 1e3)
+        if variant is None:
+            ceilings["fr_mul_per_s"] = rate
+            ceilings["fr_mul_variant"] = DEFAULT_VARIANT
+        by_variant[str(DEFAULT_VARIANT if variant is None else variant)] = rate
+    ceilings["fr_mul_per_s_by_variant"] = by_variant
+    try:
+        props = cupy.cuda.runtime.getDeviceProperties(ctx.device_id)
+        ceilings["device"] = (
+            props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        )
+        ceilings["sm_count"] = int(props["multiProcessorCount"])
+    except Exception:  # the host emulation has no device properties
+        ceilings["device"] = "unknown"
+    log.info("ceilings: %s", ceilings)
+    return ceilings
+
+
+def _row(op: str, size: int, times: list[float], work: float, unit: str, floor_ms: float, **extra):
+    med = statistics.median(times)
+    scale = 1e9
+    return {
+        "op": op,
+        "size": size,
+        "median_ms": round(med, 4),
+        "min_ms": round(min(times), 4),
+        "rate": round(work / (med / 1e3) / scale, 3),
+        "unit": unit,
+        "floor_ms": round(floor_ms, 4),
+        "ratio_to_floor": round(med / floor_ms, 3) if floor_ms > 0 else None,
+        **extra,
+    }
+
+
+def _ntt_floor(n: int, ceilings: dict, transforms: int = 1, extra_bytes: float = 0) -> tuple:
+    """Radix-2 products (n/2·log n per transform) and one read + write per transform."""
+    log_n = n.bit_length() - 1
+    muls = transforms * n / 2 * log_n
+    bytes_ = transforms * 64 * n + extra_bytes
+    floor = max(muls / ceilings["fr_mul_per_s"], bytes_ / ceilings["copy_bytes_per_s"]) * 1e3
+    return muls, floor
+
+
+def cupy_module():
+    import cupy
+
+    return cupy
+
+
+def _equal(cp, a, b) -> bool:
+    return bool(cp.array_equal(a, b))
+
+
+def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    import cupy as cp
+
+    from cuzk.backends.cuda.ntt import NttEngine
+
+    rows = []
+    fr = FrKernels(ctx)
+    sizes = [10, 14] if quick else [16, 20, 24, 27]
+    for full in (True, False):
+        eng = NttEngine(ctx, full_tables=full)
+        tables = "full" if full else "split"
+        for k in sizes:
+            n = 1 << k
+            x = fr.random(n, seed=k)
+            y = eng.ntt(x)
+            check = _equal(cp, eng.intt(y), x)
+            del y
+            muls, floor = _ntt_floor(n, ceilings)
+            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+            rows.append(_row("ntt", n, t, muls, "Gmul/s", floor, tables=tables, check=check))
+            buf = x.copy()
+            t = time_ms(lambda eng=eng, buf=buf: eng.dit(buf, inverse=False))
+            rows.append(_row("ntt_inplace", n, t, muls, "Gmul/s", floor, tables=tables))
+            if k == sizes[-2]:
+                for op in ("intt", "coset_ntt", "coset_intt"):
+                    fn = getattr(eng, op)
+                    t = time_ms(lambda fn=fn, x=x: fn(x))
+                    rows.append(_row(op, n, t, muls, "Gmul/s", floor, tables=tables))
+            del x, buf
+            _free()
+        eng.release_tables()
+        _free()
+    # Other block sizes than the default (2^10 elements: two tiles of 2^9).
+    for k in sizes[-2:]:
+        n = 1 << k
+        x = fr.random(n, seed=k)
+        muls, floor = _ntt_floor(n, ceilings)
+        for bits in (11, 9):
+            eng = NttEngine(ctx, full_tables=True, block_bits=bits)
+            y = eng.ntt(x)
+            check = _equal(cp, eng.intt(y), x)
+            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+            rows.append(
+                _row(
+                    "ntt",
+                    n,
+                    t,
+                    muls,
+                    "Gmul/s",
+                    floor,
+                    tables="full",
+                    build=f"block_bits={bits}",
+                    check=check,
+                )
+            )
+            eng.release_tables()
+            del y
+        del x
+        _free()
+    # The multiplication variants inside the NTT, and the register cap (one
+    # block per SM instead of two), at one size.
+    k = sizes[-2]
+    n = 1 << k
+    x = fr.random(n, seed=99)
+    ref = None
+    builds = [(v, ()) for v in (None, *sorted({0, 1, 2, 3} - {DEFAULT_VARIANT}))]
+    builds.append((None, ("-DNTT_MIN_BLOCKS=1",)))
+    for variant, options in builds:
+        eng = NttEngine(ctx, full_tables=True, variant=variant, options=options)
+        if options and not quick:
+            continue  # measured in v2: 8.05 ms against 5.29 at 2^24
+        y = eng.ntt(x)
+        ref = y if ref is None else ref
+        muls, floor = _ntt_floor(n, ceilings)
+        t = time_ms(lambda eng=eng: eng.ntt(x))
+        rows.append(
+            _row(
+                "ntt",
+                n,
+                t,
+                muls,
+                "Gmul/s",
+                floor,
+                tables="full",
+                variant=(DEFAULT_VARIANT if variant is None else variant),
+                build=" ".join(options) or None,
+                check=_equal(cp, y, ref),
+            )
+        )
+        eng.release_tables()
+    return rows
+
+
+def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    rows = _hpoly_rows(ctx, ceilings, quick)
+    # The previous default block size (2^11 elements) at the largest size.
+    import cupy as cp
+
+    from cuzk.backends.cuda.hpoly import HPoly
+    from cuzk.backends.cuda.ntt import NttEngine
+
+    fr = FrKernels(ctx)
+    k = 12 if quick else 27
+    n = 1 << k
+    a, b, c = fr.random(n, 1), fr.random(n, 2), fr.random(n, 3)
+    ref = HPoly(NttEngine(ctx, full_tables=True))(a, b, c)
+    for bits in (11,):
+        eng = NttEngine(ctx, full_tables=True, block_bits=bits)
+        h = HPoly(eng)
+        check = _equal(cp, h(a, b, c), ref)
+        muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
+        t = time_ms(lambda h=h: h(a, b, c))
+        rows.append(
+            _row(
+                "h_poly",
+                n,
+                t,
+                muls,
+                "Gmul/s",
+                floor,
+                tables="full",
+                build=f"block_bits={bits}",
+                check=check,
+            )
+        )
+        eng.release_tables()
+    return rows
+
+
+def _hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    import cupy as cp
+
+    from cuzk.backends.cuda.hpoly import HPoly
+    from cuzk.backends.cuda.ntt import NttEngine
+
+    rows = []
+    fr = FrKernels(ctx)
+    sizes = [10, 12] if quick else [20, 24, 27]
+    results = {}
+    for full in (True, False):
+        eng = NttEngine(ctx, full_tables=full)
+        h = HPoly(eng)
+        for k in sizes:
+            n = 1 << k
+            a, b, c = fr.random(n, 1), fr.random(n, 2), fr.random(n, 3)
+            out = h(a, b, c)
+            check = None
+            if k in results:
+                check = _equal(cp, out, results[k])  # full vs split tables
+            else:
+                results[k] = out
+                if k != sizes[-1] or quick:
+                    check = _equal(cp, out, _h_by_transforms(eng, fr, a, b, c))
+            muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
+            t = time_ms(lambda h=h, a=a, b=b, c=c: h(a, b, c))
+            rows.append(
+                _row(
+                    "h_poly",
+                    n,
+                    t,
+                    muls,
+                    "Gmul/s",
+                    floor,
+                    tables="full" if full else "split",
+                    check=check,
+                )
+            )
+            del a, b, c, out
+            _free()
+        eng.release_tables()
+        _free()
+    return rows
+
+
+def _h_by_transforms(eng, fr: FrKernels, a, b, c):
+    """H through the backend's separate transforms: an independent code path."""
+    n = len(a)
+    d = EvaluationDomain.for_size(n)
+    ea = eng.coset_ntt(eng.intt(a))
+    eb = eng.coset_ntt(eng.intt(b))
+    ec = eng.coset_ntt(eng.intt(c))
+    t = fr.scale(fr.sub(fr.mul(ea, eb), ec), d.z_on_coset_inv)
+    return eng.coset_intt(t)[: n - 1]
+
+
+def fr_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    fr = FrKernels(ctx)
+    n = 1 << (16 if quick else 26)
+    a, b = fr.random(n, 5), fr.random(n, 6)
+    t = time_ms(lambda: fr.mul(a, b))
+    bytes_ = 96 * n
+    floor = max(bytes_ / ceilings["copy_bytes_per_s"], 2 * n / ceilings["fr_mul_per_s"]) * 1e3
+    return [_row("fr_mul_elementwise", n, t, bytes_, "GB/s", floor)]
+
+
+# --- sparse mat-vec ------------------------------------------------------
+# Row lengths (lo, hi, probability) per matrix, shaped like a PoRep circuit:
+# mostly 1-3 entries, a tail of linear combinations up to a few hundred.
+SHAPES = {
+    "A": (
+        (1, 1, 0.50),
+        (2, 2, 0.25),
+        (3, 3, 0.10),
+        (4, 8, 0.10),
+        (9, 16, 0.04),
+        (17, 64, 0.009),
+        (65, 300, 0.001),
+    ),
+    "B": ((1, 1, 0.65), (2, 2, 0.25), (3, 8, 0.08), (9, 40, 0.02)),
+    "C": ((0, 0, 0.30), (1, 1, 0.30), (2, 2, 0.15), (3, 3, 0.15), (4, 16, 0.08), (17, 100, 0.02)),
+}
+DICT_SIZE = 4096
+
+
+def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
+    """A Filecoin-like CSR built on the device: local columns, few coefficients.
+
+    85% of entries sit within ±4096 columns of the row's diagonal, 10% are
+    column 0 (ONE), 5% anywhere; 70% of coefficients are 1, 25% come from 300
+    small constants, 5% from 3795 random ones.
+    """
+    import cupy as cp
+
+    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, long_rows_of, split_ones
+
+    rand = cp.random
+    rand.seed(seed)
+    lo = cp.asarray([s[0] for s in shape], dtype=cp.int64)
+    hi = cp.asarray([s[1] for s in shape], dtype=cp.int64)
+    cum = cp.asarray(np.cumsum([s[2] for s in shape]), dtype=cp.float64)
+    bucket = cp.minimum(cp.searchsorted(cum, rand.random(nrows)), len(shape) - 1)
+    span = hi[bucket] - lo[bucket] + 1
+    lengths = lo[bucket] + cp.floor(rand.random(nrows) * span).astype(cp.int64)
+    del bucket, span
+    row_ptr = cp.zeros(nrows + 1, dtype=cp.int64)
+    row_ptr[1:] = cp.cumsum(lengths)
+    del lengths
+    nnz = int(row_ptr[-1])
+    cols = cp.empty(nnz, dtype=cp.uint32)
+    codes = cp.empty(nnz, dtype=cp.uint16)
+    chunk = 1 << 26
+    for s in range(0, nnz, chunk):
+        e = min(nnz, s + chunk)
+        m = e - s
+        rows = cp.searchsorted(row_ptr, cp.arange(s, e, dtype=cp.int64), side="right") - 1
+        col = cp.clip(rows * ncols // nrows + rand.randint(-4096, 4097, m), 0, ncols - 1)
+        del rows
+        kind = rand.random(m)
+        col = cp.where(kind < 0.10, 0, col)
+        col = cp.where(kind > 0.95, rand.randint(0, ncols, m), col)
+        cols[s:e] = col.astype(cp.uint32)
+        kc = rand.random(m)
+        code = cp.where(kc < 0.70, 0, rand.randint(1, 301, m))
+        code = cp.where(kc > 0.95, rand.randint(301, DICT_SIZE, m), code)
+        codes[s:e] = code.astype(cp.uint16)
+        del kind, col, kc, code
+    small = [1] + [pow(2, i, R) for i in range(1, 151)] + [R - pow(2, i, R) for i in range(149)]
+    dict_std = np.zeros((DICT_SIZE, 4), dtype=np.uint64)
+    dict_std[:300] = fr_to_array(small)
+    dict_std[300:] = cp.asnumpy(fr.random(DICT_SIZE - 300, seed=seed + 1))
+    dictionary = fr.to_mont(cp.asarray(dict_std))
+    dev = DeviceCsr(
+        nrows,
+        ncols,
+        nnz,
+        row_ptr,
+        cols,
+        CODE16,
+        codes=codes,
+        dictionary=dictionary,
+        one_code=0,
+        long_rows=long_rows_of(cp, row_ptr),
+    )
+    split_ones(cp, dev)
+    return dev, dict_std, (row_ptr, cols, codes)
+
+
+def _check_rows(dev, orig, dict_std: np.ndarray, w, out, samples: int, seed: int) -> bool:
+    """Sampled rows recomputed with Python integers from the unsplit arrays."""
+    import cupy as cp
+
+    row_ptr, all_cols, all_codes = orig
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, dev.num_rows, samples)
+    # Always include a long row when there is one.
+    if len(dev.long_rows):
+        rows[0] = int(dev.long_rows[0])
+    dvals = fr_from_array(dict_std)
+    ptr = cp.asnumpy(row_ptr)
+    for r in rows:
+        s, e = int(ptr[r]), int(ptr[r + 1])
+        cols = cp.asnumpy(all_cols[s:e]).astype(np.int64)
+        codes = cp.asnumpy(all_codes[s:e])
+        wv = fr_from_array(cp.asnumpy(w[cp.asarray(cols)])) if e > s else []
+        want = sum(dvals[int(c)] * x for c, x in zip(codes, wv, strict=True)) % R
+        got = fr_from_array(cp.asnumpy(out[int(r) : int(r) + 1]))[0]
+        if got != want:
+            log.error("spmv row %d: got %x, want %x", r, got, want)
+            return False
+    return True
+
+
+def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+
+    from cuzk.backends.cuda.spmv import SpmvEngine
+
+    fr = FrKernels(ctx)
+    eng = SpmvEngine(ctx, fr)
+    rows = []
+    sizes = (
+        [(1 << 12, (1 << 12) + 9)]
+        if quick
+        else [(1 << 20, (1 << 20) + 9), (POREP_ROWS, POREP_COLS)]
+    )
+    for nrows, ncols in sizes:
+        w = fr.random(ncols, seed=11)
+        total_t = []
+        total_bytes = 0.0
+        total_floor = 0.0
+        ok = True
+        for i, (name, shape) in enumerate(SHAPES.items()):
+            dev, dict_std, orig = synthetic_csr(eng, fr, shape, nrows, ncols, seed=100 + i)
+            out = eng.matvec(dev, w)
+            check = _check_rows(dev, orig, dict_std, w, out, 64 if quick else 256, seed=i)
+            del orig
+            ok = ok and check
+            # Two row-pointer arrays (ones, others), a column per entry, a code
+            # per entry that has a coefficient other than 1, w once, the output.
+            ones = len(dev.one_cols)
+            bytes_ = (
+                16 * (nrows + 1) + 4 * dev.nnz + 2 * (dev.nnz - ones) + 32 * (ncols + nrows)
+            ) + 32 * DICT_SIZE
+            nonone = dev.nnz - ones
+            floor = (
+                max(bytes_ / ceilings["copy_bytes_per_s"], nonone / ceilings["fr_mul_per_s"]) * 1e3
+            )
+            t = time_ms(lambda dev=dev, w=w: eng.matvec(dev, w))
+            rows.append(
+                _row(f"spmv_{name}", nrows, t, bytes_, "GB/s", floor, nnz=dev.nnz, check=check)
+            )
+            if name == "A":  # the same matrix without the register cap
+                alt = SpmvEngine(ctx, fr, ("-DSPMV_MIN_BLOCKS=1",))
+                ok_alt = _equal(cupy_module(), alt.matvec(dev, w), out)
+                t2 = time_ms(lambda alt=alt, dev=dev, w=w: alt.matvec(dev, w))
+                rows.append(
+                    _row(
+                        "spmv_A",
+                        nrows,
+                        t2,
+                        bytes_,
+                        "GB/s",
+                        floor,
+                        build="SPMV_MIN_BLOCKS=1",
+                        check=ok_alt,
+                    )
+                )
+            total_t.append(statistics.median(t))
+            total_bytes += bytes_
+            total_floor += floor
+            del dev, out
+            _free()
+        rows.append(
+            _row("spmv_ABC", nrows, [sum(total_t)], total_bytes, "GB/s", total_floor, check=ok)
+        )
+        del w
+        _free()
+    return rows
+
+
+SECTIONS = {"fr": fr_rows, "ntt": ntt_rows, "h_poly": hpoly_rows, "spmv": spmv_rows}
+
+
+def rows(ctx, ceilings: dict, quick: bool, sections: list[str] | None = None) -> list[dict]:
+    """All rows of this family; a failing section becomes one row with its error."""
+    out: list[dict] = []
+    for name, fn in SECTIONS.items():
+        if sections and name not in sections:
+            continue
+        log.info("section %s", name)
+        try:
+            out.extend(fn(ctx, ceilings, quick))
+        except Exception as e:  # keep the other sections' figures
+            log.exception("section %s failed", name)
+            out.append({"op": name, "error": f"{type(e).__name__}: {e}"})
+        _free()
+    return out
+
+
+__all__ = ["MONT_R", "measure_ceilings", "rows", "time_ms"]

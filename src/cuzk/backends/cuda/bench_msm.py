@@ -1,0 +1,467 @@
+"""MSM benchmark rows for ``cuzk-bench kernels``, and a stand-alone device check.
+
+:func:`rows` times, on one device:
+
+- the Montgomery product of Fq in both variants (PTX carry chains over
+  32-bit limbs, plain C++ over 64-bit limbs): the measurement that picks one;
+- G1 and G2 MSMs over random scalars, bases resident, inputs on the GPU;
+- the 0/1 path (half the scalars 1, half 0);
+- fixed-base multiplication (parameter generation), points per second.
+
+Benchmark bases are k·G for random k, made on the GPU by the fixed-base
+kernels (arkworks on the host would take minutes at 2^24).
+
+Floors come from the measured ceilings (``ceilings`` keys, with the DESIGN.md
+figures as defaults): ``fq_mul_per_s`` (12-limb Montgomery products per
+second) and ``copy_bytes_per_s`` (device copy, bytes read + written). An MSM's
+floor is its bucket additions at 6 products each, the cheapest known
+addition (batched affine); the 0/1 path's is the larger of that and reading
+its bases once.
+
+``python3 -m cuzk.backends.cuda.bench_msm [--quick] [--check] [--json PATH]``
+runs the same rows (plus, with --check, bit-exact checks against the CPU
+backend on fresh random inputs) and prints a table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CEILINGS = {"fq_mul_per_s": 17.4e9, "copy_bytes_per_s": 4.3e12}
+_FQ2_MUL_COST = 3  # Fq products per Fq2 product (Karatsuba)
+_AFFINE_ADD_PRODUCTS = 6
+
+
+def _ceiling(ceilings: dict, key: str) -> float:
+    return float(ceilings.get(key) or DEFAULT_CEILINGS[key])
+
+
+def _time_ms(fn, reps: int, warmup: int = 1) -> float:
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(reps):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+    return statistics.median(times)
+
+
+def random_scalars_device(n: int, seed: int):
+    """n uniformly random scalars below r, made on the GPU: (n, 4) uint64."""
+    import cupy
+
+    from cuzk.algebra.fields import R
+
+    rng = cupy.random.RandomState(seed)
+    words = rng.randint(0, 1 << 32, size=(n, 8), dtype=np.int64).astype(cupy.uint32)
+    s = words.view(cupy.uint64).reshape(n, 4)
+    # Top limb uniform below r's top limb: every value is < r.
+    s[:, 3] %= cupy.uint64(R >> 192)
+    return s
+
+
+def make_bases(engine, group: str, n: int, seed: int):
+    """n points k·G (random k) on the GPU, in the (n, 2, 6) / (n, 2, 2, 6) layout."""
+    from cuzk.algebra.curves import G1, G2
+
+    ks = random_scalars_device(n, seed)
+    if group == "G1":
+        return engine.fixed_base_g1(G1.generator, ks, to_host=False)
+    return engine.fixed_base_g2(G2.generator, ks, to_host=False)
+
+
+def _additions(n_full: int, spec) -> float:
+    from cuzk.backends.cuda.msm import SCALAR_BITS, choose_window
+
+    c = choose_window(n_full, spec)
+    return n_full * SCALAR_BITS / c
+
+
+def _row(op: str, size: int, ms: float, rate: float, unit: str, floor_ms: float) -> dict:
+    return {
+        "op": op,
+        "size": size,
+        "median_ms": round(ms, 3),
+        "rate": round(rate, 3),
+        "unit": unit,
+        "floor_ms": round(floor_ms, 3),
+        "ratio_to_floor": round(ms / floor_ms, 2) if floor_ms > 0 else None,
+    }
+
+
+def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
+    """Dependent-chain Montgomery products per second, both variants."""
+    import cupy
+
+    from cuzk.backends.cuda.msm import _CupyKernels
+
+    out = []
+    n, iters = 1 << 20, 256
+    mul_rate = _ceiling(ceilings, "fq_mul_per_s")
+    for label, defines in (("ptx32", ()), ("u64", ("-DCUZK_FQ_U64",))):
+        k = _CupyKernels(ctx.module("msm_arith.cu", defines))
+        data = cupy.asarray(np.random.default_rng(1).integers(0, 1 << 29, n * 12, dtype=np.uint32))
+        ms = _time_ms(
+            lambda k=k, data=data: k.launch(
+                "fq_mul_chain", n, (data, np.uint32(n), np.uint32(iters)), block=256
+            ),
+            reps=5,
+        )
+        muls = n * iters
+        out.append(
+            _row(f"fq_mul_{label}", muls, ms, muls / ms / 1e6, "G mul/s", muls / mul_rate * 1e3)
+        )
+    return out
+
+
+def msm_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]:
+    from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, MsmEngine
+
+    engine = engine or MsmEngine(ctx)
+    mul_rate = _ceiling(ceilings, "fq_mul_per_s")
+    out = []
+    plans = {
+        "G1": [16, 18, 20, 22] if quick else [16, 18, 20, 22, 24, 26],
+        "G2": [16, 18, 20] if quick else [16, 18, 20, 22, 24],
+    }
+    for group, logs in plans.items():
+        spec = G1_SPEC if group == "G1" else G2_SPEC
+        mul_cost = 1 if group == "G1" else _FQ2_MUL_COST
+        top = 1 << max(logs)
+        bases = make_bases(engine, group, top, seed=7)
+        t0 = time.perf_counter()
+        handle = engine.prepare_g1(bases) if group == "G1" else engine.prepare_g2(bases)
+        del bases
+        log.info("%s: %d bases made and prepared in %.1f s", group, top, time.perf_counter() - t0)
+        for lg in logs:
+            n = 1 << lg
+            scalars = random_scalars_device(n, seed=lg)
+            ms = _time_ms(
+                lambda s=scalars, h=handle: engine.msm_xyzz(h, s), reps=3 if lg >= 24 else 5
+            )
+            floor = _additions(n, spec) * _AFFINE_ADD_PRODUCTS * mul_cost / mul_rate * 1e3
+            out.append(_row(f"msm_{group.lower()}", n, ms, ms * 1e6 / n, "ns/point", floor))
+            log.info("%s", out[-1])
+        if group == "G1":
+            out.append(_zero_one_row(engine, handle, top, ceilings))
+        handle.close()
+    if not quick:
+        out += _streamed_rows(ctx, 24)
+        big = make_bases(engine, "G1", 1 << 27, seed=8)
+        handle = engine.prepare_g1(big)
+        del big
+        out.append(_zero_one_row(engine, handle, 1 << 27, ceilings))
+        handle.close()
+    return out
+
+
+def _streamed_rows(ctx, lg: int) -> list[dict]:
+    """G1 MSM with the bases streamed from pinned host memory in 2^(lg-2) chunks."""
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    n = 1 << lg
+    streamed = MsmEngine(ctx, stream_chunk=n // 4)
+    bases = make_bases(streamed, "G1", n, seed=13).get()
+    handle = streamed.prepare_g1(bases)
+    del bases
+    scalars = random_scalars_device(n, seed=14)
+    ms = _time_ms(lambda: streamed.msm_xyzz(handle, scalars), reps=3)
+    handle.close()
+    upload_ms = n * 96 / 25e9 * 1e3  # PCIe Gen5 x16, ~25 GB/s achievable
+    return [_row("msm_g1_streamed", n, ms, ms * 1e6 / n, "ns/point", upload_ms)]
+
+
+def _zero_one_row(engine, handle, n: int, ceilings: dict) -> dict:
+    """Half the scalars 1, half 0: the bitmap path alone."""
+    import cupy
+
+    bits = cupy.random.RandomState(3).randint(0, 2, size=n, dtype=np.int64).astype(cupy.uint64)
+    scalars = cupy.zeros((n, 4), dtype=cupy.uint64)
+    scalars[:, 0] = bits
+    ms = _time_ms(lambda: engine.msm_xyzz(handle, scalars), reps=5)
+    ones = n // 2
+    floor = max(
+        ones * _AFFINE_ADD_PRODUCTS / _ceiling(ceilings, "fq_mul_per_s"),
+        (ones * 96 + n * 32) / (_ceiling(ceilings, "copy_bytes_per_s") / 2),
+    )
+    return _row("msm_g1_zero_one", n, ms, ms * 1e6 / n, "ns/point", floor * 1e3)
+
+
+def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]:
+    from cuzk.algebra.curves import G1, G2
+    from cuzk.backends.cuda.msm import MsmEngine, fixed_base_windows
+
+    engine = engine or MsmEngine(ctx)
+    mul_rate = _ceiling(ceilings, "fq_mul_per_s")
+    out = []
+    n = 1 << (20 if quick else 22)
+    for group, point, fb, cost in (
+        ("G1", G1.generator, engine.fixed_base_g1, 1),
+        ("G2", G2.generator, engine.fixed_base_g2, _FQ2_MUL_COST),
+    ):
+        scalars = random_scalars_device(n, seed=11)
+        ms = _time_ms(lambda fb=fb, point=point, s=scalars: fb(point, s, to_host=False), reps=3)
+        floor = n * fixed_base_windows() * _AFFINE_ADD_PRODUCTS * cost / mul_rate * 1e3
+        out.append(_row(f"fixed_base_{group.lower()}", n, ms, n / ms / 1e3, "M points/s", floor))
+    return out
+
+
+def phase_breakdown(engine, handle, n: int, seed: int) -> dict[str, float]:
+    """Milliseconds per pipeline phase of one MSM (after a warm-up)."""
+    scalars = random_scalars_device(n, seed)
+    engine.msm_xyzz(handle, scalars)
+    timings: dict[str, float] = {}
+    engine.msm_xyzz(handle, scalars, timings=timings)
+    return {k: round(v, 3) for k, v in timings.items()}
+
+
+def explore_rows(ctx, lg: int = 24) -> tuple[list[dict], dict]:
+    """G1 MSM variants at 2^lg (kernel flags and tunings), and phase breakdowns."""
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    n = 1 << lg
+    base = MsmEngine(ctx)
+    bases = make_bases(base, "G1", n, seed=5)
+    # The variants measured so far are in docs/device-notes/msm.md; add one here
+    # as MsmEngine(ctx, Tuning(...)) or MsmEngine(ctx, defines=(...)).
+    variants = {"default": MsmEngine(ctx)}
+    out, phases = [], {}
+    scalars = random_scalars_device(n, seed=9)
+    for name, eng in variants.items():
+        h = eng.prepare_g1(bases)
+        ms = _time_ms(lambda e=eng, h=h: e.msm_xyzz(h, scalars), reps=3)
+        out.append(_row(f"msm_g1[{name}]", n, ms, ms * 1e6 / n, "ns/point", 0.0))
+        phases[f"G1 2^{lg} {name}"] = phase_breakdown(eng, h, n, seed=10)
+        log.info("%s: %.1f ms, phases %s", name, ms, phases[f"G1 2^{lg} {name}"])
+        h.close()
+    del bases
+    for group, lg2 in (("G1", 26), ("G2", 24)):
+        big = make_bases(base, group, 1 << lg2, seed=6)
+        h = base.prepare_g1(big) if group == "G1" else base.prepare_g2(big)
+        del big
+        phases[f"{group} 2^{lg2} default"] = phase_breakdown(base, h, 1 << lg2, seed=12)
+        log.info("%s 2^%d phases %s", group, lg2, phases[f"{group} 2^{lg2} default"])
+        h.close()
+    return out, phases
+
+
+def proof_rows(ctx, log_constraints: int) -> tuple[list[dict], dict]:
+    """A demo-circuit proof on the CUDA backend (key from the GPU setup), verified."""
+    import secrets
+
+    from cuzk.algebra.arrays import fr_to_array
+    from cuzk.backends.cuda import CudaBackend
+    from cuzk.circuits.demo import DemoCircuit
+    from cuzk.groth16 import prover, verifier
+    from cuzk.groth16.setup_gpu import setup_gpu
+    from cuzk.r1cs import ConstraintSystem
+
+    circuit = DemoCircuit.with_constraints(1 << log_constraints)
+    t = time.perf_counter()
+    cs0 = ConstraintSystem(witness=False)
+    circuit.synthesize(cs0, None, None)
+    r1cs = cs0.r1cs()
+    cs = ConstraintSystem()
+    circuit.synthesize(cs, 42, [secrets.randbits(64) for _ in range(circuit.words)])
+    assignment = fr_to_array(cs.assignment())
+    info = {"constraints": r1cs.num_constraints, "synthesis_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    pk = setup_gpu(r1cs, seed=1)
+    info["setup_gpu_s"] = time.perf_counter() - t
+    be = CudaBackend(ctx=ctx)
+    key = prover.prepare(pk, r1cs, be)
+    prover.prove(key, r1cs, assignment)  # warm-up: kernels, tables
+    times = []
+    stages = prover.StageTimes()
+    for _ in range(3):
+        t = time.perf_counter()
+        proof = prover.prove(key, r1cs, assignment, times=stages)
+        times.append((time.perf_counter() - t) * 1e3)
+    info["stages_s"] = {k: round(v / 3, 4) for k, v in stages.seconds.items()}
+    info["verified"] = verifier.verify(pk.vk, cs.public_inputs(), proof)
+    ms = statistics.median(times)
+    log.info("proof of %d constraints: %.1f ms, %s", r1cs.num_constraints, ms, info)
+    return [_row("groth16_prove", r1cs.num_constraints, ms, ms, "ms/proof", 0.0)], info
+
+
+def rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    """The MSM rows of ``cuzk-bench kernels``."""
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    engine = MsmEngine(ctx)
+    out = fq_mul_rows(ctx, ceilings)
+    out += msm_rows(ctx, ceilings, quick, engine)
+    out += fixed_base_rows(ctx, ceilings, quick, engine)
+    return out
+
+
+# --- stand-alone device check -------------------------------------------------------
+
+
+def warm_modules(jobs: list[tuple[str, tuple[str, ...]]]) -> None:
+    """Compile kernel modules in parallel processes, filling the on-disk cache."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(len(jobs)) as pool:
+        for (name, extra), secs in zip(jobs, pool.starmap(_compile_one, jobs), strict=True):
+            log.info("compiled %s %s in %.1f s", name, " ".join(extra), secs)
+
+
+def _compile_one(name: str, extra: tuple[str, ...]) -> float:
+    from cuzk.backends.cuda.loader import load_module
+
+    t = time.perf_counter()
+    mod = load_module(name, extra)
+    if hasattr(mod, "compile"):
+        mod.compile()
+    else:  # older CuPy: the first function lookup compiles
+        mod.get_function("to_montgomery" if name == "msm.cu" else "fq_ops")
+    return time.perf_counter() - t
+
+
+MODULES = [
+    ("msm.cu", ()),
+    ("msm.cu", ("-DCUZK_G2",)),
+    ("msm_arith.cu", ()),
+    ("msm_arith.cu", ("-DCUZK_G2",)),
+    ("msm_arith.cu", ("-DCUZK_FQ_U64",)),
+    ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
+]
+
+
+def check_against_cpu(engine, seed: int) -> list[str]:
+    """Bit-exact MSMs against the CPU backend on fresh random inputs; failures listed."""
+    import cupy
+
+    from cuzk.algebra.arrays import fr_random
+    from cuzk.algebra.curves import G1
+    from cuzk.backends.cpu import CpuBackend
+
+    cpu = CpuBackend()
+    rng = np.random.default_rng(seed)
+    failures = []
+    for group, n in (("G1", 1 << 16), ("G2", 1 << 13), ("G1", 100_003)):
+        bases = make_bases(engine, group, n, seed + n).get()
+        scalars = fr_random(n, rng)
+        scalars[: n // 4] = 0
+        scalars[n // 4 : n // 2] = 0
+        scalars[n // 4 : n // 2, 0] = 1
+        if group == "G1":
+            got = engine.msm_g1(engine.prepare_g1(bases), scalars)
+            want = cpu.msm_g1(cpu.prepare_g1(bases), scalars)
+        else:
+            got = engine.msm_g2(engine.prepare_g2(bases), scalars)
+            want = cpu.msm_g2(cpu.prepare_g2(bases), scalars)
+        status = "ok" if got == want else "MISMATCH"
+        log.info("check %s n=%d against CPU: %s", group, n, status)
+        if got != want:
+            failures.append(f"{group} n={n}")
+    # Large n: splitting the sum must not change it (different windows, slices).
+    n = 1 << 22
+    bases = make_bases(engine, "G1", n, seed + 1)
+    s = random_scalars_device(n, seed + 2)
+    whole = engine.msm_g1(engine.prepare_g1(bases), s)
+    lo = engine.msm_g1(engine.prepare_g1(bases[: n // 3]), s[: n // 3])
+    hi = engine.msm_g1(engine.prepare_g1(cupy.ascontiguousarray(bases[n // 3 :])), s[n // 3 :])
+    ok = G1.add(lo, hi) == whole
+    log.info("check G1 n=2^22 split consistency: %s", "ok" if ok else "MISMATCH")
+    if not ok:
+        failures.append("G1 2^22 split")
+    return failures
+
+
+def _table(rows_: list[dict]) -> str:
+    lines = [
+        f"{'op':<18}{'size':>10}{'median ms':>12}{'rate':>12} {'unit':<11}"
+        f"{'floor ms':>10}{'x floor':>9}"
+    ]
+    for r in rows_:
+        lines.append(
+            f"{r['op']:<18}{r['size']:>10}{r['median_ms']:>12.3f}{r['rate']:>12.3f} "
+            f"{r['unit']:<11}{r['floor_ms']:>10.3f}{r['ratio_to_floor'] or 0:>9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--check", action="store_true", help="bit-exact checks against the CPU first")
+    p.add_argument("--warm", action="store_true", help="compile the modules in parallel first")
+    p.add_argument("--json", help="write the rows here")
+    p.add_argument("--explore", action="store_true", help="G1 2^24 variants and phase timings")
+    p.add_argument("--proof", type=int, default=0, help="log2 constraints of a timed proof")
+    p.add_argument("--skip-rows", action="store_true", help="no standard rows")
+    p.add_argument("--parts", default="fq,msm,fixed", help="standard row groups to run")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+
+    from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    if args.warm:
+        t = time.perf_counter()
+        warm_modules(MODULES)
+        log.info("all modules compiled in %.1f s", time.perf_counter() - t)
+    ctx = DeviceContext()
+    engine = MsmEngine(ctx)
+    failures: list[str] = []
+    if args.check:
+        failures = check_against_cpu(engine, seed=int(time.time()))
+    result: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
+    parts: list = []
+    if args.explore:
+
+        def explore() -> list[dict]:
+            out, extra["phases"] = explore_rows(ctx)
+            return out
+
+        parts.append(explore)
+    if args.proof:
+
+        def proof() -> list[dict]:
+            out, extra["proof"] = proof_rows(ctx, args.proof)
+            return out
+
+        parts.append(proof)
+    if not args.skip_rows:
+        groups = {
+            "fq": lambda: fq_mul_rows(ctx, {}),
+            "msm": lambda: msm_rows(ctx, {}, args.quick, engine),
+            "fixed": lambda: fixed_base_rows(ctx, {}, args.quick, engine),
+        }
+        parts += [groups[g] for g in args.parts.split(",") if g]
+    for part in parts:
+        try:
+            result += part()
+        except Exception:
+            log.exception("benchmark part failed")
+            failures.append("benchmark part")
+        if args.json:  # after every part: a later crash keeps what came before
+            with open(args.json, "w") as f:
+                json.dump({"rows": result, "failures": failures, **extra}, f, indent=1)
+    sys.stdout.write(_table(result) + "\n")
+    sys.stdout.write(f"failures: {failures or 'none'}\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+// Fq of BLS12-381 in Montgomery form: twelve 32-bit little-endian limbs,
+// R = 2^384, every value kept fully reduced in [0, q).
+//
+// Two multiplication variants, chosen at compile time:
+//   default        CIOS over 32-bit limbs with PTX carry chains (fq_ops.cuh):
+//                  2·144 mad.lo/mad.hi pairs, the instruction mix whose
+//                  throughput the H200 ceiling (≈ 17.4 G mul/s) was measured on;
+//   CUZK_FQ_U64    CIOS over six 64-bit limbs in plain C++ (the compiler
+//                  splits each 64×64 product), kept as the portable reference
+//                  and for the measurement that picks the variant.
+// Both compile for the host too, where the tests compare them with Python ints.
+#pragma once
+#include "fq_ops.cuh"
+
+namespace cuzk {
+
+struct fq_t {
+    uint32_t l[12];
+};
+
+#define CUZK_Q_LIMBS                                                                         \
+    {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,          \
+     0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau}
+#define CUZK_R2_LIMBS                                                                        \
+    {0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u, 0x4c95b6d5u, 0x8de5476cu,          \
+     0x939d83c0u, 0x67eb88a9u, 0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u}
+#define CUZK_ONE_LIMBS                                                                       \
+    {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,          \
+     0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u}
+
+// The modulus limbs as immediates: a switch the compiler folds when i is a
+// compile-time constant (every use below is in a fully unrolled loop).
+CUZK_HD uint32_t q_limb(int i) {
+    const uint32_t q[12] = CUZK_Q_LIMBS;
+    return q[i];
+}
+static const uint32_t FQ_QINV32 = 0xfffcfffdu;  // -q^-1 mod 2^32
+static const uint64_t FQ_QINV64 = 0x89f3fffcfffcfffdull;  // -q^-1 mod 2^64
+
+CUZK_HD fq_t fq_zero() {
+    fq_t r;
+#pragma unroll
+    for (int i = 0; i < 12; i++) r.l[i] = 0;
+    return r;
+}
+
+CUZK_HD fq_t fq_one() {  // 1 in Montgomery form (R mod q)
+    const uint32_t one[12] = CUZK_ONE_LIMBS;
+    fq_t r;
+#pragma unroll
+    for (int i = 0; i < 12; i++) r.l[i] = one[i];
+    return r;
+}
+
+CUZK_HD bool is_zero(const fq_t& a) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 12; i++) acc |= a.l[i];
+    return acc == 0;
+}
+
+CUZK_HD bool eq(const fq_t& a, const fq_t& b) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 12; i++) acc |= a.l[i] ^ b.l[i];
+    return acc == 0;
+}
+
+// r = a - q if a >= q else a, for a < 2^384 held in 12 limbs (no 13th limb).
+CUZK_HD fq_t reduce_once(const fq_t& a) {
+    fq_t s;
+    s.l[0] = sub_cc(a.l[0], q_limb(0));
+#pragma unroll
+    for (int i = 1; i < 12; i++) s.l[i] = subc_cc(a.l[i], q_limb(i));
+    uint32_t borrow = subc(0, 0);  // 0xffffffff when a < q
+    fq_t r;
+#pragma unroll
+    for (int i = 0; i < 12; i++) r.l[i] = borrow ? a.l[i] : s.l[i];
+    return r;
+}
+
+CUZK_HD fq_t add(const fq_t& a, const fq_t& b) {
+    // a + b < 2q < 2^382: no carry out of the top limb.
+    fq_t s;
+    s.l[0] = add_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 11; i++) s.l[i] = addc_cc(a.l[i], b.l[i]);
+    s.l[11] = addc(a.l[11], b.l[11]);
+    return reduce_once(s);
+}
+
+CUZK_HD fq_t dbl(const fq_t& a) { return add(a, a); }
+
+CUZK_HD fq_t sub(const fq_t& a, const fq_t& b) {
+    fq_t d;
+    d.l[0] = sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+    for (int i = 1; i < 12; i++) d.l[i] = subc_cc(a.l[i], b.l[i]);
+    uint32_t borrow = subc(0, 0);
+    // Add q back when a < b (mask the modulus by the borrow).
+    fq_t r;
+    r.l[0] = add_cc(d.l[0], q_limb(0) & borrow);
+#pragma unroll
+    for (int i = 1; i < 11; i++) r.l[i] = addc_cc(d.l[i], q_limb(i) & borrow);
+    r.l[11] = addc(d.l[11], q_limb(11) & borrow);
+    return r;
+}
+
+CUZK_HD fq_t neg(const fq_t& a) { return is_zero(a) ? a : sub(fq_zero(), a); }
+
+#ifndef CUZK_FQ_U64
+
+// Montgomery product a·b·2^-384 mod q (CIOS, 32-bit limbs, carry chains).
+// Invariant: t < 2q before each outer step, so t + a·b_i + m·q < 2^33·q fits
+// in 13 limbs and the carry into t[12] never overflows.
+CUZK_HD fq_t mul(const fq_t& a, const fq_t& b) {
+    uint32_t t[13];
+#pragma unroll
+    for (int j = 0; j < 13; j++) t[j] = 0;
+#pragma unroll
+    for (int i = 0; i < 12; i++) {
+        const uint32_t bi = b.l[i];
+        t[0] = mad_lo_cc(a.l[0], bi, t[0]);
+#pragma unroll
+        for (int j = 1; j < 12; j++) t[j] = madc_lo_cc(a.l[j], bi, t[j]);
+        t[12] = addc(t[12], 0);
+        t[1] = mad_hi_cc(a.l[0], bi, t[1]);
+#pragma unroll
+        for (int j = 1; j < 11; j++) t[j + 1] = madc_hi_cc(a.l[j], bi, t[j + 1]);
+        t[12] = madc_hi(a.l[11], bi, t[12]);
+
+        const uint32_t m = t[0] * FQ_QINV32;
+        t[0] = mad_lo_cc(m, q_limb(0), t[0]);  // becomes 0; only its carry matters
+#pragma unroll
+        for (int j = 1; j < 12; j++) t[j] = madc_lo_cc(m, q_limb(j), t[j]);
+        t[12] = addc(t[12], 0);
+        t[1] = mad_hi_cc(m, q_limb(0), t[1]);
+#pragma unroll
+        for (int j = 1; j < 11; j++) t[j + 1] = madc_hi_cc(m, q_limb(j), t[j + 1]);
+        t[12] = madc_hi(m, q_limb(11), t[12]);
+#pragma unroll
+        for (int j = 0; j < 12; j++) t[j] = t[j + 1];
+        t[12] = 0;
+    }
+    fq_t r;
+#pragma unroll
+    for (int j = 0; j < 12; j++) r.l[j] = t[j];
+    return reduce_once(r);
+}
+
+#else
+
+CUZK_HD uint64_t q_limb64(int i) {
+    return (uint64_t)q_limb(2 * i) | ((uint64_t)q_limb(2 * i + 1) << 32);
+}
+
+// The same CIOS over six 64-bit limbs, with carries by comparison.
+CUZK_HD fq_t mul(const fq_t& a, const fq_t& b) {
+    uint64_t A[6], B[6], t[7];
+#pragma unroll
+    for (int i = 0; i < 6; i++) {
+        A[i] = (uint64_t)a.l[2 * i] | ((uint64_t)a.l[2 * i + 1] << 32);
+        B[i] = (uint64_t)b.l[2 * i] | ((uint64_t)b.l[2 * i + 1] << 32);
+        t[i] = 0;
+    }
+    t[6] = 0;
+#pragma unroll
+    for (int i = 0; i < 6; i++) {
+        uint64_t carry = 0;
+#pragma unroll
+        for (int j = 0; j < 6; j++) {
+            uint64_t lo = A[j] * B[i];
+            uint64_t hi = mul_hi64(A[j], B[i]);
+            lo += t[j];
+            hi += lo < t[j];
+            lo += carry;
+            hi += lo < carry;
+            t[j] = lo;
+            carry = hi;
+        }
+        t[6] += carry;
+        const uint64_t m = t[0] * FQ_QINV64;
+        uint64_t lo = m * q_limb64(0);
+        carry = mul_hi64(m, q_limb64(0));
+        lo += t[0];
+        carry += lo < t[0];
+#pragma unroll
+        for (int j = 1; j < 6; j++) {
+            uint64_t l2 = m * q_limb64(j);
+            uint64_t h2 = mul_hi64(m, q_limb64(j));
+            l2 += t[j];
+            h2 += l2 < t[j];
+            l2 += carry;
+            h2 += l2 < carry;
+            t[j - 1] = l2;
+            carry = h2;
+        }
+        t[5] = t[6] + carry;
+        t[6] = 0;
+    }
+    fq_t r;
+#pragma unroll
+    for (int i = 0; i < 6; i++) {
+        r.l[2 * i] = (uint32_t)t[i];
+        r.l[2 * i + 1] = (uint32_t)(t[i] >> 32);
+    }
+    return reduce_once(r);
+}
+
+#endif
+
+CUZK_HD fq_t sqr(const fq_t& a) { return mul(a, a); }
+
+// The product as a call (one copy per module). Inlined products are faster,
+// but each copy is ~600 instructions that NVRTC must schedule: only the hot
+// loop (bucket accumulation, add_affine) inlines them; everything else calls.
+CUZK_POINT_FN fq_t mul_call(const fq_t& a, const fq_t& b) { return mul(a, b); }
+CUZK_HD fq_t sqr_call(const fq_t& a) { return mul_call(a, a); }
+
+// Standard form → Montgomery form (times R^2, then one reduction).
+CUZK_HD fq_t to_mont(const fq_t& a) {
+    const uint32_t r2[12] = CUZK_R2_LIMBS;
+    fq_t b;
+#pragma unroll
+    for (int i = 0; i < 12; i++) b.l[i] = r2[i];
+    return mul(a, b);
+}
+
+// Montgomery form → standard form (times 1).
+CUZK_HD fq_t from_mont(const fq_t& a) {
+    fq_t one = fq_zero();
+    one.l[0] = 1;
+    return mul_call(a, one);
+}
+
+// a^(q-2) = a^-1 (Fermat), 0 ↦ 0. Only for set-up and end-of-MSM conversions:
+// ~380 squarings and ~230 products.
+CUZK_POINT_FN fq_t inverse(const fq_t& a) {
+    const uint32_t e[12] = {0xffffaaa9u, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
+                            0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
+                            0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+    fq_t r = fq_one();
+    for (int i = 380; i >= 0; --i) {
+        r = sqr_call(r);
+        if ((e[i >> 5] >> (i & 31)) & 1) r = mul_call(r, a);
+    }
+    return r;
+}
+
+// Loads and stores of 48-byte elements from limb arrays in global memory.
+// On the device they are three 16-byte accesses (every array of elements is
+// 16-byte aligned: allocations are, and elements are 48 bytes): a gathered
+// point then costs 6 load instructions instead of 24, which matters when
+// each of a warp's 32 lanes reads a different point.
+CUZK_HD fq_t load_fq(const uint32_t* p) {
+    fq_t r;
+#ifdef CUZK_DEVICE_CODE
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 3; i++) {
+        const uint4 v = q[i];
+        r.l[4 * i] = v.x;
+        r.l[4 * i + 1] = v.y;
+        r.l[4 * i + 2] = v.z;
+        r.l[4 * i + 3] = v.w;
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < 12; i++) r.l[i] = p[i];
+#endif
+    return r;
+}
+
+CUZK_HD void store_fq(uint32_t* p, const fq_t& a) {
+#ifdef CUZK_DEVICE_CODE
+    uint4* q = reinterpret_cast<uint4*>(p);
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+        q[i] = make_uint4(a.l[4 * i], a.l[4 * i + 1], a.l[4 * i + 2], a.l[4 * i + 3]);
+#else
+#pragma unroll
+    for (int i = 0; i < 12; i++) p[i] = a.l[i];
+#endif
+}
+
+}  // namespace cuzk

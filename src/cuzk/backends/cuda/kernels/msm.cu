@@ -1,0 +1,378 @@
+// Pippenger multi-scalar multiplication Σ s_i·P_i over G1 (default) or G2
+// (compiled with -DCUZK_G2). The host side (msm.py) runs these in order:
+//
+//   classify        0 / 1 / full scalars; a bitmap of the ones
+//   ones_partial    Σ of the bases whose scalar is 1, straight from the bitmap
+//   digits_count    signed c-bit digits of the full scalars; bucket histogram
+//   (scan)          exclusive prefix sum of the histogram (CuPy)
+//   digits_scatter  counting sort: point index | sign, ordered by bucket
+//   accumulate      equal slices of the sorted list per thread, whatever the
+//                   bucket sizes; complete buckets written directly, split
+//                   ones as a head / tail partial sum per slice
+//   accumulate_partials  the same over the partial sums, level by level,
+//                   until every split bucket is complete
+//   bucket_reduce   Σ_k (k+1)·B_k per window by running sums over segments
+//   sum_pairs       tree reduction of segment sums (and of the ones partials)
+//   finalize        Horner over the windows: Σ_w 2^(c·w)·W_w, plus the ones
+//
+// Every kernel is one independent thread per item (no shared memory, no
+// barriers), so the same file runs on the CPU, thread by thread, as the
+// kernels' twin in the tests.
+#include "ec_xyzz.cuh"
+#include "msm_digits.cuh"
+
+using namespace cuzk;
+
+#ifdef CUZK_G2
+typedef fq2_t field;
+#else
+typedef fq_t field;
+#endif
+typedef affine_t<field> affine;
+typedef xyzz_t<field> point;
+
+// The bucket-accumulation loops inline the mixed addition (CUZK_ACC_CALL
+// makes it a call again, for the measurement that chose this).
+static __device__ __forceinline__ point hot_add_affine(const point& p, const affine& a) {
+#ifdef CUZK_ACC_CALL
+    return add_affine(p, a);
+#else
+    return add_affine_inline(p, a);
+#endif
+}
+
+#define AFFINE_WORDS (2 * words<field>::n)
+#define XYZZ_WORDS (4 * words<field>::n)
+#define NO_KEY 0xffffffffu
+// Blocks of 128 per SM that the accumulation kernels must fit (a register
+// cap). G1 at 2^24 (device notes, call 3): 4 blocks (128 registers, 16
+// warps/SM, 56 B of spills) 189 ms of accumulation, 3 blocks (168) 209 ms,
+// uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
+// so it stays uncapped.
+#ifndef CUZK_ACC_MIN_BLOCKS
+#ifdef CUZK_G2
+#define CUZK_ACC_MIN_BLOCKS 1
+#else
+#define CUZK_ACC_MIN_BLOCKS 4
+#endif
+#endif
+
+static __device__ __forceinline__ uint64_t thread_id() {
+    return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+static __device__ __forceinline__ int lowest_bit(uint32_t x) {
+#ifdef CUZK_DEVICE_CODE
+    return __ffs(x) - 1;
+#else
+    return __builtin_ctz(x);
+#endif
+}
+
+// Field elements (12 words each) standard → Montgomery form, in place.
+extern "C" __global__ void to_montgomery(uint32_t* elems, uint64_t count) {
+    const uint64_t i = thread_id();
+    if (i >= count) return;
+    store_fq(elems + 12 * i, to_mont(load_fq(elems + 12 * i)));
+}
+
+// One thread per 32 scalars: the bitmap word of the ones, and the counts of
+// ones (counters[0]) and of full scalars, s > 1 (counters[1]).
+extern "C" __global__ void classify(const uint64_t* scalars, uint32_t n, uint32_t* ones_bitmap,
+                                    uint32_t* counters) {
+    const uint64_t w = thread_id();
+    if (w * 32 >= n) return;
+    uint32_t bits = 0, full = 0;
+    for (uint32_t k = 0; k < 32; k++) {
+        const uint64_t i = w * 32 + k;
+        if (i >= n) break;
+        scalar_t s = load_scalar(scalars + 4 * i);
+        if (scalar_is_one(s))
+            bits |= 1u << k;
+        else if (!scalar_is_zero(s))
+            full++;
+    }
+    ones_bitmap[w] = bits;
+    if (bits) atomicAdd(&counters[0], (uint32_t)__popc(bits));
+    if (full) atomicAdd(&counters[1], full);
+}
+
+// Σ of the bases marked in the bitmap, words_per_thread bitmap words per thread.
+extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
+    ones_partial(const uint32_t* bases, const uint32_t* ones_bitmap, uint32_t nwords,
+                 uint32_t words_per_thread, uint32_t* out) {
+    const uint64_t t = thread_id();
+    const uint64_t w0 = t * words_per_thread;
+    if (w0 >= nwords) return;
+    uint64_t w1 = w0 + words_per_thread;
+    if (w1 > nwords) w1 = nwords;
+    point acc = xyzz_infinity<field>();
+    for (uint64_t w = w0; w < w1; w++) {
+        uint32_t bits = ones_bitmap[w];
+        while (bits) {
+            const int k = lowest_bit(bits);
+            bits &= bits - 1;
+            const affine a = load_affine<field>(bases + (w * 32 + k) * AFFINE_WORDS);
+            if (!is_infinity(a)) acc = hot_add_affine(acc, a);
+        }
+    }
+    store_xyzz(out + t * XYZZ_WORDS, acc);
+}
+
+// Histogram of bucket keys: key = w·nb + |d| − 1 for every non-zero digit d of
+// window w of every full scalar (nb = 2^(c−1) buckets per window).
+extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
+                                        uint32_t nw, uint32_t* counts) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    scalar_t s = load_scalar(scalars + 4 * i);
+    if (scalar_is_zero(s) || scalar_is_one(s)) return;
+    s = reduce_scalar(s);
+    const uint32_t nb = 1u << (c - 1);
+    signed_digits sd;
+    for (uint32_t w = 0; w < nw; w++) {
+        uint32_t negative;
+        const uint32_t mag = sd.next(s, w, c, negative);
+        if (mag) atomicAdd(&counts[w * nb + mag - 1], 1u);
+    }
+}
+
+// Counting sort: cursor starts as the exclusive prefix sum of the histogram;
+// the bucket of an entry is implied by its position. vals hold point index · 2
+// + sign. The order inside a bucket is whatever the
+// atomics give; a bucket's sum does not depend on it.
+extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, uint32_t c,
+                                          uint32_t nw, uint32_t* cursor, uint32_t* vals) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    scalar_t s = load_scalar(scalars + 4 * i);
+    if (scalar_is_zero(s) || scalar_is_one(s)) return;
+    s = reduce_scalar(s);
+    const uint32_t nb = 1u << (c - 1);
+    signed_digits sd;
+    for (uint32_t w = 0; w < nw; w++) {
+        uint32_t negative;
+        const uint32_t mag = sd.next(s, w, c, negative);
+        if (mag) {
+            const uint32_t pos = atomicAdd(&cursor[w * nb + mag - 1], 1u);
+            vals[pos] = (uint32_t)(i << 1) | negative;
+        }
+    }
+}
+
+// Thread t sums entries [t·T, t·T + T) of a list sorted by bucket key. A
+// bucket that lies wholly inside the slice is written to buckets[key]. A
+// bucket cut by a slice boundary leaves partial sums instead: the slice's
+// first bucket, when it began in an earlier slice, as head[t]; its last, when
+// it runs past the slice, as tail[t] (a bucket running through the whole
+// slice is its head). Partials are listed in slice order (head before tail)
+// and summed by the same slicing again (accumulate_partials), until none is
+// left: a bucket of a million points costs log_{T/2} levels, not a serial walk.
+struct slice_out {
+    uint32_t *buckets, *head, *head_key, *tail, *tail_key;
+    uint64_t t;
+
+    __device__ __forceinline__ void flush(uint32_t key, const point& acc, bool is_head,
+                                          bool runs_on) const {
+        if (is_head) {
+            store_xyzz(head + t * XYZZ_WORDS, acc);
+            head_key[t] = key;
+        } else if (runs_on) {
+            store_xyzz(tail + t * XYZZ_WORDS, acc);
+            tail_key[t] = key;
+        } else {
+            store_xyzz(buckets + (uint64_t)key * XYZZ_WORDS, acc);
+        }
+    }
+};
+
+// Level 0: the sorted list holds only vals (point index · 2 + sign); bucket
+// boundaries come from ends[] (the inclusive prefix sum of the histogram), so
+// the counting sort writes one word per entry, not two.
+extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate(
+    const uint32_t* bases, const uint32_t* vals, const uint32_t* ends, uint32_t nkeys,
+    uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
+    uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
+    const uint64_t t = thread_id();
+    if (t >= nslices) return;
+    head_key[t] = NO_KEY;
+    tail_key[t] = NO_KEY;
+    const uint64_t start = t * T;
+    if (start >= E) return;
+    const uint64_t end = start + T < E ? start + T : E;
+    const slice_out out = {buckets, head, head_key, tail, tail_key, t};
+
+    // The bucket holding entry `start`: the first key whose end lies past it.
+    uint32_t lo = 0, hi = nkeys - 1;
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (ends[mid] > start)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t cur = lo;
+    uint64_t bucket_end = ends[cur];
+    const bool began_before = start > (cur ? ends[cur - 1] : 0u);
+    bool first = true;
+    point acc = xyzz_infinity<field>();
+    for (uint64_t j = start;; j++) {
+        if (j == bucket_end || j == end) {
+            out.flush(cur, acc, first && began_before, j == end && bucket_end > end);
+            if (j == end) break;
+            first = false;
+            acc = xyzz_infinity<field>();
+            do cur++;
+            while (ends[cur] == j);  // skip empty buckets
+            bucket_end = ends[cur];
+        }
+        const uint32_t v = vals[j];
+        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
+        if (is_infinity(a)) continue;
+        if (v & 1) a = negate(a);
+        acc = hot_add_affine(acc, a);
+    }
+}
+
+// Later levels: entries are the XYZZ partial sums of the level before, with
+// their keys.
+extern "C" __global__ void accumulate_partials(const uint32_t* partials, const uint32_t* keys,
+                                               uint32_t E, uint32_t T, uint32_t nslices,
+                                               uint32_t* buckets, uint32_t* head,
+                                               uint32_t* head_key, uint32_t* tail,
+                                               uint32_t* tail_key) {
+    const uint64_t t = thread_id();
+    if (t >= nslices) return;
+    head_key[t] = NO_KEY;
+    tail_key[t] = NO_KEY;
+    const uint64_t start = t * T;
+    if (start >= E) return;
+    const uint64_t end = start + T < E ? start + T : E;
+    const slice_out out = {buckets, head, head_key, tail, tail_key, t};
+
+    uint32_t cur = keys[start];
+    bool first = true;
+    const bool began_before = start > 0 && keys[start - 1] == cur;
+    point acc = xyzz_infinity<field>();
+    for (uint64_t j = start;; j++) {
+        const uint32_t k = j < end ? keys[j] : NO_KEY;
+        if (k != cur) {
+            out.flush(cur, acc, first && began_before, j == end && end < E && keys[end] == cur);
+            if (j == end) break;
+            first = false;
+            acc = xyzz_infinity<field>();
+            cur = k;
+        }
+        acc = add(acc, load_xyzz<field>(partials + j * XYZZ_WORDS));
+    }
+}
+
+// Thread g = w·S + s reduces buckets [s·L, s·L + L) of window w to
+// Σ_k (k + 1)·B_k: running sums from the top give Σ (k − lo + 1)·B_k, and
+// lo·Σ B_k adds the offset. Buckets with a zero count were never written and
+// count as infinity.
+extern "C" __global__ void __launch_bounds__(128) bucket_reduce(
+    const uint32_t* buckets, const uint32_t* counts, uint32_t nb, uint32_t nw, uint32_t S,
+    uint32_t L, uint32_t* out) {
+    const uint64_t g = thread_id();
+    if (g >= (uint64_t)nw * S) return;
+    const uint32_t w = (uint32_t)(g / S), s = (uint32_t)(g % S);
+    const uint32_t lo = s * L;
+    const uint32_t hi = lo + L < nb ? lo + L : nb;
+    point running = xyzz_infinity<field>();
+    point acc = xyzz_infinity<field>();
+    for (uint32_t k = hi; k > lo; k--) {
+        const uint64_t key = (uint64_t)w * nb + k - 1;
+        if (counts[key]) running = add(running, load_xyzz<field>(buckets + key * XYZZ_WORDS));
+        acc = add(acc, running);
+    }
+    if (lo > 0 && !is_infinity(running)) acc = add(acc, mul_small(running, lo));
+    store_xyzz(out + g * XYZZ_WORDS, acc);
+}
+
+// out[g][i] = in[g][2i] + in[g][2i+1] over `groups` groups of count_in points.
+extern "C" __global__ void sum_pairs(const uint32_t* in, uint32_t* out, uint32_t groups,
+                                     uint32_t count_in) {
+    const uint32_t count_out = (count_in + 1) / 2;
+    const uint64_t id = thread_id();
+    if (id >= (uint64_t)groups * count_out) return;
+    const uint64_t g = id / count_out, i = id % count_out;
+    const uint32_t* src = in + (g * count_in + 2 * i) * XYZZ_WORDS;
+    point a = load_xyzz<field>(src);
+    if (2 * i + 1 < count_in) a = add(a, load_xyzz<field>(src + XYZZ_WORDS));
+    store_xyzz(out + id * XYZZ_WORDS, a);
+}
+
+// One thread: Σ_w 2^(c·w)·window_sums[w] (Horner), plus each of `extra`.
+extern "C" __global__ void finalize(const uint32_t* window_sums, uint32_t nw, uint32_t c,
+                                    const uint32_t* extra, uint32_t n_extra, uint32_t* out) {
+    if (thread_id() != 0) return;
+    point acc = xyzz_infinity<field>();
+    for (uint32_t w = nw; w > 0; w--) {
+        for (uint32_t i = 0; i < c; i++) acc = dbl(acc);
+        acc = add(acc, load_xyzz<field>(window_sums + (uint64_t)(w - 1) * XYZZ_WORDS));
+    }
+    for (uint32_t e = 0; e < n_extra; e++)
+        acc = add(acc, load_xyzz<field>(extra + (uint64_t)e * XYZZ_WORDS));
+    store_xyzz(out, acc);
+}
+
+// --- fixed-base multiplication (parameter generation) ---------------------------
+
+// out[i] = s_i·G from a table of d·2^(wbits·w)·G, d = 1 .. 2^wbits − 1, laid out
+// table[w·(2^wbits − 1) + d − 1] (affine, Montgomery): one mixed addition per
+// non-zero digit, no doublings.
+extern "C" __global__ void __launch_bounds__(128) fixed_base_mul(
+    const uint32_t* table, uint32_t wbits, uint32_t nwin, const uint64_t* scalars, uint32_t n,
+    uint32_t* out) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    const scalar_t s = reduce_scalar(load_scalar(scalars + 4 * i));
+    const uint32_t row = (1u << wbits) - 1;
+    point acc = xyzz_infinity<field>();
+    for (uint32_t w = 0; w < nwin; w++) {
+        const uint32_t d = scalar_bits(s, w * wbits, wbits);
+        if (!d) continue;
+        const uint64_t entry = (uint64_t)w * row + d - 1;
+        acc = add_affine(acc, load_affine<field>(table + entry * AFFINE_WORDS));
+    }
+    store_xyzz(out + i * XYZZ_WORDS, acc);
+}
+
+// XYZZ (Montgomery) → affine in standard form, `per_thread` consecutive points
+// per thread sharing one inversion (Montgomery's trick over the ZZZ values).
+// 1/ZZZ comes from the batch; 1/ZZ = (1/ZZZ)^2·ZZ^2 since ZZ^3 = ZZZ^2.
+// Infinity becomes all-zero words. scratch holds one field element per point.
+extern "C" __global__ void batch_to_affine(const uint32_t* xyzz, uint32_t n, uint32_t per_thread,
+                                           uint32_t* scratch, uint32_t* out) {
+    const uint64_t t = thread_id();
+    const uint64_t lo = t * per_thread;
+    if (lo >= n) return;
+    uint64_t hi = lo + per_thread;
+    if (hi > n) hi = n;
+    const int FW = words<field>::n;
+    field acc = field_one<field>();
+    for (uint64_t j = lo; j < hi; j++) {
+        store(scratch + j * FW, acc);
+        const field zzz = load_xyzz<field>(xyzz + j * XYZZ_WORDS).ZZZ;
+        if (!is_zero(zzz)) acc = mul_call(acc, zzz);
+    }
+    field inv = inverse(acc);
+    for (uint64_t j = hi; j > lo; j--) {
+        const point p = load_xyzz<field>(xyzz + (j - 1) * XYZZ_WORDS);
+        affine a;
+        if (is_infinity(p)) {
+            a.x = field_zero<field>();
+            a.y = field_zero<field>();
+        } else {
+            field prefix;
+            load(prefix, scratch + (j - 1) * FW);
+            const field izzz = mul_call(inv, prefix);
+            inv = mul_call(inv, p.ZZZ);
+            const field izz = mul_call(sqr_call(izzz), sqr_call(p.ZZ));
+            a.x = from_mont(mul_call(p.X, izz));
+            a.y = from_mont(mul_call(p.Y, izzz));
+        }
+        store_affine(out + (j - 1) * AFFINE_WORDS, a);
+    }
+}

@@ -1,0 +1,284 @@
+"""A CPU stand-in for the small part of CuPy that cuzk's CUDA backend uses.
+
+Kernels are compiled with the host C++ compiler against ``cuda_host_shim.h``
+(one std::thread per CUDA thread) and launched through ctypes with CUDA's own
+argument convention (an array of pointers to the argument values). Device
+arrays are numpy arrays. This lets the backend's Python code and its kernels
+run, bit for bit, on a machine without a GPU, at small sizes.
+
+``install()`` puts the stand-in into ``sys.modules['cupy']``; it refuses when
+the real CuPy is importable, so a GPU run never uses it by accident.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+
+SHIM = Path(__file__).with_name("cuda_host_shim.h")
+_KERNEL = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)',
+    re.S,
+)
+_CACHE = Path(os.environ.get("CUZK_EMU_CACHE", Path(tempfile.gettempdir()) / "cuzk-emu-cache"))
+
+
+def compiler() -> str | None:
+    return shutil.which(os.environ.get("CXX", "g++"))
+
+
+def unavailable_reason() -> str | None:
+    if importlib.util.find_spec("cupy") is not None and not isinstance(
+        sys.modules.get("cupy"), _FakeCupy
+    ):
+        return "the real CuPy is installed: host emulation is only for machines without it"
+    if compiler() is None:
+        return "no host C++ compiler (g++) for the kernel emulation"
+    return None
+
+
+def _param_type(param: str) -> str:
+    param = param.replace("__restrict__", " ").strip()
+    m = re.match(r"(.*?)(\w+)\s*$", param, re.S)
+    if not m:
+        raise ValueError(f"cannot parse kernel parameter {param!r}")
+    return " ".join(m.group(1).split())
+
+
+def _glue(source: str) -> tuple[str, dict[str, int]]:
+    out = []
+    nparams: dict[str, int] = {}
+    for name, params in _KERNEL.findall(source):
+        plist = [p for p in (x.strip() for x in params.split(",")) if p]
+        types_ = [_param_type(p) for p in plist]
+        call = ", ".join(f"*({t}*)args[{i}]" for i, t in enumerate(types_))
+        out.append(
+            f'extern "C" void cuzk_emu_{name}(unsigned gx, unsigned gy, unsigned gz, '
+            f"unsigned bx, unsigned by, unsigned bz, unsigned long long smem, void** args) {{\n"
+            f"  cuzk_emu_launch(dim3{{gx, gy, gz}}, dim3{{bx, by, bz}}, smem, "
+            f"[&] {{ {name}({call}); }});\n}}\n"
+        )
+        nparams[name] = len(types_)
+    return "\n".join(out), nparams
+
+
+def build(code: str, options: tuple[str, ...] = ()) -> tuple[ctypes.CDLL, dict[str, int]]:
+    """Compile kernel source for the host; cached by source, options and shim."""
+    incs = [o for o in options if o.startswith(("-I", "-D"))]
+    glue, nparams = _glue(code)
+    text = code + "\n// ---- emulation glue ----\n" + glue
+    key = hashlib.sha256(
+        (text + "\0" + "\0".join(incs) + "\0" + SHIM.read_text()).encode()
+    ).hexdigest()[:20]
+    # Headers are hashed too: the loader already prefixes a hash of them.
+    _CACHE.mkdir(parents=True, exist_ok=True)
+    so = _CACHE / f"k{key}.so"
+    if not so.exists():
+        src = _CACHE / f"k{key}.cpp"
+        src.write_text(text)
+        cmd = [
+            compiler() or "g++",
+            "-std=c++20",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "-pthread",
+            "-w",
+            "-include",
+            str(SHIM),
+            *incs,
+            str(src),
+            "-o",
+            str(so) + ".tmp",
+        ]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"host compilation failed:\n{res.stderr[-4000:]}")
+        os.replace(str(so) + ".tmp", so)
+    return ctypes.CDLL(str(so)), nparams
+
+
+_SCALARS = {
+    np.dtype(np.uint32): ctypes.c_uint32,
+    np.dtype(np.int32): ctypes.c_int32,
+    np.dtype(np.uint64): ctypes.c_uint64,
+    np.dtype(np.int64): ctypes.c_int64,
+    np.dtype(np.uint16): ctypes.c_uint16,
+    np.dtype(np.uint8): ctypes.c_uint8,
+    np.dtype(np.float64): ctypes.c_double,
+    np.dtype(np.float32): ctypes.c_float,
+}
+
+
+class FakeKernel:
+    def __init__(self, lib: ctypes.CDLL, name: str, nparams: int) -> None:
+        self.name = name
+        self.nparams = nparams
+        self._fn = getattr(lib, f"cuzk_emu_{name}")
+        self._fn.restype = None
+        self.max_dynamic_shared_size_bytes = 48 * 1024
+        self.launches = 0
+
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None) -> None:
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        block = tuple(block) + (1,) * (3 - len(block))
+        if len(args) != self.nparams:
+            raise TypeError(f"{self.name}: {len(args)} arguments for {self.nparams} parameters")
+        if shared_mem > max(48 * 1024, self.max_dynamic_shared_size_bytes):
+            raise ValueError(f"{self.name}: {shared_mem} bytes of shared memory over the limit")
+        if block[0] * block[1] * block[2] > 1024:
+            raise ValueError(f"{self.name}: more than 1024 threads per block")
+        keep = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                if not a.flags.c_contiguous:
+                    raise ValueError(f"{self.name}: non-contiguous array argument")
+                keep.append(ctypes.c_void_p(a.ctypes.data if a.size else 0))
+            elif isinstance(a, np.generic) and a.dtype in _SCALARS:
+                keep.append(_SCALARS[a.dtype](a.item()))
+            elif a is None:
+                keep.append(ctypes.c_void_p(0))
+            else:
+                raise TypeError(
+                    f"{self.name}: argument of type {type(a).__name__} (use numpy scalars)"
+                )
+        ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
+        self.launches += 1
+        self._fn(*grid, *block, ctypes.c_ulonglong(shared_mem), ptrs)
+
+
+class FakeRawModule:
+    def __init__(self, code: str, options: tuple[str, ...] = (), backend: str = "nvrtc", **_kw):
+        self._lib, self._nparams = build(code, tuple(options))
+        self._kernels: dict[str, FakeKernel] = {}
+
+    def get_function(self, name: str) -> FakeKernel:
+        if name not in self._nparams:
+            raise AttributeError(f"no kernel {name!r} in module")
+        if name not in self._kernels:
+            self._kernels[name] = FakeKernel(self._lib, name, self._nparams[name])
+        return self._kernels[name]
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self.limit = 0
+
+    def set_limit(self, size: int = 0, fraction: float | None = None) -> None:
+        self.limit = size
+
+    def get_limit(self) -> int:
+        return self.limit
+
+    def used_bytes(self) -> int:
+        return 0
+
+    def total_bytes(self) -> int:
+        return 0
+
+    def free_all_blocks(self) -> None:
+        pass
+
+
+class _Device:
+    compute_capability = "90"
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.id = device_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def synchronize(self) -> None:
+        pass
+
+    def use(self) -> None:
+        pass
+
+
+class _Event:
+    def __init__(self, *a, **k) -> None:
+        import time
+
+        self._time = time
+        self.t = 0.0
+
+    def record(self, stream=None) -> None:
+        self.t = self._time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+
+def _elapsed(a: _Event, b: _Event) -> float:
+    return (b.t - a.t) * 1e3
+
+
+class _FakeCupy(types.ModuleType):
+    pass
+
+
+def make_module() -> types.ModuleType:
+    cp = _FakeCupy("cupy")
+    cp.__cuzk_emulated__ = True
+    cp.ndarray = np.ndarray
+    cp.asarray = lambda a, dtype=None: np.asarray(a, dtype=dtype)
+    cp.asnumpy = lambda a, stream=None: np.asarray(a)
+    cp.RawModule = FakeRawModule
+    pool = _Pool()
+    cp.get_default_memory_pool = lambda: pool
+    runtime = types.SimpleNamespace(
+        memGetInfo=lambda: (64 << 30, 80 << 30),
+        getDeviceCount=lambda: 1,
+        deviceSynchronize=lambda: None,
+    )
+    cuda = types.SimpleNamespace(
+        Device=_Device,
+        runtime=runtime,
+        Event=_Event,
+        get_elapsed_time=_elapsed,
+        Stream=types.SimpleNamespace(null=None),
+    )
+    cp.cuda = cuda
+
+    def __getattr__(name: str):
+        return getattr(np, name)
+
+    cp.__getattr__ = __getattr__
+    return cp
+
+
+def uninstall() -> None:
+    """Remove the stand-in (and the kernels the loader cached through it)."""
+    if isinstance(sys.modules.get("cupy"), _FakeCupy):
+        del sys.modules["cupy"]
+        from cuzk.backends.cuda import loader
+
+        loader.load_module.cache_clear()
+
+
+def install() -> types.ModuleType:
+    """Make ``import cupy`` return the stand-in (only where CuPy is absent)."""
+    current = sys.modules.get("cupy")
+    if isinstance(current, _FakeCupy):
+        return current
+    reason = unavailable_reason()
+    if reason:
+        raise RuntimeError(reason)
+    cp = make_module()
+    sys.modules["cupy"] = cp
+    return cp

@@ -1,0 +1,286 @@
+"""The whole Pippenger pipeline of kernels/msm.cu on the CPU twin, against arkworks.
+
+The twin runs exactly the kernels and launch sequence the GPU runs
+(cuzk.backends.cuda.msm.msm_xyzz with numpy as the array module), so these
+tests pin the pipeline's logic: windows, signed digits, the counting sort,
+slices split across buckets, the reductions and the 0/1 path. Small windows
+and slices force every boundary case at small n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuzk.algebra import pairing
+from cuzk.algebra.arrays import fr_random, fr_to_array, g1_to_array, g2_to_array
+from cuzk.algebra.curves import G1, G2
+from cuzk.algebra.fields import R
+from cuzk.backends.cpu import CpuBackend
+from cuzk.backends.cuda.msm import (
+    G1_SPEC,
+    G2_SPEC,
+    Tuning,
+    choose_window,
+    msm_xyzz,
+    num_windows,
+    xyzz_to_affine,
+)
+
+CPU = CpuBackend()
+
+
+def random_points(group, n: int, rng: np.random.Generator) -> list:
+    ks = [int(x) for x in rng.integers(1, 2**62, size=n)]
+    if group is G1:
+        fb = pairing.FixedBase(pairing.g1_to_ark(G1.generator))
+        return [pairing.g1_from_ark(fb.mul(k)) for k in ks]
+    fb = pairing.FixedBase(pairing.g2_to_ark(G2.generator))
+    return [pairing.g2_from_ark(fb.mul(k)) for k in ks]
+
+
+def twin_msm(host_kernels, group, bases: np.ndarray, scalars: np.ndarray, tuning: Tuning):
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    k = host_kernels("msm.cu", spec.defines)
+    words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
+    count = len(words) // 12
+    k.launch("to_montgomery", count, (words, np.uint64(count)))
+    out = msm_xyzz(np, k, spec, words, np.ascontiguousarray(scalars), tuning)
+    return xyzz_to_affine(out, spec)
+
+
+def reference(group, bases: np.ndarray, scalars: np.ndarray):
+    if group is G1:
+        return CPU.msm_g1(CPU.prepare_g1(bases), scalars)
+    return CPU.msm_g2(CPU.prepare_g2(bases), scalars)
+
+
+def to_array(group, points):
+    return g1_to_array(points) if group is G1 else g2_to_array(points)
+
+
+def edge_case_inputs(group, rng):
+    """Bases with repeats, negations and infinities; scalars with every special value."""
+    pts = random_points(group, 12, rng)
+    p0, p1 = pts[0], pts[1]
+    bases = [*pts, p0, p0, group.neg(p0), None, p1, group.neg(p1), None, p0]
+    specials = [0, 1, R - 1, 2, 3, R - 2, 1, 0, 5, 5, (R - 1) // 2, 1 << 254]
+    specials += [7, 7, 7, 123456789, 9, 9, 2**64, 1 << 128]
+    assert len(specials) == len(bases)
+    return to_array(group, bases), fr_to_array(specials)
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+@pytest.mark.parametrize(
+    "tuning",
+    [
+        Tuning(window=3, slice_len=1, segments=2),
+        Tuning(window=4, slice_len=2, segments=1),
+        Tuning(window=5, slice_len=3, segments=3, ones_words_per_thread=1),
+        Tuning(),
+    ],
+    ids=["c3-T1", "c4-T2", "c5-T3", "auto"],
+)
+def test_edge_cases_match_cpu(group, tuning, host_kernels):
+    rng = np.random.default_rng(5)
+    bases, scalars = edge_case_inputs(group, rng)
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_random_scalars_match_cpu(group, host_kernels):
+    rng = np.random.default_rng(17)
+    n = 77  # not a power of two
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n, rng)
+    # Windows of 6 bits: some buckets hold several points, slices of 4 split many.
+    tuning = Tuning(window=6, slice_len=4, segments=5)
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_hot_buckets_over_many_slices(group, host_kernels):
+    """One scalar value repeated: every window's digit lands in one bucket per
+    window, cut into dozens of slices and summed over several partial levels."""
+    rng = np.random.default_rng(23)
+    n = 150 if group is G1 else 60
+    bases = to_array(group, random_points(group, n, rng))
+    value = int.from_bytes(rng.bytes(32), "little") % R
+    scalars = fr_to_array([value] * (n - 2) + [3, R - 1])
+    tuning = Tuning(window=8, slice_len=2, partials_per_slice=4, segments=7)
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+
+
+def test_fewer_scalars_than_bases_and_tiny_n(host_kernels):
+    rng = np.random.default_rng(3)
+    bases = to_array(G1, random_points(G1, 9, rng))
+    for n in (0, 1, 2, 5):
+        scalars = fr_random(n, rng)
+        got = twin_msm(host_kernels, G1, bases, scalars, Tuning(window=4, slice_len=2))
+        assert got == reference(G1, bases[:n], scalars)
+
+
+def test_scalars_at_or_above_r_act_modulo_r(host_kernels):
+    rng = np.random.default_rng(4)
+    bases = to_array(G1, random_points(G1, 6, rng))
+    big = [R, R + 1, R + 2, 2**256 - 1, 2 * R + 5, 2**255]
+    scalars = np.frombuffer(b"".join(v.to_bytes(32, "little") for v in big), dtype="<u8")
+    scalars = scalars.reshape(-1, 4).copy()
+    reduced = fr_to_array([v % R for v in big])
+    got = twin_msm(host_kernels, G1, bases, scalars, Tuning(window=5, slice_len=2))
+    assert got == reference(G1, bases, reduced)
+
+
+def test_only_zeros_and_ones(host_kernels):
+    rng = np.random.default_rng(8)
+    pts = random_points(G1, 40, rng)
+    bases = to_array(G1, pts)
+    bits = rng.integers(0, 2, size=40)
+    scalars = fr_to_array([int(b) for b in bits])
+    got = twin_msm(host_kernels, G1, bases, scalars, Tuning(ones_words_per_thread=1))
+    assert got == G1.sum([p for p, b in zip(pts, bits, strict=True) if b])
+    assert twin_msm(host_kernels, G1, bases, fr_to_array([0] * 40), Tuning()) is None
+
+
+def test_result_is_infinity_when_terms_cancel(host_kernels):
+    rng = np.random.default_rng(9)
+    p = random_points(G1, 1, rng)[0]
+    bases = to_array(G1, [p, G1.neg(p), p, p])
+    scalars = fr_to_array([5, 5, 3, R - 3])
+    assert twin_msm(host_kernels, G1, bases, scalars, Tuning(window=3, slice_len=1)) is None
+
+
+def test_window_choice_grows_with_n():
+    cs = [choose_window(1 << k, G1_SPEC) for k in range(4, 27, 2)]
+    assert cs == sorted(cs)
+    assert 19 <= choose_window(1 << 24, G1_SPEC) <= 21
+    assert 21 <= choose_window(1 << 26, G1_SPEC) <= 23
+    # The last window holds the final carry: nw·c covers 256 bits.
+    for c in range(2, 24):
+        assert num_windows(c) * c >= 256
+    # A memory cap shrinks the window.
+    capped = choose_window(1 << 26, G1_SPEC, max_bucket_bytes=1 << 30)
+    assert num_windows(capped) * (1 << (capped - 1)) * G1_SPEC.xyzz_bytes <= 1 << 30
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_fixed_base_matches_arkworks(group, host_kernels):
+    from cuzk.backends.cuda.msm import fixed_base_affine, fixed_base_table
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    k = host_kernels("msm.cu", spec.defines)
+    rng = np.random.default_rng(21)
+    point = random_points(group, 1, rng)[0]
+    wbits = 4  # a small table keeps the twin quick; the GPU uses the default
+    table = fixed_base_table(point, spec, wbits)
+    assert len(table) == -(-255 // wbits) * 15 * spec.affine_words
+    k.launch("to_montgomery", len(table) // 12, (table, np.uint64(len(table) // 12)))
+    values = [0, 1, 2, R - 1, R, 2**256 - 1] + [int(x) for x in rng.integers(1, 2**63, size=4)]
+    values += [int.from_bytes(rng.bytes(32), "little") % R for _ in range(23)]
+    scalars = np.frombuffer(b"".join(v.to_bytes(32, "little") for v in values), dtype="<u8")
+    words = fixed_base_affine(np, k, spec, table, scalars.reshape(-1, 4).copy(), wbits)
+    mul = pairing.g1_mul if group is G1 else pairing.g2_mul
+    want = to_array(group, [mul(point, v % R) for v in values])
+    assert np.array_equal(words.view("<u8").reshape(want.shape), want)
+
+
+# --- on the GPU: the engine as CudaBackend uses it --------------------------------
+
+
+@pytest.fixture(scope="module")
+def gpu_engine():
+    from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    return MsmEngine(DeviceContext())
+
+
+def gpu_msm(engine, group, bases, scalars):
+    if group is G1:
+        return engine.msm_g1(engine.prepare_g1(bases), scalars)
+    return engine.msm_g2(engine.prepare_g2(bases), scalars)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_edge_cases_match_cpu(group, gpu_engine):
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rng = np.random.default_rng(50)
+    bases, scalars = edge_case_inputs(group, rng)
+    want = reference(group, bases, scalars)
+    assert gpu_msm(gpu_engine, group, bases, scalars) == want
+    small = MsmEngine(gpu_engine.ctx, Tuning(window=3, slice_len=1, segments=2))
+    assert gpu_msm(small, group, bases, scalars) == want
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+@pytest.mark.parametrize("n", [1, 4099])
+def test_gpu_random_scalars_match_cpu(group, n, gpu_engine):
+    rng = np.random.default_rng(n)
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n, rng)
+    assert gpu_msm(gpu_engine, group, bases, scalars) == reference(group, bases, scalars)
+
+
+@pytest.mark.gpu
+def test_gpu_zero_one_bitmap_path_matches_cpu(gpu_engine):
+    rng = np.random.default_rng(51)
+    n = 6000
+    bases = to_array(G1, random_points(G1, n, rng))
+    kind = rng.integers(0, 10, size=n)  # mostly 0 and 1, a few full scalars
+    full = fr_random(n, rng)
+    scalars = np.where((kind < 5)[:, None], 0, np.where((kind < 9)[:, None], 0, full))
+    scalars[(kind >= 5) & (kind < 9), 0] = 1
+    scalars = np.ascontiguousarray(scalars, dtype=np.uint64)
+    assert gpu_msm(gpu_engine, G1, bases, scalars) == reference(G1, bases, scalars)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_streamed_bases_match_resident(group, gpu_engine):
+    import cupy
+
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rng = np.random.default_rng(52)
+    n = 2500
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n - 7, rng)
+    scalars[:100] = fr_to_array([1] * 100)
+    streamed = MsmEngine(gpu_engine.ctx, stream_chunk=1000)
+    h = streamed.prepare_g1(bases) if group is G1 else streamed.prepare_g2(bases)
+    assert not h.resident and h.chunk == 1000
+    want = reference(group, bases[: n - 7], scalars)
+    msm = streamed.msm_g1 if group is G1 else streamed.msm_g2
+    assert msm(h, scalars) == want
+    assert msm(h, cupy.asarray(scalars)) == want  # scalars already on the device
+    h.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_fixed_base_matches_arkworks(group, gpu_engine):
+    rng = np.random.default_rng(53)
+    point = random_points(group, 1, rng)[0]
+    values = [0, 1, R - 1, R] + [int.from_bytes(rng.bytes(32), "little") % R for _ in range(300)]
+    scalars = np.frombuffer(b"".join(v.to_bytes(32, "little") for v in values), dtype="<u8")
+    scalars = scalars.reshape(-1, 4).copy()
+    fb = gpu_engine.fixed_base_g1 if group is G1 else gpu_engine.fixed_base_g2
+    mul = pairing.g1_mul if group is G1 else pairing.g2_mul
+    assert np.array_equal(fb(point, scalars), to_array(group, [mul(point, v % R) for v in values]))
+
+
+@pytest.mark.gpu
+def test_gpu_budget_is_released(gpu_engine):
+    budget = gpu_engine.ctx.budget
+    before = budget.reserved_bytes
+    rng = np.random.default_rng(54)
+    bases = to_array(G1, random_points(G1, 64, rng))
+    h = gpu_engine.prepare_g1(bases)
+    assert budget.reserved_bytes == before + 64 * 96
+    gpu_engine.msm_g1(h, fr_random(64, rng))
+    assert budget.reserved_bytes == before + 64 * 96
+    h.close()
+    assert budget.reserved_bytes == before

@@ -1,0 +1,129 @@
+"""Sparse matrix-vector products on the GPU against the CPU backend."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+from cuda_targets import TARGETS, enter, leave
+
+from cuzk.algebra.arrays import fr_random, fr_to_array
+from cuzk.algebra.fields import R
+from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends.cpu import CpuBackend
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request):
+    enter(request.param)
+    yield request.param
+    leave(request.param)
+
+
+@pytest.fixture(scope="module")
+def backend(target):
+    from cuzk.backends.cuda import CudaBackend
+
+    return CudaBackend()
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return CpuBackend()
+
+
+def random_matrix(rng, nrows: int, ncols: int, distinct: int) -> SparseMatrix:
+    """Empty, short and long rows (past the one-warp-per-row threshold)."""
+    lengths = rng.choice(
+        [0, 1, 2, 3, 6, 17, 40, 130], size=nrows, p=[0.1, 0.3, 0.2, 0.15, 0.1, 0.08, 0.05, 0.02]
+    )
+    pool = [1, R - 1, 2, 0, R - 2] + [int(v) for v in rng.integers(0, 2**63, size=distinct)]
+    rows = [
+        [(int(rng.integers(0, ncols)), pool[int(rng.integers(0, len(pool)))]) for _ in range(k)]
+        for k in lengths
+    ]
+    return SparseMatrix.from_rows(rows, ncols)
+
+
+@pytest.mark.parametrize("distinct", [0, 300])
+def test_spmv_matches_cpu(backend, cpu, distinct):
+    from cuzk.backends.cuda.spmv import CODE16
+
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 400, 300, distinct)
+    w = fr_random(300, rng)
+    w[:3] = fr_to_array([0, 1, R - 1])
+    w[3] = np.frombuffer(((1 << 256) - 1).to_bytes(32, "little"), dtype="<u8")  # non-canonical
+    got = backend.to_host(backend.spmv(m, w))
+    assert np.array_equal(got, cpu.spmv(m, w)), f"seed {seed}"
+    assert backend.spmv_engine.upload(m).mode == CODE16
+
+
+@pytest.mark.gpu
+def test_spmv_32_bit_codes(backend, cpu, target):
+    """More than 2^16 distinct coefficients, each used three times."""
+    from cuzk.backends.cuda.spmv import CODE32
+
+    if target != "gpu":
+        pytest.skip("the 32-bit code dictionary is exercised on the GPU only")
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    nrows, ncols, distinct = 60_000, 5000, 70_000
+    lengths = rng.integers(0, 8, nrows)
+    indptr = np.zeros(nrows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    nnz = int(indptr[-1])
+    values = fr_random(distinct, rng)
+    coeffs = values[rng.integers(0, distinct, nnz)]
+    m = SparseMatrix(indptr, rng.integers(0, ncols, nnz).astype(np.int64), coeffs, ncols)
+    w = fr_random(ncols, rng)
+    assert np.array_equal(backend.to_host(backend.spmv(m, w)), cpu.spmv(m, w)), f"seed {seed}"
+    assert backend.spmv_engine.upload(m).mode == CODE32
+
+
+def test_spmv_raw_coefficients(backend, cpu):
+    """All-distinct coefficients: stored in full."""
+    from cuzk.backends.cuda.spmv import RAW
+
+    rng = np.random.default_rng(secrets.randbits(32))
+    m = random_matrix(rng, 200, 100, 0)
+    m = SparseMatrix(m.indptr, m.indices, fr_random(m.nnz, rng), m.num_cols)
+    w = fr_random(100, rng)
+    assert np.array_equal(backend.to_host(backend.spmv(m, w)), cpu.spmv(m, w))
+    assert backend.spmv_engine.upload(m).mode == RAW
+
+
+def test_spmv_empty_and_errors(backend, cpu):
+    empty = SparseMatrix.from_rows([[], [], []], 5)
+    w = fr_random(5, np.random.default_rng(1))
+    assert np.array_equal(backend.to_host(backend.spmv(empty, w)), cpu.spmv(empty, w))
+    with pytest.raises(ValueError, match="columns"):
+        backend.spmv(empty, fr_random(4, np.random.default_rng(1)))
+
+
+def test_matrix_stays_resident_and_is_released(backend):
+    import gc
+
+    rng = np.random.default_rng(3)
+    m = random_matrix(rng, 100, 50, 5)
+    budget = backend.ctx.budget
+    gc.collect()  # matrices of earlier tests release their share first
+    before = budget.reserved_bytes
+    dev = backend.spmv_engine.upload(m)
+    assert backend.spmv_engine.upload(m) is dev
+    assert budget.reserved_bytes == before + dev.nbytes
+    del m, dev
+    gc.collect()
+    assert budget.reserved_bytes == before
+
+
+def test_long_rows_at_warp_edges(backend, cpu):
+    """Long rows first in a warp, adjacent, last, and a partial last warp."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    pattern = [40, 45, 1, 0, 33, 2] + [3] * 25 + [70] + [50, 0, 1, 36, 36, 2, 5]
+    rows = [[(int(rng.integers(0, 64)), secrets.randbelow(R)) for _ in range(k)] for k in pattern]
+    m = SparseMatrix.from_rows(rows, 64)
+    w = fr_random(64, rng)
+    assert np.array_equal(backend.to_host(backend.spmv(m, w)), cpu.spmv(m, w))
