@@ -368,7 +368,13 @@ def test_bad_inputs_are_answered_clearly_while_other_jobs_run(tmp_path: Path) ->
         e = rpc_error(c.submit, huge)
         assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "larger than max" in e.details()
-        assert d.engine.registry.get(job).state in (JobState.QUEUED, JobState.RUNNING)
+        # not failed by the bad requests (with the native CPU kernels it may
+        # already be done: a 1,200-constraint proof takes a few hundred ms)
+        assert d.engine.registry.get(job).state in (
+            JobState.QUEUED,
+            JobState.RUNNING,
+            JobState.COMPLETED,
+        )
         r = c.await_proof(job)
         assert r.status == COMPLETED
         check_proof(d.engine, good, r.proof)

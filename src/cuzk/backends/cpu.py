@@ -1,13 +1,27 @@
 """The CPU backend: the reference every other backend must match bit for bit.
 
-Fr arithmetic runs on Python ints, vectorised through numpy object arrays
-(one numpy call per NTT stage, not one Python call per butterfly). MSMs go
-through py-arkworks-bls12381's multiexp; scalars 0 and 1 never reach it: zeros
-are skipped and the bases of ones are added directly.
+Two implementations of every operation, checked against each other bit for
+bit (tests/backends/test_native.py):
+
+- the native C kernels of :mod:`cuzk.backends.native` (multithreaded
+  Montgomery arithmetic, Pippenger MSMs), used whenever the extension is
+  built;
+- their readable twins here: Fr arithmetic on Python ints, vectorised through
+  numpy object arrays (one numpy call per NTT stage, not one Python call per
+  butterfly), and MSMs through py-arkworks-bls12381's multiexp.
+
+In both, MSM scalars 0 and 1 never reach a scalar multiplication: zeros are
+skipped and the bases of ones are added directly.
+
+``CpuBackend(native=False)`` or ``CUZK_CPU_NATIVE=0`` forces the Python twins
+(to measure the two side by side, or where the extension is not built, which
+falls back to them with a warning).
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass
 from functools import lru_cache, reduce
 from operator import add
@@ -20,6 +34,34 @@ from cuzk.algebra.curves import Affine
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_TWO_ADICITY, R
 from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends import native as native_kernels
+
+log = logging.getLogger(__name__)
+_warned_unbuilt = False
+
+
+def _use_native(native: bool | None) -> bool:
+    """Resolve CpuBackend's ``native`` argument against the build and the environment."""
+    global _warned_unbuilt
+    if native is False:
+        return False
+    if native is None and os.environ.get("CUZK_CPU_NATIVE", "1") == "0":
+        return False
+    if native_kernels.available():
+        return True
+    if native:
+        raise RuntimeError(
+            f"native CPU kernels requested but not built ({native_kernels.unavailable_reason()}); "
+            "run `pip install -e .` in the source tree"
+        )
+    if not _warned_unbuilt:
+        log.warning(
+            "native CPU kernels not built (%s): the CPU backend runs its pure-Python "
+            "reference, 10-100x slower; `pip install -e .` builds them",
+            native_kernels.unavailable_reason(),
+        )
+        _warned_unbuilt = True
+    return False
 
 
 def _check_fr(a: np.ndarray, what: str = "Fr array") -> np.ndarray:
@@ -94,17 +136,26 @@ def coset_scale(values: np.ndarray, g: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CpuBases:
-    """Bases converted once to library points (the CPU's "resident" form)."""
+    """Bases converted once to the CPU's "resident" form: Montgomery-form limbs
+    for the native kernels, or library points for the Python twin."""
 
-    points: list
     group: str  # "G1" or "G2"
+    points: list | None = None
+    native: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.points)
+        return len(self.native) if self.native is not None else len(self.points or ())
 
 
 class CpuBackend:
+    """The backend contract on the CPU (see the module docstring for the two paths)."""
+
     name = "cpu"
+
+    def __init__(self, native: bool | None = None) -> None:
+        """native: None = the C kernels when built (unless ``CUZK_CPU_NATIVE=0``),
+        False = the Python twins, True = the C kernels or a RuntimeError."""
+        self.native = _use_native(native)
 
     # --- arrays ---------------------------------------------------------
     def asarray(self, a: np.ndarray) -> np.ndarray:
@@ -115,28 +166,40 @@ class CpuBackend:
 
     # --- constraint evaluation -----------------------------------------
     def spmv(self, m: SparseMatrix, w: np.ndarray) -> np.ndarray:
+        if self.native:
+            return native_kernels.spmv(m, _check_fr(w, "witness"))
         return fr_to_array(m.matvec(fr_from_array(_check_fr(w, "witness"))))
 
     # --- polynomials ----------------------------------------------------
     def ntt(self, a: np.ndarray) -> np.ndarray:
+        if self.native:
+            return native_kernels.ntt(_check_fr(a))
         return fr_to_array(ntt_ints(fr_from_array(_check_fr(a))))
 
     def intt(self, a: np.ndarray) -> np.ndarray:
+        if self.native:
+            return native_kernels.ntt(_check_fr(a), inverse=True)
         return fr_to_array(ntt_ints(fr_from_array(_check_fr(a)), inverse=True))
 
     def coset_ntt(self, a: np.ndarray) -> np.ndarray:
+        if self.native:
+            return native_kernels.ntt(_check_fr(a), coset=True)
         vals = np.array(fr_from_array(_check_fr(a)), dtype=object)
         return fr_to_array(
             ntt_ints(coset_scale(vals, EvaluationDomain.for_size(len(vals)).coset_generator))
         )
 
     def coset_intt(self, a: np.ndarray) -> np.ndarray:
+        if self.native:
+            return native_kernels.ntt(_check_fr(a), inverse=True, coset=True)
         d = EvaluationDomain.for_size(len(a))
         return fr_to_array(
             coset_scale(ntt_ints(fr_from_array(_check_fr(a)), inverse=True), d.coset_generator_inv)
         )
 
     def h_poly(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        if self.native:
+            return native_kernels.h_poly(_check_fr(a), _check_fr(b), _check_fr(c))
         n = max(len(a), len(b), len(c))
         d = EvaluationDomain.for_size(n)
         evals = []
@@ -150,6 +213,10 @@ class CpuBackend:
         return fr_to_array(h[: d.size - 1])
 
     def h_odd_coset(self, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+        if self.native:
+            return native_kernels.h_odd_coset(
+                _check_fr(a), _check_fr(b), None if c is None else _check_fr(c)
+            )
         n = max(len(a), len(b), 0 if c is None else len(c))
         d = EvaluationDomain.for_size(n)
         if d.log_size >= FR_TWO_ADICITY:
@@ -167,19 +234,27 @@ class CpuBackend:
 
     # --- multi-scalar multiplication -------------------------------------
     def prepare_g1(self, bases: np.ndarray) -> CpuBases:
+        if self.native:
+            return CpuBases("G1", native=native_kernels.prepare_g1(bases))
         raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
         make = pairing.G1Point.from_xy_bytes_unchecked_le
-        return CpuBases([make(raw[i : i + 96]) for i in range(0, len(raw), 96)], "G1")
+        return CpuBases("G1", points=[make(raw[i : i + 96]) for i in range(0, len(raw), 96)])
 
     def prepare_g2(self, bases: np.ndarray) -> CpuBases:
+        if self.native:
+            return CpuBases("G2", native=native_kernels.prepare_g2(bases))
         raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
         make = pairing.G2Point.from_xy_bytes_unchecked_le
-        return CpuBases([make(raw[i : i + 192]) for i in range(0, len(raw), 192)], "G2")
+        return CpuBases("G2", points=[make(raw[i : i + 192]) for i in range(0, len(raw), 192)])
 
     def msm_g1(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
+        if bases.native is not None:
+            return native_kernels.msm_g1(bases.native, _check_fr(scalars, "MSM scalars"))
         return pairing.g1_from_ark(self._msm(bases, scalars, pairing.G1Point))
 
     def msm_g2(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
+        if bases.native is not None:
+            return native_kernels.msm_g2(bases.native, _check_fr(scalars, "MSM scalars"))
         return pairing.g2_from_ark(self._msm(bases, scalars, pairing.G2Point))
 
     @staticmethod
@@ -187,8 +262,8 @@ class CpuBackend:
         scalars = _check_fr(scalars, "MSM scalars")
         if len(scalars) > len(bases):
             raise ValueError(f"MSM of {len(scalars)} scalars over {len(bases)} bases")
-        ks = fr_from_array(scalars)
-        pts = bases.points
+        ks = [k % R for k in fr_from_array(scalars)]  # any 256-bit values, as on the GPU
+        pts = bases.points or []
         ones = [pts[i] for i, k in enumerate(ks) if k == 1]
         full = [i for i, k in enumerate(ks) if k > 1]
         acc = reduce(add, ones, point_type.identity())

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk.algebra import pairing
-from cuzk.algebra.arrays import g1_from_array, g1_to_array
+from cuzk.algebra.arrays import fr_to_array, g1_from_array, g1_to_array, g2_from_array, g2_to_array
 from cuzk.algebra.curves import G1, G2
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
+from cuzk.backends import native
 from cuzk.errors import SynthesisError
 from cuzk.groth16.keys import ProvingKey, VerifyingKey
 from cuzk.r1cs.system import R1CS
@@ -47,12 +48,31 @@ class ToxicWaste:
         return ToxicWaste(draw(), draw(), draw(), draw(), draw())
 
 
-def _g1_rows(fb: pairing.FixedBase, scalars: list[int]) -> np.ndarray:
+GeneratorMultiples = pairing.FixedBase | native.FixedBaseTable
+
+
+def _fixed_base(group: str, expected: int) -> GeneratorMultiples:
+    """Multiples of a group's generator: the native table when the CPU kernels
+    are built (and not switched off), else py-arkworks points in a window table."""
+    if native.enabled():
+        if group == "G1":
+            return native.FixedBaseTable("G1", g1_to_array([G1.generator])[0], expected)
+        return native.FixedBaseTable("G2", g2_to_array([G2.generator])[0], expected)
+    if group == "G1":
+        return pairing.FixedBase(pairing.g1_to_ark(G1.generator))
+    return pairing.FixedBase(pairing.g2_to_ark(G2.generator))
+
+
+def _g1_rows(fb: GeneratorMultiples, scalars: list[int]) -> np.ndarray:
+    if isinstance(fb, native.FixedBaseTable):
+        return fb.mul_many(fr_to_array(scalars) if scalars else np.zeros((0, 4), np.uint64))
     raw = fb.mul_many_xy_le(scalars)
     return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 6).copy()
 
 
-def _g2_rows(fb: pairing.FixedBase, scalars: list[int]) -> np.ndarray:
+def _g2_rows(fb: GeneratorMultiples, scalars: list[int]) -> np.ndarray:
+    if isinstance(fb, native.FixedBaseTable):
+        return fb.mul_many(fr_to_array(scalars) if scalars else np.zeros((0, 4), np.uint64))
     raw = fb.mul_many_xy_le(scalars)
     return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 2, 6).copy()
 
@@ -123,16 +143,18 @@ def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) 
     """Generate a proving key (which contains its verifying key) for an R1CS."""
     q = query_scalars(r1cs, waste or ToxicWaste.draw(seed))
     w = q.waste
-    g1 = pairing.FixedBase(pairing.g1_to_ark(G1.generator))
-    g2 = pairing.FixedBase(pairing.g2_to_ark(G2.generator))
+    g1 = _fixed_base("G1", 3 + len(q.ic) + len(q.l) + len(q.h) + len(q.a) + len(q.b))
+    g2 = _fixed_base("G2", 3 + len(q.b))
     ic = g1_from_array(_g1_rows(g1, q.ic))
+    alpha_g1, beta_g1, delta_g1 = g1_from_array(_g1_rows(g1, [w.alpha, w.beta, w.delta]))
+    beta_g2, gamma_g2, delta_g2 = g2_from_array(_g2_rows(g2, [w.beta, w.gamma, w.delta]))
     vk = VerifyingKey(
-        alpha_g1=pairing.g1_from_ark(g1.mul(w.alpha)),
-        beta_g1=pairing.g1_from_ark(g1.mul(w.beta)),
-        beta_g2=pairing.g2_from_ark(g2.mul(w.beta)),
-        gamma_g2=pairing.g2_from_ark(g2.mul(w.gamma)),
-        delta_g1=pairing.g1_from_ark(g1.mul(w.delta)),
-        delta_g2=pairing.g2_from_ark(g2.mul(w.delta)),
+        alpha_g1=alpha_g1,
+        beta_g1=beta_g1,
+        beta_g2=beta_g2,
+        gamma_g2=gamma_g2,
+        delta_g1=delta_g1,
+        delta_g2=delta_g2,
         ic=tuple(ic),
     )
     empty_g1 = g1_to_array([])

@@ -1,0 +1,272 @@
+"""Native (C) kernels of the CPU backend, with numpy arrays in and out.
+
+The extension ``_native`` is compiled by ``pip install -e .`` (setup.py) from
+the C files beside this module: Fr NTTs and the fused H polynomial (4×64-bit
+Montgomery), sparse mat-vec, and G1/G2 multi-scalar and fixed-base
+multiplication (6×64-bit Montgomery Fq, XYZZ buckets, signed-digit
+Pippenger), multithreaded with pthreads. Every function here has a
+Python-int twin in :mod:`cuzk.backends.cpu` (or :mod:`cuzk.algebra`) that
+tests check it against bit for bit.
+
+Where the extension is not built (a source tree run without installing),
+:func:`available` is False and the CPU backend falls back to its Python
+twins. ``CUZK_CPU_NATIVE=0`` forces that fallback; ``CUZK_THREADS=n`` sets
+the kernels' thread count (default: the CPUs this process may run on);
+``CUZK_NATIVE_ARITH=portable`` swaps the x86-64 MULX/ADX assembly of the
+Montgomery product (used when the CPU has BMI2 and ADX) for portable C.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+from cuzk.algebra.curves import Affine
+from cuzk.algebra.domain import EvaluationDomain
+from cuzk.algebra.fields import Fq2
+from cuzk.algebra.sparse import SparseMatrix
+
+try:
+    _native = importlib.import_module("cuzk.backends.native._native")
+except ImportError as e:  # not built: the pure-Python twins take over
+    _native = None
+    _import_error: str | None = f"{type(e).__name__}: {e}"
+else:
+    _import_error = None
+
+_U64 = np.dtype("<u8")
+
+
+def available() -> bool:
+    """The extension is built and importable."""
+    return _native is not None
+
+
+def unavailable_reason() -> str | None:
+    return _import_error
+
+
+def enabled() -> bool:
+    """Built, and not switched off with ``CUZK_CPU_NATIVE=0``."""
+    return available() and os.environ.get("CUZK_CPU_NATIVE", "1") != "0"
+
+
+def _default_threads() -> int:
+    env = os.environ.get("CUZK_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def set_threads(n: int) -> None:
+    _lib().set_threads(n)
+
+
+def threads() -> int:
+    return _lib().get_threads()
+
+
+def arithmetic() -> str:
+    """``adx`` (x86-64 MULX/ADX assembly) or ``portable`` (C): the Montgomery product in use."""
+    return _lib().get_arith()
+
+
+def set_arithmetic(name: str) -> None:
+    """Switch the Montgomery product (``adx`` needs a CPU with BMI2 and ADX)."""
+    _lib().set_arith(name)
+
+
+def adx_supported() -> bool:
+    return bool(_lib().adx_supported())
+
+
+def _lib():
+    if _native is None:
+        raise RuntimeError(
+            f"cuzk's native CPU kernels are not built ({_import_error}); "
+            "run `pip install -e .` in the source tree"
+        )
+    return _native
+
+
+if _native is not None:
+    _native.set_threads(_default_threads())
+    if os.environ.get("CUZK_NATIVE_ARITH") == "portable":
+        _native.set_arith("portable")
+
+
+def _fr(a: np.ndarray, what: str) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=_U64)
+    if a.ndim != 2 or a.shape[1] != 4:
+        raise ValueError(f"{what}: expected an (n, 4) uint64 array, got shape {a.shape}")
+    return a
+
+
+def _log2_exact(n: int) -> int:
+    if n <= 0 or n & (n - 1):
+        raise ValueError(f"NTT size {n} is not a power of two")
+    return n.bit_length() - 1
+
+
+# --- polynomials --------------------------------------------------------------
+
+
+def ntt(a: np.ndarray, inverse: bool = False, coset: bool = False) -> np.ndarray:
+    """(Coset) NTT or iNTT of an (n, 4) Fr array, n a power of two; a new array.
+
+    Forward: out_k = Σ_j a_j (g·)ω^{jk}; inverse undoes it (1/n included).
+    """
+    out = _fr(a, "NTT input").copy()
+    _lib().fr_ntt(out, _log2_exact(len(out)), inverse, coset)
+    return out
+
+
+def h_poly(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Groth16's H (m − 1 coefficients) from evaluations a, b, c on the domain."""
+    a, b, c = _fr(a, "H input a"), _fr(b, "H input b"), _fr(c, "H input c")
+    log_n = EvaluationDomain.for_size(max(len(a), len(b), len(c))).log_size
+    out = np.empty(((1 << log_n) - 1, 4), dtype=_U64)
+    _lib().fr_h_poly(a, b, c, out, log_n)
+    return out
+
+
+def h_odd_coset(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+    """snarkjs's H scalars: A·B − C on the odd coset ζ·⟨ω⟩, c defaulting to a∘b
+    (see :meth:`cuzk.backends.base.Backend.h_odd_coset`)."""
+    a, b = _fr(a, "H input a"), _fr(b, "H input b")
+    c = None if c is None else _fr(c, "H input c")
+    log_n = EvaluationDomain.for_size(max(len(a), len(b), 0 if c is None else len(c))).log_size
+    out = np.empty((1 << log_n, 4), dtype=_U64)
+    _lib().fr_h_odd_coset(a, b, c, out, log_n)
+    return out
+
+
+# --- constraint evaluation ----------------------------------------------------
+
+
+def spmv(m: SparseMatrix, w: np.ndarray) -> np.ndarray:
+    """m·w over Fr: one value per row."""
+    w = _fr(w, "witness")
+    if len(w) != m.num_cols:
+        raise ValueError(f"vector of {len(w)} for a matrix of {m.num_cols} columns")
+    out = np.empty((m.num_rows, 4), dtype=_U64)
+    _lib().fr_spmv(
+        np.ascontiguousarray(m.indptr, dtype=np.int64),
+        np.ascontiguousarray(m.indices, dtype=np.int64),
+        _fr(m.coeffs, "CSR coefficients"),
+        w,
+        out,
+    )
+    return out
+
+
+# --- multi-scalar multiplication ---------------------------------------------
+
+
+def prepare_g1(bases: np.ndarray) -> np.ndarray:
+    """(n, 2, 6) standard-form affine points to the kernels' Montgomery form."""
+    src = np.ascontiguousarray(bases, dtype=_U64)
+    if src.ndim != 3 or src.shape[1:] != (2, 6):
+        raise ValueError(f"G1 bases: expected an (n, 2, 6) uint64 array, got {src.shape}")
+    out = np.empty_like(src)
+    _lib().g1_prepare(src, out)
+    return out
+
+
+def prepare_g2(bases: np.ndarray) -> np.ndarray:
+    """(n, 2, 2, 6) standard-form affine points to the kernels' Montgomery form."""
+    src = np.ascontiguousarray(bases, dtype=_U64)
+    if src.ndim != 4 or src.shape[1:] != (2, 2, 6):
+        raise ValueError(f"G2 bases: expected an (n, 2, 2, 6) uint64 array, got {src.shape}")
+    out = np.empty_like(src)
+    _lib().g2_prepare(src, out)
+    return out
+
+
+def _limbs_to_int(limbs: np.ndarray) -> int:
+    return int.from_bytes(limbs.astype(_U64).tobytes(), "little")
+
+
+def g1_affine(row: np.ndarray) -> Affine:
+    """A (2, 6) standard-form row to our affine tuple (all zeros = infinity)."""
+    if not row.any():
+        return None
+    return (_limbs_to_int(row[0]), _limbs_to_int(row[1]))
+
+
+def g2_affine(row: np.ndarray) -> Affine:
+    """A (2, 2, 6) standard-form row to our affine tuple (all zeros = infinity)."""
+    if not row.any():
+        return None
+    return tuple(Fq2(_limbs_to_int(row[i, 0]), _limbs_to_int(row[i, 1])) for i in range(2))
+
+
+def msm_g1(prepared: np.ndarray, scalars: np.ndarray) -> Affine:
+    """Σ k_i·P_i over bases from :func:`prepare_g1` (len(scalars) ≤ len(bases))."""
+    out = np.empty((2, 6), dtype=_U64)
+    _lib().g1_msm(prepared, _fr(scalars, "MSM scalars"), out)
+    return g1_affine(out)
+
+
+def msm_g2(prepared: np.ndarray, scalars: np.ndarray) -> Affine:
+    """Σ k_i·Q_i over bases from :func:`prepare_g2`."""
+    out = np.empty((2, 2, 6), dtype=_U64)
+    _lib().g2_msm(prepared, _fr(scalars, "MSM scalars"), out)
+    return g2_affine(out)
+
+
+# --- fixed-base multiples (parameter generation) ------------------------------
+
+
+class FixedBaseTable:
+    """Many multiples k·G of one point G, from a table of its windowed multiples.
+
+    The table holds d·2^(cw)·G for each c-bit window w and digit 1 ≤ d ≤ 2^(c−1);
+    a multiple costs one mixed addition per non-zero signed digit. ``expected``
+    (how many multiples will be asked for in all) sizes the window so that
+    building the table stays a small part of the work.
+    """
+
+    def __init__(
+        self, group: str, base: np.ndarray, expected: int = 1 << 16, window: int | None = None
+    ) -> None:
+        if group not in ("G1", "G2"):
+            raise ValueError(f"group {group!r}: expected G1 or G2")
+        self.group = group
+        shape = (2, 6) if group == "G1" else (2, 2, 6)
+        self._shape = shape
+        base = np.ascontiguousarray(base, dtype=_U64)
+        if base.shape != shape:
+            raise ValueError(f"{group} fixed base: expected a {shape} array, got {base.shape}")
+        self.window = window if window is not None else self.window_for(expected)
+        lib = _lib()
+        size = getattr(lib, f"{group.lower()}_fixed_table_bytes")(self.window)
+        self._table = np.empty(size // 8, dtype=_U64)
+        getattr(lib, f"{group.lower()}_fixed_table")(base, self.window, self._table)
+        self._mul = getattr(lib, f"{group.lower()}_fixed_mul")
+
+    @staticmethod
+    def window_for(expected: int) -> int:
+        """The c minimising (windows)·(multiples + 3·table entries per window).
+
+        A table entry (an XYZZ addition, then normalised) costs about three
+        batched affine additions of the multiples. Capped at 14 bits: beyond,
+        the table (tens of MiB) stops fitting in cache for a few percent.
+        """
+
+        def cost(c: int) -> int:
+            return (255 // c + 1) * (max(expected, 1) + 3 * (1 << (c - 1)))
+
+        return min(range(2, 15), key=cost)
+
+    def mul_many(self, scalars: np.ndarray) -> np.ndarray:
+        """k_i·G for an (m, 4) Fr array, as standard-form affine rows (m, *shape)."""
+        scalars = _fr(scalars, "fixed-base scalars")
+        out = np.empty((len(scalars), *self._shape), dtype=_U64)
+        self._mul(self._table, self.window, scalars, out)
+        return out
