@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo prove-demo test lint clean
 
-$(BIN)/cuzk: pyproject.toml
+# The CPU backend's C kernels are compiled by the install: rebuild when they change.
+NATIVE := $(wildcard src/cuzk/backends/native/*.c src/cuzk/backends/native/*.h)
+
+$(BIN)/cuzk: pyproject.toml setup.py $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
