@@ -1,19 +1,43 @@
 #!/usr/bin/env bash
-# One call on the GPU machine: install the carried wheels, run the GPU tests,
-# then the kernel benchmark. Run through the device tool with carry [".whl"]:
-#   bash scripts/device-check.sh [pytest args...]
-# Outputs (logs, JSON) go to $OUT when it is set.
+# One call on the GPU machine: install the carried wheels, build the CPU
+# backend's C kernels for that machine's Python, run every GPU test, then the
+# kernel benchmark. Run through the device tool with carry [".whl", ".prebuilt"]
+# (".prebuilt": cubins from `python -m cuzk.backends.cuda.loader .prebuilt`,
+# which skip NVRTC's long compiles; optional) and, optionally, ".devpayload"
+# holding a c1.json to prove on the GPU:
+#   bash scripts/device-check.sh                      # GPU tests + full kernel benchmark
+#   CUZK_BENCH_ARGS=--quick CUZK_C1=.devpayload/c1-2k.json bash scripts/device-check.sh
+# Logs and JSON go to $OUT. Each step has its own time limit (seconds):
+# CUZK_TEST_LIMIT (default 300), CUZK_C1_LIMIT (200), CUZK_BENCH_LIMIT (240).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/cuzk-out}
 mkdir -p "$OUT"
+SECONDS=0
+step() { echo "[t=${SECONDS}s] $*" | tee -a "$OUT/steps.log"; }
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
 fi
 export PYTHONPATH="$PWD/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 export CUZK_KERNEL_CACHE=${CUZK_KERNEL_CACHE:-/tmp/cuzk-kernels}
+[ -d .prebuilt ] && export CUZK_KERNEL_PREBUILT=${CUZK_KERNEL_PREBUILT:-$PWD/.prebuilt}
+export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-python3 -m pytest -m gpu -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest-gpu.log" | tail -40
+step "build native CPU kernels"
+python3 setup.py -q build_ext --inplace -j "$(nproc)" >"$OUT/build.log" 2>&1 || echo "native build failed: CPU reference falls back to Python ints (see build.log)"
+step "GPU tests"
+timeout "${CUZK_TEST_LIMIT:-300}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra" "$@" \
+  2>&1 | tee "$OUT/pytest-gpu.log" | tail -30
 status=${PIPESTATUS[0]}
-python3 -m cuzk.cli.bench kernels --json "$OUT/kernels.json" 2>&1 | tee "$OUT/bench.log" | tail -40
+if [ -n "${CUZK_C1:-}" ]; then
+  step "prove-c1 on the GPU: $CUZK_C1"
+  timeout "${CUZK_C1_LIMIT:-200}" python3 -m cuzk.cli.bench prove-c1 --c1 "$CUZK_C1" --backend cuda --json \
+    2>&1 | tee "$OUT/prove-c1.log" | tail -30
+fi
+step "kernel benchmark ${CUZK_BENCH_ARGS:-}"
+# shellcheck disable=SC2086
+timeout "${CUZK_BENCH_LIMIT:-240}" python3 -m cuzk.cli.bench kernels ${CUZK_BENCH_ARGS:-} --json "$OUT/kernels.json" \
+  2>"$OUT/bench.err" | tee "$OUT/bench.log"
+tail -3 "$OUT/bench.err"
+step "done (tests exit $status)"
 exit "$status"
