@@ -17,7 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk.algebra import pairing
-from cuzk.algebra.arrays import fr_to_array, g1_from_array, g1_to_array, g2_from_array, g2_to_array
+from cuzk.algebra.arrays import (
+    fr_from_array,
+    fr_to_array,
+    g1_from_array,
+    g1_to_array,
+    g2_from_array,
+    g2_to_array,
+)
 from cuzk.algebra.curves import G1, G2
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
@@ -63,43 +70,104 @@ def _fixed_base(group: str, expected: int) -> GeneratorMultiples:
     return pairing.FixedBase(pairing.g2_to_ark(G2.generator))
 
 
-def _g1_rows(fb: GeneratorMultiples, scalars: list[int]) -> np.ndarray:
+def _g1_rows(fb: GeneratorMultiples, scalars: np.ndarray) -> np.ndarray:
+    if not len(scalars):
+        return g1_to_array([])
     if isinstance(fb, native.FixedBaseTable):
-        return fb.mul_many(fr_to_array(scalars) if scalars else np.zeros((0, 4), np.uint64))
-    raw = fb.mul_many_xy_le(scalars)
+        return fb.mul_many(scalars)
+    raw = fb.mul_many_xy_le(fr_from_array(scalars))
     return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 6).copy()
 
 
-def _g2_rows(fb: GeneratorMultiples, scalars: list[int]) -> np.ndarray:
+def _g2_rows(fb: GeneratorMultiples, scalars: np.ndarray) -> np.ndarray:
+    if not len(scalars):
+        return np.zeros((0, 2, 2, 6), np.uint64)
     if isinstance(fb, native.FixedBaseTable):
-        return fb.mul_many(fr_to_array(scalars) if scalars else np.zeros((0, 4), np.uint64))
-    raw = fb.mul_many_xy_le(scalars)
+        return fb.mul_many(scalars)
+    raw = fb.mul_many_xy_le(fr_from_array(scalars))
     return np.frombuffer(raw, dtype="<u8").reshape(-1, 2, 2, 6).copy()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class QueryScalars:
     """The scalars whose multiples of G1 / G2 make up a proving key.
 
     Each query point is (its scalar)·G for the group's generator G; the
-    point-generation step (arkworks here, the GPU in setup_gpu) only
-    multiplies.
+    point-generation step (the native fixed-base kernels or arkworks here,
+    the GPU in setup_gpu) only multiplies. Every field is an (n, 4) uint64
+    array of Fr elements in standard form, the fixed-base kernels' input.
     """
 
     waste: ToxicWaste
-    ic: list[int]  # (β·A_j + α·B_j + C_j)(τ)/γ for each input j
-    l: list[int]  # the same over δ for each aux variable
-    h: list[int]  # τ^i·Z(τ)/δ for i < m − 1
-    a: list[int]  # A_j(τ) for the A-dense variables
-    b: list[int]  # B_j(τ) for the B-dense variables
+    ic: np.ndarray  # (β·A_j + α·B_j + C_j)(τ)/γ for each input j
+    l: np.ndarray  # the same over δ for each aux variable
+    h: np.ndarray  # τ^i·Z(τ)/δ for i < m − 1
+    a: np.ndarray  # A_j(τ) for the A-dense variables
+    b: np.ndarray  # B_j(τ) for the B-dense variables
+
+
+def _domain_outside(r1cs: R1CS, tau: int) -> EvaluationDomain:
+    domain = EvaluationDomain.for_size(r1cs.num_constraints)
+    if domain.z_at(tau) == 0:
+        raise SynthesisError("τ fell in the evaluation domain; draw again")
+    return domain
+
+
+def _densities(r1cs: R1CS) -> tuple[np.ndarray, np.ndarray]:
+    """Which variables get an A-query and a B-query point (every input has an A one)."""
+    a_mask = np.concatenate([np.ones(r1cs.num_inputs, dtype=bool), r1cs.a_aux_density()])
+    return a_mask, r1cs.b.column_mask()
+
+
+def _unconstrained(j: int) -> SynthesisError:
+    return SynthesisError(f"aux variable {j} is unconstrained: its L-query point is zero")
 
 
 def query_scalars(r1cs: R1CS, waste: ToxicWaste) -> QueryScalars:
-    """Every query's scalars for an R1CS and a draw of toxic waste."""
+    """Every query's scalars for an R1CS and a draw of toxic waste.
+
+    With the native kernels (the default), the whole computation stays in
+    (n, 4) arrays: L(τ) by one batch inversion per thread, Aᵀ·L, Bᵀ·L, Cᵀ·L
+    by threaded transposed sparse products, h as a geometric sequence. About
+    six 256-bit multiplications per domain point plus one per non-±1 matrix
+    entry, and a few arrays of 32 bytes per variable or point, where
+    :func:`query_scalars_python` (the reference it is tested against, bit
+    for bit) holds several lists of Python ints of that length.
+    """
+    if not native.enabled():
+        return query_scalars_python(r1cs, waste)
     w = waste
-    domain = EvaluationDomain.for_size(r1cs.num_constraints)
-    if domain.z_at(w.tau) == 0:
-        raise SynthesisError("τ fell in the evaluation domain; draw again")
+    domain = _domain_outside(r1cs, w.tau)
+    lagrange = native.lagrange_at(domain, w.tau, r1cs.num_constraints)
+    nv = r1cs.num_variables
+    a_mask, b_mask = np.ones(nv, dtype=bool), np.empty(nv, dtype=bool)
+    at = native.rmatvec(r1cs.a, lagrange, a_mask)
+    bt = native.rmatvec(r1cs.b, lagrange, b_mask)
+    ct = native.rmatvec(r1cs.c, lagrange)
+    del lagrange
+    a_mask[: r1cs.num_inputs] = True  # every input has an A-query point
+
+    gamma_inv = pow(w.gamma, -1, R)
+    delta_inv = pow(w.delta, -1, R)
+    ni = r1cs.num_inputs
+    ic, _ = native.qap_combine(at[:ni], bt[:ni], ct[:ni], w.beta, w.alpha, gamma_inv)
+    # The L query overwrites C's aux part, which nothing else needs.
+    l_scalars, zero = native.qap_combine(
+        at[ni:], bt[ni:], ct[ni:], w.beta, w.alpha, delta_inv, out=ct[ni:]
+    )
+    if zero is not None:
+        raise _unconstrained(zero)
+    a, b = at[a_mask], bt[b_mask]
+    del at, bt
+    h = native.powers(domain.z_at(w.tau) * delta_inv % R, w.tau, domain.size - 1)
+    return QueryScalars(waste=w, ic=ic, l=l_scalars, h=h, a=a, b=b)
+
+
+def query_scalars_python(r1cs: R1CS, waste: ToxicWaste) -> QueryScalars:
+    """The reference :func:`query_scalars` on Python ints (and the path taken
+    without the native kernels)."""
+    w = waste
+    domain = _domain_outside(r1cs, w.tau)
 
     # Each variable's polynomials at τ: A_j(τ) = Σ_rows A[row, j]·L_row(τ).
     lagrange = domain.lagrange_at(w.tau)[: r1cs.num_constraints]
@@ -118,7 +186,7 @@ def query_scalars(r1cs: R1CS, waste: ToxicWaste) -> QueryScalars:
     l_scalars = [combined(j) * delta_inv % R for j in range(ni, r1cs.num_variables)]
     for j, s in enumerate(l_scalars):
         if s == 0:
-            raise SynthesisError(f"aux variable {j} is unconstrained: its L-query point is zero")
+            raise _unconstrained(j)
 
     zt_over_delta = domain.z_at(w.tau) * delta_inv % R
     h_scalars = []
@@ -127,16 +195,19 @@ def query_scalars(r1cs: R1CS, waste: ToxicWaste) -> QueryScalars:
         h_scalars.append(p)
         p = p * w.tau % R
 
-    a_mask = np.concatenate([np.ones(ni, dtype=bool), r1cs.a_aux_density()])
-    b_mask = r1cs.b.column_mask()
+    a_mask, b_mask = _densities(r1cs)
     return QueryScalars(
         waste=w,
-        ic=ic_scalars,
-        l=l_scalars,
-        h=h_scalars,
-        a=[at[j] for j in np.flatnonzero(a_mask)],
-        b=[bt[j] for j in np.flatnonzero(b_mask)],
+        ic=_fr_array(ic_scalars),
+        l=_fr_array(l_scalars),
+        h=_fr_array(h_scalars),
+        a=_fr_array([at[j] for j in np.flatnonzero(a_mask)]),
+        b=_fr_array([bt[j] for j in np.flatnonzero(b_mask)]),
     )
+
+
+def _fr_array(values: list[int]) -> np.ndarray:
+    return fr_to_array(values) if values else np.zeros((0, 4), np.uint64)
 
 
 def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) -> ProvingKey:
@@ -146,8 +217,12 @@ def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) 
     g1 = _fixed_base("G1", 3 + len(q.ic) + len(q.l) + len(q.h) + len(q.a) + len(q.b))
     g2 = _fixed_base("G2", 3 + len(q.b))
     ic = g1_from_array(_g1_rows(g1, q.ic))
-    alpha_g1, beta_g1, delta_g1 = g1_from_array(_g1_rows(g1, [w.alpha, w.beta, w.delta]))
-    beta_g2, gamma_g2, delta_g2 = g2_from_array(_g2_rows(g2, [w.beta, w.gamma, w.delta]))
+    alpha_g1, beta_g1, delta_g1 = g1_from_array(
+        _g1_rows(g1, fr_to_array([w.alpha, w.beta, w.delta]))
+    )
+    beta_g2, gamma_g2, delta_g2 = g2_from_array(
+        _g2_rows(g2, fr_to_array([w.beta, w.gamma, w.delta]))
+    )
     vk = VerifyingKey(
         alpha_g1=alpha_g1,
         beta_g1=beta_g1,
@@ -157,12 +232,11 @@ def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) 
         delta_g2=delta_g2,
         ic=tuple(ic),
     )
-    empty_g1 = g1_to_array([])
     return ProvingKey(
         vk=vk,
-        h=_g1_rows(g1, q.h) if q.h else empty_g1,
-        l=_g1_rows(g1, q.l) if q.l else empty_g1,
+        h=_g1_rows(g1, q.h),
+        l=_g1_rows(g1, q.l),
         a=_g1_rows(g1, q.a),
-        b_g1=_g1_rows(g1, q.b) if q.b else empty_g1,
-        b_g2=_g2_rows(g2, q.b) if q.b else np.zeros((0, 2, 2, 6), np.uint64),
+        b_g1=_g1_rows(g1, q.b),
+        b_g2=_g2_rows(g2, q.b),
     )

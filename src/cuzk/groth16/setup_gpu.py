@@ -2,7 +2,8 @@
 
 The same single-party (INSECURE, development-only) setup as
 :func:`cuzk.groth16.setup.setup`, bit for bit: the query scalars are computed
-on the CPU exactly as there (:func:`cuzk.groth16.setup.query_scalars`), and
+on the CPU exactly as there (:func:`cuzk.groth16.setup.query_scalars`, native
+kernels handing over (n, 4) uint64 arrays), and
 only the multiples k·G1 / k·G2, which are nearly all of the work (six
 fixed-base multiplications per constraint), run on the GPU through the
 fixed-base kernels of :class:`cuzk.backends.cuda.msm.MsmEngine`: about
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra import pairing
-from cuzk.algebra.arrays import fr_to_array, g1_from_array
+from cuzk.algebra.arrays import g1_from_array
 from cuzk.algebra.curves import G1, G2
 from cuzk.groth16.keys import ProvingKey, VerifyingKey
 from cuzk.groth16.setup import ToxicWaste, query_scalars
@@ -55,15 +56,15 @@ def setup_gpu(
 
     t = time.perf_counter()
 
-    def g1(scalars: list[int]) -> np.ndarray:
-        if not scalars:
+    def g1(scalars: np.ndarray) -> np.ndarray:
+        if not len(scalars):
             return np.zeros((0, 2, 6), np.uint64)
-        return engine.fixed_base_g1(G1.generator, fr_to_array(scalars))
+        return engine.fixed_base_g1(G1.generator, scalars)
 
-    def g2(scalars: list[int]) -> np.ndarray:
-        if not scalars:
+    def g2(scalars: np.ndarray) -> np.ndarray:
+        if not len(scalars):
             return np.zeros((0, 2, 2, 6), np.uint64)
-        return engine.fixed_base_g2(G2.generator, fr_to_array(scalars))
+        return engine.fixed_base_g2(G2.generator, scalars)
 
     w = q.waste
     vk = VerifyingKey(

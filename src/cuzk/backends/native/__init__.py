@@ -25,7 +25,7 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.domain import EvaluationDomain
-from cuzk.algebra.fields import Fq2
+from cuzk.algebra.fields import Fq2, R
 from cuzk.algebra.sparse import SparseMatrix
 
 try:
@@ -163,6 +163,87 @@ def spmv(m: SparseMatrix, w: np.ndarray) -> np.ndarray:
         out,
     )
     return out
+
+
+def _fr_constant(x: int) -> bytes:
+    return (int(x) % R).to_bytes(32, "little")
+
+
+def rmatvec(m: SparseMatrix, v: np.ndarray, density: np.ndarray | None = None) -> np.ndarray:
+    """vᵀ·m over Fr: one value per column (the twin of :meth:`SparseMatrix.rmatvec`).
+
+    ``density``, a bool array of ``m.num_cols``, receives
+    :meth:`SparseMatrix.column_mask` on the way (no second pass over the entries).
+    """
+    v = _fr(v, "row vector")
+    if len(v) != m.num_rows:
+        raise ValueError(f"vector of {len(v)} for a matrix of {m.num_rows} rows")
+    if density is not None and (
+        density.dtype != np.bool_
+        or density.shape != (m.num_cols,)
+        or not density.flags.c_contiguous
+    ):
+        raise ValueError(f"column density: expected a contiguous bool array of {m.num_cols}")
+    out = np.empty((m.num_cols, 4), dtype=_U64)
+    _lib().fr_rmatvec(
+        np.ascontiguousarray(m.indptr, dtype=np.int64),
+        np.ascontiguousarray(m.indices, dtype=np.int64),
+        _fr(m.coeffs, "CSR coefficients"),
+        v,
+        out,
+        None if density is None else density.view(np.uint8),
+    )
+    return out
+
+
+# --- the QAP at a point (parameter generation) --------------------------------
+
+
+def lagrange_at(domain: EvaluationDomain, tau: int, n: int | None = None) -> np.ndarray:
+    """L_j(tau) for the first n points of the domain (all by default), as an
+    (n, 4) array: the twin of :meth:`EvaluationDomain.lagrange_at`.
+
+    One batch inversion (Montgomery's trick) per thread; ValueError when tau
+    lies in the domain.
+    """
+    n = domain.size if n is None else n
+    if not 0 <= n <= domain.size:
+        raise ValueError(f"{n} Lagrange values of a {domain.size}-point domain")
+    out = np.empty((n, 4), dtype=_U64)
+    _lib().fr_lagrange_at(_fr_constant(tau), domain.log_size, out)
+    return out
+
+
+def powers(start: int, ratio: int, n: int) -> np.ndarray:
+    """start·ratio^i for i < n, as an (n, 4) array."""
+    out = np.empty((n, 4), dtype=_U64)
+    _lib().fr_powers(_fr_constant(start), _fr_constant(ratio), out)
+    return out
+
+
+def qap_combine(
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    beta: int,
+    alpha: int,
+    scale: int,
+    out: np.ndarray | None = None,
+) -> tuple[np.ndarray, int | None]:
+    """(β·a_j + α·b_j + c_j)·scale for each j, and the first j where that is zero.
+
+    ``out`` (a C-contiguous (n, 4) uint64 array, which may be ``c`` itself)
+    receives the result; by default a new array.
+    """
+    a, b, c = _fr(a, "a"), _fr(b, "b"), _fr(c, "c")
+    if out is None:
+        out = np.empty_like(c)
+    elif out.dtype != _U64 or out.shape != c.shape or not out.flags.c_contiguous:
+        raise ValueError(f"qap_combine output: expected a contiguous {c.shape} uint64 array")
+    first = _lib().fr_qap_combine(
+        a, b, c, _fr_constant(beta), _fr_constant(alpha), _fr_constant(scale), out
+    )
+    return out, (None if first < 0 else int(first))
 
 
 # --- multi-scalar multiplication ---------------------------------------------

@@ -37,6 +37,21 @@ enum { SPMV_OK = 0, SPMV_BAD_INDPTR, SPMV_BAD_COLUMN, SPMV_NO_MEMORY };
 int fr_spmv(const int64_t *indptr, size_t rows, const int64_t *indices, const u64 *coeffs,
             size_t nnz, const u64 *w, size_t ncols, u64 *out, size_t *where, int nthreads);
 
+/* qap.c (the setup's polynomials at τ). fr_lagrange_at: out[j] = L_j(τ) for
+ * j < n ≤ 2^log_m; 0, 1 when τ lies in the domain, −1 when n > 2^log_m.
+ * fr_rmatvec: out = vᵀ·m (one value per column) and, unless mask is NULL,
+ * mask[j] = 1 when column j holds a non-zero coefficient; the SPMV_* codes.
+ * fr_powers: out[i] = start·ratio^i. fr_qap_combine: out[j] = (β·a_j + α·b_j
+ * + c_j)·scale (out may be c); the first j with out[j] = 0, −1 when none,
+ * −2 when out of memory. */
+int fr_lagrange_at(const u64 *tau, int log_m, u64 *out, size_t n, int nthreads);
+int fr_rmatvec(const int64_t *indptr, size_t rows, const int64_t *indices, const u64 *coeffs,
+               size_t nnz, const u64 *v, size_t ncols, u64 *out, uint8_t *mask, size_t *where,
+               int nthreads);
+void fr_powers(const u64 *start, const u64 *ratio, u64 *out, size_t n, int nthreads);
+long long fr_qap_combine(const u64 *a, const u64 *b, const u64 *c, size_t n, const u64 *beta,
+                         const u64 *alpha, const u64 *scale, u64 *out, int nthreads);
+
 /* g1.c, g2.c (the same code over Fq and Fq2); int results: 0, or −1 when out of memory */
 enum { PREPARE_NOT_CANONICAL = 1, PREPARE_OFF_CURVE = 2 };
 long long g1_prepare(const u64 *in, u64 *out, size_t n, int *why);

@@ -294,6 +294,178 @@ static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* A canonical Fr constant passed as 32 little-endian bytes. */
+static int fr_constant(const Py_buffer *v, const char *what)
+{
+    if (v->len != FR_BYTES) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, not %d", what, v->len, FR_BYTES);
+        return 0;
+    }
+    if (fr_first_noncanonical((const u64 *)v->buf, 1) >= 0) {
+        PyErr_Format(PyExc_ValueError, "%s is not reduced mod r", what);
+        return 0;
+    }
+    return 1;
+}
+
+/* fr_lagrange_at(tau, log_m, out): out[j] = L_j(tau) for the first len(out) points. */
+static PyObject *py_fr_lagrange_at(PyObject *self, PyObject *args)
+{
+    Py_buffer tau = {0}, out = {0};
+    int log_m;
+    Py_buffer *views[] = {&tau, &out, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*iw*", &tau, &log_m, &out))
+        return NULL;
+    Py_ssize_t n;
+    int rc = -1;
+    if (log_m < 0 || log_m > 32) {
+        PyErr_Format(PyExc_ValueError, "domain of 2^%d points: Fr supports up to 2^32", log_m);
+    } else if (fr_constant(&tau, "tau") && check_size(&out, FR_BYTES, "Lagrange output", &n)) {
+        if (n > (Py_ssize_t)1 << log_m) {
+            PyErr_Format(PyExc_ValueError, "%zd Lagrange values of a 2^%d-point domain", n, log_m);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            rc = fr_lagrange_at((const u64 *)tau.buf, log_m, (u64 *)out.buf, (size_t)n,
+                                g_threads);
+            Py_END_ALLOW_THREADS
+            if (rc)
+                PyErr_SetString(PyExc_ValueError, "tau lies in the domain");
+        }
+    }
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fr_rmatvec(indptr, indices, coeffs, v, out, mask | None): out = vᵀ·m, one value
+ * per column; mask (one byte per column) gets the columns' densities. */
+static PyObject *py_fr_rmatvec(PyObject *self, PyObject *args)
+{
+    Py_buffer indptr = {0}, indices = {0}, coeffs = {0}, v = {0}, out = {0}, mask = {0};
+    PyObject *mask_obj;
+    Py_buffer *views[] = {&indptr, &indices, &coeffs, &v, &out, &mask, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*O", &indptr, &indices, &coeffs, &v, &out, &mask_obj))
+        return NULL;
+    if (mask_obj != Py_None && PyObject_GetBuffer(mask_obj, &mask, PyBUF_WRITABLE) < 0) {
+        release_all(views);
+        return NULL;
+    }
+    Py_ssize_t nptr, nidx, nnz, ncols, rows;
+    fr_in fk = {0}, fv = {0};
+    int rc = -1;
+    if (check_size(&indptr, 8, "CSR indptr", &nptr) &&
+        check_size(&indices, 8, "CSR indices", &nidx) &&
+        fr_input(&coeffs, "CSR coefficients", &fk) && fr_input(&v, "row vector", &fv) &&
+        check_size(&out, FR_BYTES, "output", &ncols)) {
+        nnz = fk.n;
+        rows = fv.n;
+        if (mask.obj && mask.len != ncols) {
+            PyErr_Format(PyExc_ValueError, "column mask of %zd bytes for %zd columns", mask.len,
+                         ncols);
+        } else if (nptr != rows + 1 || nidx != nnz) {
+            PyErr_Format(PyExc_ValueError,
+                         "CSR of %zd rows needs %zd row pointers (has %zd) and as many "
+                         "indices as coefficients (%zd, %zd)",
+                         rows, rows + 1, nptr, nidx, nnz);
+        } else {
+            size_t where = 0;
+            Py_BEGIN_ALLOW_THREADS
+            rc = fr_rmatvec((const int64_t *)indptr.buf, (size_t)rows,
+                            (const int64_t *)indices.buf, fk.data, (size_t)nnz, fv.data,
+                            (size_t)ncols, (u64 *)out.buf, mask.obj ? (uint8_t *)mask.buf : NULL,
+                            &where, g_threads);
+            Py_END_ALLOW_THREADS
+            switch (rc) {
+            case SPMV_OK:
+                break;
+            case SPMV_BAD_INDPTR:
+                PyErr_Format(PyExc_ValueError,
+                             "CSR indptr must start at 0, never decrease and end at the "
+                             "entry count (%zd); broken at row %zu", nnz, where);
+                break;
+            case SPMV_BAD_COLUMN:
+                PyErr_Format(PyExc_ValueError, "CSR entry %zu: column outside [0, %zd)", where,
+                             ncols);
+                break;
+            default:
+                PyErr_NoMemory();
+            }
+        }
+    }
+    free(fk.owned);
+    free(fv.owned);
+    release_all(views);
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fr_powers(start, ratio, out): out[i] = start·ratio^i. */
+static PyObject *py_fr_powers(PyObject *self, PyObject *args)
+{
+    Py_buffer start = {0}, ratio = {0}, out = {0};
+    Py_buffer *views[] = {&start, &ratio, &out, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &start, &ratio, &out))
+        return NULL;
+    Py_ssize_t n;
+    int ok = 0;
+    if (fr_constant(&start, "start") && fr_constant(&ratio, "ratio") &&
+        check_size(&out, FR_BYTES, "powers output", &n)) {
+        Py_BEGIN_ALLOW_THREADS
+        fr_powers((const u64 *)start.buf, (const u64 *)ratio.buf, (u64 *)out.buf, (size_t)n,
+                  g_threads);
+        Py_END_ALLOW_THREADS
+        ok = 1;
+    }
+    release_all(views);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* fr_qap_combine(a, b, c, beta, alpha, scale, out) -> first zero output or -1. */
+static PyObject *py_fr_qap_combine(PyObject *self, PyObject *args)
+{
+    Py_buffer a = {0}, b = {0}, c = {0}, beta = {0}, alpha = {0}, scale = {0}, out = {0};
+    Py_buffer *views[] = {&a, &b, &c, &beta, &alpha, &scale, &out, NULL};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*w*", &a, &b, &c, &beta, &alpha, &scale, &out))
+        return NULL;
+    Py_ssize_t nout;
+    fr_in fa = {0}, fb = {0}, fc = {0};
+    long long first = -2;
+    int ok = 0;
+    if (fr_constant(&beta, "beta") && fr_constant(&alpha, "alpha") &&
+        fr_constant(&scale, "scale") && fr_input(&a, "a", &fa) && fr_input(&b, "b", &fb) &&
+        fr_input(&c, "c", &fc) && check_size(&out, FR_BYTES, "output", &nout)) {
+        if (fa.n != nout || fb.n != nout || fc.n != nout) {
+            PyErr_Format(PyExc_ValueError, "combining %zd, %zd, %zd values into %zd", fa.n, fb.n,
+                         fc.n, nout);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            first = fr_qap_combine(fa.data, fb.data, fc.data, (size_t)nout,
+                                   (const u64 *)beta.buf, (const u64 *)alpha.buf,
+                                   (const u64 *)scale.buf, (u64 *)out.buf, g_threads);
+            Py_END_ALLOW_THREADS
+            if (first == -2)
+                PyErr_NoMemory();
+            else
+                ok = 1;
+        }
+    }
+    free(fa.owned);
+    free(fb.owned);
+    free(fc.owned);
+    release_all(views);
+    if (!ok)
+        return NULL;
+    return PyLong_FromLongLong(first);
+}
+
 typedef long long (*prepare_fn)(const u64 *, u64 *, size_t, int *);
 
 /* The ValueError for point `bad` of a prepare_fn's input. */
@@ -536,6 +708,16 @@ static PyMethodDef methods[] = {
      "fr_h_odd_coset(a, b, c_or_None, out, log_n): snarkjs's A·B − C on the odd coset"},
     {"fr_spmv", py_fr_spmv, METH_VARARGS,
      "fr_spmv(indptr, indices, coeffs, w, out): CSR matrix times vector over Fr"},
+    {"fr_lagrange_at", py_fr_lagrange_at, METH_VARARGS,
+     "fr_lagrange_at(tau, log_m, out): the domain's Lagrange basis at tau into out"},
+    {"fr_rmatvec", py_fr_rmatvec, METH_VARARGS,
+     "fr_rmatvec(indptr, indices, coeffs, v, out, mask_or_None): row vector times CSR "
+     "matrix over Fr"},
+    {"fr_powers", py_fr_powers, METH_VARARGS,
+     "fr_powers(start, ratio, out): out[i] = start * ratio^i"},
+    {"fr_qap_combine", py_fr_qap_combine, METH_VARARGS,
+     "fr_qap_combine(a, b, c, beta, alpha, scale, out): (beta a + alpha b + c) scale; "
+     "first zero or -1"},
     {"g1_prepare", py_g1_prepare, METH_VARARGS, "g1_prepare(in, out): bases to Montgomery form"},
     {"g2_prepare", py_g2_prepare, METH_VARARGS, "g2_prepare(in, out): bases to Montgomery form"},
     {"g1_msm", py_g1_msm, METH_VARARGS, "g1_msm(prepared, scalars, out): affine result"},
