@@ -80,7 +80,8 @@ def _random_matrix(rng: random.Random, rows: int, cols: int, per_row: int) -> Sp
             out.append([])
             continue
         base = rng.randrange(used)
-        row = [(0, rng.choice([1, R - 1]))] if rng.random() < 0.3 else []
+        # column 0 (ONE) in many rows, as in a circuit
+        row = [(0, rng.choice([1, R - 1, 0, rng.randrange(R)]))] if rng.random() < 0.3 else []
         for _ in range(rng.randrange(per_row + 1)):
             # mostly near the row's own block of columns, as circuits allocate them
             col = (base + rng.randrange(8)) % used if rng.random() < 0.8 else rng.randrange(used)
@@ -89,7 +90,9 @@ def _random_matrix(rng: random.Random, rows: int, cols: int, per_row: int) -> Sp
     return SparseMatrix.from_rows(out, cols)
 
 
-@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (9, 4), (300, 120), (2000, 900)])
+@pytest.mark.parametrize(
+    ("rows", "cols"), [(1, 1), (9, 4), (300, 120), (2000, 900), (6000, 5000), (3000, 1)]
+)
 def test_rmatvec_and_density_match_the_reference(mode, rows, cols):
     rng = random.Random(rows * 7 + cols)
     m = _random_matrix(rng, rows, cols, 5)
@@ -99,6 +102,31 @@ def test_rmatvec_and_density_match_the_reference(mode, rows, cols):
     assert fr_from_array(got) == m.rmatvec(v)
     assert np.array_equal(density, m.column_mask())
     assert np.array_equal(native.rmatvec(m, fr_to_array(v)), got)  # without the density
+
+
+@pytest.mark.parametrize("threads", [4, 7, 64, 65])
+def test_rmatvec_with_more_threads_than_columns_or_stripes(threads):
+    """Column ranges clamp and may be empty; more than 64 threads share stripe bits."""
+    old = native.threads()
+    native.set_threads(threads)
+    try:
+        for rows, cols in ((2500, 3), (2500, 2), (5000, 700)):
+            rng = random.Random(rows + cols)
+            m = _random_matrix(rng, rows, cols, 3)
+            v = [rng.randrange(R) for _ in range(rows)]
+            density = np.zeros(cols, dtype=bool)
+            assert fr_from_array(native.rmatvec(m, fr_to_array(v), density)) == m.rmatvec(v)
+            assert np.array_equal(density, m.column_mask())
+    finally:
+        native.set_threads(old)
+
+
+def test_rmatvec_column_zero_with_only_zero_coefficients():
+    m = SparseMatrix.from_rows([[(0, 0), (1, 2)] for _ in range(5000)], 2)
+    density = np.zeros(2, dtype=bool)
+    out = native.rmatvec(m, fr_to_array(range(5000)), density)
+    assert list(density) == [False, True]
+    assert fr_from_array(out) == [0, 2 * sum(range(5000)) % R]
 
 
 def test_rmatvec_of_an_empty_matrix():

@@ -112,8 +112,19 @@ int fr_lagrange_at(const u64 *tau_std, int log_m, u64 *out, size_t n, int nthrea
 
 /* --- transposed sparse product ------------------------------------------------ */
 
-/* Columns are cut into this many buckets to balance the threads' entries. */
+/* out[j] = Σ_r v[r]·M[r, j], atomic-free. Each thread owns a range of columns
+ * (cut so that the ranges hold about as many entries) and sums only into
+ * those, reading the entries of every row block that touches its range.
+ *
+ * A first pass over the row blocks, split between the threads, counts the
+ * entries per column bucket (to cut the ranges) and records which of (at
+ * most) 64 column stripes each block touches: since a circuit allocates a
+ * gadget's variables together, most blocks touch a few stripes and each
+ * thread skips most blocks. Column 0, the constant ONE, sits in nearly every
+ * row; that pass sums it in per-thread partial sums instead. */
 #define RMV_BUCKETS 65536
+#define RMV_BLOCK_ROWS 1024
+#define RMV_STRIPES 64
 
 typedef struct {
     const int64_t *indptr;
@@ -123,26 +134,77 @@ typedef struct {
     size_t rows, nnz, ncols;
     fr_t *out;
     uint8_t *mask; /* or NULL */
-    size_t bucket_width, nbuckets;
-    size_t *hist;       /* nthreads × nbuckets entry counts */
-    size_t *col_bounds; /* nthreads + 1 column cuts */
+    int bucket_shift, stripe_shift; /* column >> shift: its bucket, its stripe */
+    size_t nbuckets, nblocks;
+    size_t *hist;         /* nthreads × nbuckets entry counts */
+    u64 *block_stripes;   /* nblocks stripe bitmaps */
+    fr_t *col0;           /* nthreads partial sums of column 0 */
+    uint8_t *col0_seen;   /* nthreads: column 0 holds a non-zero coefficient */
+    size_t *col_bounds;   /* nthreads + 1 column cuts (from 1 when several threads) */
 } rmv_ctx;
 
-static void rmv_hist_task(void *p, int tid, int nthreads)
+/* The smallest s with (n − 1) >> s < parts: shifts, not divisions, in the scan. */
+static int shift_into(size_t n, size_t parts)
 {
-    rmv_ctx *c = (rmv_ctx *)p;
-    size_t lo, hi;
-    pool_split(c->nnz, tid, nthreads, &lo, &hi);
-    size_t *h = c->hist + (size_t)tid * c->nbuckets;
-    for (size_t e = lo; e < hi; e++)
-        h[(size_t)c->indices[e] / c->bucket_width]++;
+    int s = 0;
+    while (n && ((n - 1) >> s) >= parts)
+        s++;
+    return s;
 }
 
-/* Each thread owns the columns [col_bounds[tid], col_bounds[tid + 1]) and
- * reads every entry, summing only its own: no atomics and no private copies
- * of the output, at the price of every thread streaming the indices. The
- * columns of neighbouring rows are mostly neighbours (a circuit allocates the
- * variables of a gadget together), so the ownership test predicts well. */
+/* acc += k·v (k a coefficient, standard; v standard, v_mont its Montgomery
+ * form made on first need). Returns 0 for a zero coefficient. */
+INLINE int rmv_accumulate(fr_t *acc, const fr_t *k, const fr_t *v, fr_t *v_mont, int *have_mont)
+{
+    if (limbs_eq(k->v, FR_ONE_STD_LIMBS, 4)) {
+        fr_add(acc, acc, v);
+    } else if (limbs_eq(k->v, FR_MINUS_ONE_STD, 4)) {
+        fr_sub(acc, acc, v);
+    } else if (fr_is_zero(k)) {
+        return 0; /* an explicit zero: no product, and no density */
+    } else {
+        if (!*have_mont) {
+            fr_to_mont(v_mont, v);
+            *have_mont = 1;
+        }
+        fr_t t;
+        fr_mul(&t, k, v_mont);
+        fr_add(acc, acc, &t);
+    }
+    return 1;
+}
+
+/* (Several threads only.) */
+static void rmv_survey_task(void *p, int tid, int nthreads)
+{
+    rmv_ctx *c = (rmv_ctx *)p;
+    size_t b0, b1;
+    pool_split(c->nblocks, tid, nthreads, &b0, &b1);
+    size_t *h = c->hist + (size_t)tid * c->nbuckets;
+    fr_t acc = {{0}};
+    uint8_t seen = 0;
+    for (size_t b = b0; b < b1; b++) {
+        size_t r1 = (b + 1) * RMV_BLOCK_ROWS < c->rows ? (b + 1) * RMV_BLOCK_ROWS : c->rows;
+        u64 stripes = 0;
+        for (size_t r = b * RMV_BLOCK_ROWS; r < r1; r++) {
+            int have_mont = 0;
+            fr_t v_mont;
+            for (int64_t e = c->indptr[r]; e < c->indptr[r + 1]; e++) {
+                size_t col = (size_t)c->indices[e];
+                if (col == 0) {
+                    seen |= rmv_accumulate(&acc, &c->coeffs[e], &c->v[r], &v_mont, &have_mont);
+                } else {
+                    h[col >> c->bucket_shift]++;
+                    stripes |= (u64)1 << (col >> c->stripe_shift);
+                }
+            }
+        }
+        c->block_stripes[b] = stripes;
+    }
+    c->col0[tid] = acc;
+    c->col0_seen[tid] = seen;
+}
+
 static void rmv_task(void *p, int tid, int nthreads)
 {
     rmv_ctx *c = (rmv_ctx *)p;
@@ -155,33 +217,29 @@ static void rmv_task(void *p, int tid, int nthreads)
         memset(mask, 0, span);
     if (!span)
         return;
-    for (size_t r = 0; r < c->rows; r++) {
-        const int64_t e1 = c->indptr[r + 1];
-        int have_mont = 0;
-        fr_t v_mont;
-        for (int64_t e = c->indptr[r]; e < e1; e++) {
-            size_t j = (size_t)c->indices[e] - c0;
-            if (j >= span)
-                continue;
-            const fr_t *k = &c->coeffs[e];
-            if (limbs_eq(k->v, FR_ONE_STD_LIMBS, 4)) {
-                fr_add(&out[j], &out[j], &c->v[r]);
-            } else if (limbs_eq(k->v, FR_MINUS_ONE_STD, 4)) {
-                fr_sub(&out[j], &out[j], &c->v[r]);
-            } else if (fr_is_zero(k)) {
-                continue; /* an explicit zero: no product, and no density */
-            } else {
-                /* v[r] in Montgomery form, once per row and thread that needs it */
-                if (!have_mont) {
-                    fr_to_mont(&v_mont, &c->v[r]);
-                    have_mont = 1;
-                }
-                fr_t t;
-                fr_mul(&t, k, &v_mont);
-                fr_add(&out[j], &out[j], &t);
+    u64 mine = ~(u64)0; /* the stripes this thread's columns meet */
+    if (c->block_stripes) {
+        int s0 = (int)(c0 >> c->stripe_shift), s1 = (int)((c0 + span - 1) >> c->stripe_shift);
+        mine = (s1 == RMV_STRIPES - 1 ? ~(u64)0 : ((u64)1 << (s1 + 1)) - 1) &
+               ~(((u64)1 << s0) - 1);
+    }
+    for (size_t b = 0; b < c->nblocks; b++) {
+        if (c->block_stripes && !(c->block_stripes[b] & mine))
+            continue;
+        size_t r1 = (b + 1) * RMV_BLOCK_ROWS < c->rows ? (b + 1) * RMV_BLOCK_ROWS : c->rows;
+        for (size_t r = b * RMV_BLOCK_ROWS; r < r1; r++) {
+            const int64_t e1 = c->indptr[r + 1];
+            int have_mont = 0;
+            fr_t v_mont;
+            for (int64_t e = c->indptr[r]; e < e1; e++) {
+                /* with several threads, column 0 (c0 ≥ 1) wraps past span */
+                size_t j = (size_t)c->indices[e] - c0;
+                if (j >= span)
+                    continue;
+                if (rmv_accumulate(&out[j], &c->coeffs[e], &c->v[r], &v_mont, &have_mont) &&
+                    mask)
+                    mask[j] = 1;
             }
-            if (mask)
-                mask[j] = 1;
         }
     }
 }
@@ -206,42 +264,80 @@ int fr_rmatvec(const int64_t *indptr, size_t rows, const int64_t *indices, const
             return SPMV_BAD_COLUMN;
         }
     }
+    if (ncols == 0)
+        return SPMV_OK; /* then there are no entries either */
     if (nnz < QAP_MIN_PARALLEL || ncols < 2)
         nthreads = 1;
-    rmv_ctx c = {indptr, indices, (const fr_t *)coeffs, (const fr_t *)v, rows, nnz, ncols,
-                 (fr_t *)out, mask, 0, 0, NULL, NULL};
-    c.nbuckets = ncols < RMV_BUCKETS ? (ncols ? ncols : 1) : RMV_BUCKETS;
-    c.bucket_width = (ncols + c.nbuckets - 1) / c.nbuckets;
-    if (!c.bucket_width)
-        c.bucket_width = 1;
-    c.hist = calloc((size_t)nthreads * c.nbuckets, sizeof(size_t));
+    rmv_ctx c = {0};
+    c.indptr = indptr;
+    c.indices = indices;
+    c.coeffs = (const fr_t *)coeffs;
+    c.v = (const fr_t *)v;
+    c.rows = rows;
+    c.nnz = nnz;
+    c.ncols = ncols;
+    c.out = (fr_t *)out;
+    c.mask = mask;
+    c.nblocks = (rows + RMV_BLOCK_ROWS - 1) / RMV_BLOCK_ROWS;
+    c.bucket_shift = shift_into(ncols, RMV_BUCKETS);
+    c.stripe_shift = shift_into(ncols, RMV_STRIPES);
+    c.nbuckets = ((ncols - 1) >> c.bucket_shift) + 1;
+    int rc = SPMV_NO_MEMORY;
+    c.col0 = malloc((size_t)nthreads * sizeof(fr_t));
+    c.col0_seen = malloc((size_t)nthreads);
     c.col_bounds = malloc(((size_t)nthreads + 1) * sizeof(size_t));
-    if (!c.hist || !c.col_bounds) {
-        free(c.hist);
-        free(c.col_bounds);
-        return SPMV_NO_MEMORY;
-    }
-    /* Cut the columns where the running entry count crosses t·nnz/T. */
-    c.col_bounds[0] = 0;
     if (nthreads > 1) {
-        pool_run(nthreads, rmv_hist_task, &c);
-        size_t seen = 0, b = 0;
+        c.hist = calloc((size_t)nthreads * c.nbuckets, sizeof(size_t));
+        c.block_stripes = malloc((c.nblocks ? c.nblocks : 1) * sizeof(u64));
+        if (!c.hist || !c.block_stripes)
+            goto done;
+    }
+    if (!c.col0 || !c.col0_seen || !c.col_bounds)
+        goto done;
+    if (nthreads == 1) { /* one thread owns every column, column 0 included */
+        c.col_bounds[0] = 0;
+        c.col_bounds[1] = ncols;
+        pool_run(1, rmv_task, &c);
+        rc = SPMV_OK;
+        goto done;
+    }
+    pool_run(nthreads, rmv_survey_task, &c);
+    /* Cut the columns 1.. where the running entry count crosses t·(its total)/T. */
+    c.col_bounds[0] = 1;
+    {
+        size_t total = 0, seen = 0, b = 0;
+        for (size_t i = 0; i < (size_t)nthreads * c.nbuckets; i++)
+            total += c.hist[i];
         for (int t = 1; t < nthreads; t++) {
-            size_t target = nnz * (size_t)t / (size_t)nthreads;
+            size_t target = total * (size_t)t / (size_t)nthreads;
             while (b < c.nbuckets && seen < target) {
                 for (int u = 0; u < nthreads; u++)
                     seen += c.hist[(size_t)u * c.nbuckets + b];
                 b++;
             }
-            size_t cut = b * c.bucket_width;
-            c.col_bounds[t] = cut < ncols ? cut : ncols;
+            size_t cut = b << c.bucket_shift;
+            c.col_bounds[t] = cut < 1 ? 1 : cut < ncols ? cut : ncols;
         }
     }
     c.col_bounds[nthreads] = ncols;
     pool_run(nthreads, rmv_task, &c);
-    free(c.hist);
+    fr_t col0 = {{0}};
+    uint8_t seen0 = 0;
+    for (int t = 0; t < nthreads; t++) {
+        fr_add(&col0, &col0, &c.col0[t]);
+        seen0 |= c.col0_seen[t];
+    }
+    c.out[0] = col0;
+    if (mask)
+        mask[0] = seen0;
+    rc = SPMV_OK;
+done:
+    free(c.col0);
+    free(c.col0_seen);
     free(c.col_bounds);
-    return SPMV_OK;
+    free(c.hist);
+    free(c.block_stripes);
+    return rc;
 }
 
 /* --- geometric sequences and the IC / L combination ---------------------------- */
