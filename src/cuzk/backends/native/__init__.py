@@ -2,9 +2,10 @@
 
 The extension ``_native`` is compiled by ``pip install -e .`` (setup.py) from
 the C files beside this module: Fr NTTs and the fused H polynomial (4×64-bit
-Montgomery), sparse mat-vec, and G1/G2 multi-scalar and fixed-base
+Montgomery), sparse mat-vec, G1/G2 multi-scalar and fixed-base
 multiplication (6×64-bit Montgomery Fq, XYZZ buckets, signed-digit
-Pippenger), multithreaded with pthreads. Every function here has a
+Pippenger), and the setup's QAP at τ (Lagrange basis by batch inversion,
+transposed sparse products, powers), multithreaded with pthreads. Every function here has a
 Python-int twin in :mod:`cuzk.backends.cpu` (or :mod:`cuzk.algebra`) that
 tests check it against bit for bit.
 
