@@ -68,22 +68,14 @@ class Device:
 
 
 def _cuda_backend(ctx: Any) -> Backend:
-    """A CUDA backend bound to one device context.
+    """A CUDA backend bound to the engine's context for that device.
 
-    Integration point with the CUDA backend issues: it is expected to accept
-    the DeviceContext (``CudaBackend(device=ctx)``). A backend that only
-    knows device 0 is accepted for device 0 alone.
+    The backend must share the engine's DeviceContext (and so its one VRAM
+    budget): a second context would be a second budget for the same memory.
     """
     from cuzk.backends.cuda import CudaBackend
 
-    try:
-        return CudaBackend(device=ctx)
-    except TypeError:
-        if ctx.device_id != 0:
-            raise RuntimeError(
-                f"the CUDA backend in this build cannot target GPU {ctx.device_id}"
-            ) from None
-        return CudaBackend()
+    return CudaBackend(device_id=ctx.device_id, ctx=ctx)
 
 
 def discover(cfg: GpusConfig) -> list[Device]:
