@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from cuzk.circuits.catalog import KINDS, PLANNED, compiled_circuit
+from cuzk.circuits.catalog import KINDS, POST_KINDS, compiled_circuit
 from cuzk.errors import CuzkError
 
 
@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "circuit-info",
         help="constraints, inputs, aux variables, FFT domain and non-zeros of a circuit",
     )
-    p.add_argument("kind", choices=(*KINDS, *PLANNED), help="which circuit")
+    p.add_argument("kind", choices=KINDS, help="which circuit")
     p.add_argument("--sector-size", required=True, help="e.g. 2KiB, 512MiB, 32GiB")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cache-dir", type=Path, default=None, help="compiled-circuit cache")
@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         "constraints": cc.num_constraints,
         "circuit_constraints": cc.num_circuit_constraints,
         "public_inputs": cc.num_inputs - 1,
+        "inputs_with_one": cc.num_inputs,
         "aux_variables": cc.num_aux,
         "fft_domain": cc.domain_size,
         "fft_domain_log2": cc.domain_size.bit_length() - 1,
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         f"constraints    {cc.num_constraints:,} "
         f"({cc.num_circuit_constraints:,} + {cc.num_inputs:,} input constraints)"
     )
-    print(f"public inputs  {cc.num_inputs - 1:,} (plus ONE)")
+    print(f"public inputs  {cc.num_inputs - 1:,} (+ ONE = {cc.num_inputs:,} input variables)")
     print(f"aux variables  {cc.num_aux:,}")
     print(f"FFT domain     2^{info['fft_domain_log2']} = {cc.domain_size:,}")
     print(f"non-zeros      A {a:,}  B {b:,}  C {c:,}")
@@ -72,7 +73,7 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
         "circuit-bench",
         help="time compile, CSR materialisation and witness of a PoSt circuit (peak memory)",
     )
-    p.add_argument("kind", choices=KINDS)
+    p.add_argument("kind", choices=POST_KINDS)
     p.add_argument("--sector-size", required=True)
     p.add_argument(
         "--sectors",

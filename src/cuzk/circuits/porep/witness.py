@@ -161,8 +161,8 @@ def compiled_porep(
 ) -> CompiledCircuit:
     """One partition of the registered PoRep circuit for a sector size, through
     the compiled-circuit cache (what ``cuzk circuit-info porep`` shows)."""
-    size = parse_size(sector_size) if isinstance(sector_size, str) else sector_size
     try:
+        size = parse_size(sector_size) if isinstance(sector_size, str) else sector_size
         shape = PoRepShape.of(sector_params(size))
     except ValueError as e:
         raise InputError("sector size", str(sector_size), str(e)) from None
