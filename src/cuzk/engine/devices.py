@@ -68,14 +68,11 @@ class Device:
 
 
 def _cuda_backend(ctx: Any) -> Backend:
-    """A CUDA backend bound to the engine's context for that device.
-
-    The backend must share the engine's DeviceContext (and so its one VRAM
-    budget): a second context would be a second budget for the same memory.
-    """
+    """A CUDA backend bound to one device context: the engine's VRAM budget
+    for that GPU is the one the backend's kernels reserve from."""
     from cuzk.backends.cuda import CudaBackend
 
-    return CudaBackend(device_id=ctx.device_id, ctx=ctx)
+    return CudaBackend(ctx=ctx)
 
 
 def discover(cfg: GpusConfig) -> list[Device]:
