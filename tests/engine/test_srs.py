@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
@@ -12,7 +13,7 @@ from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.budget import Budget, Cancelled
 from cuzk.engine.devices import Device
-from cuzk.engine.jobs import InUse, ProofKind
+from cuzk.engine.jobs import InUse, ProofKind, ProofRequest
 from cuzk.engine.kinds import KindRegistry, demo
 from cuzk.engine.kinds.base import key_host_bytes
 from cuzk.engine.srs import DEV_KEY_DIR, SrsManager, Tier, load_key
@@ -137,3 +138,55 @@ def test_filecoin_kinds_need_consent_for_dev_keys(tmp_path: Path) -> None:
     m2.release_host(m2.acquire_host("winning-test", 100))
     with pytest.raises(InputError, match="no registered proof kind"):
         m.preload("porep-32g")
+
+
+def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """With a CUDA device the key's points come from setup_gpu, bound to that
+    device's context (here a stand-in engine computes them on the CPU)."""
+    from types import SimpleNamespace
+
+    from cuzk.algebra import pairing
+    from cuzk.algebra.arrays import fr_from_array, g1_to_array, g2_to_array
+    from cuzk.groth16 import setup_gpu
+
+    ctx = SimpleNamespace(device_id=0)
+    gpu = Device(
+        0, "fake gpu", SimpleNamespace(name="cuda", ctx=ctx), 1 << 30, Budget("v", 1 << 30)
+    )
+    monkeypatch.setattr(Device, "activate", lambda self: contextlib.nullcontext())
+    engines = []
+
+    class CpuFixedBase:  # MsmEngine's fixed-base interface, computed with the pairing library
+        def __init__(self, c) -> None:
+            engines.append(c)
+
+        def fixed_base_g1(self, point, scalars):
+            return g1_to_array([pairing.g1_mul(point, k) for k in fr_from_array(scalars)])
+
+        def fixed_base_g2(self, point, scalars):
+            return g2_to_array([pairing.g2_mul(point, k) for k in fr_from_array(scalars)])
+
+    import cuzk.backends.cuda.msm as msm
+
+    monkeypatch.setattr(msm, "MsmEngine", CpuFixedBase)
+    calls = []
+    real = setup_gpu.setup_gpu
+    monkeypatch.setattr(
+        setup_gpu, "setup_gpu", lambda r1cs, **kw: calls.append(kw) or real(r1cs, **kw)
+    )
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    m = SrsManager(tmp_path, reg, Budget("host", 1 << 30), [gpu], 0.0, False)
+    vk = m.verifying_key(A)
+    assert engines == [ctx] and len(calls) == 1
+    # The key proves: a CPU proof with it verifies.
+    kind = demo.DemoKind()
+    r1cs = kind.r1cs(A)
+    body = demo.make_vanilla(DemoCircuit(20, 1))
+    w = kind.synthesize(
+        A, kind.parse(ProofRequest(ProofKind.DEMO, vanilla_proof=body)).partitions[0]
+    )
+    key = prover.prepare(load_key(tmp_path / DEV_KEY_DIR / A), r1cs, CpuBackend())
+    assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))

@@ -245,8 +245,13 @@ def test_evict_refused_in_use_then_done(daemon) -> None:
     assert c.preload(cid).already_loaded is True
     (s,) = [s for s in c.status().loaded_srs if s.circuit_id == cid]
     assert s.tier == pb.SRSStatus.HOT
-    e = rpc_error(c.preload, "porep-32g")
+    e = rpc_error(c.preload, "porep-3g")
     assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # A Filecoin circuit without parameters in the cache (and no dev keys allowed):
+    e = rpc_error(c.preload, "porep-32g")
+    assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "no proving key for porep-32g" in e.details()
+    assert "generate_dev_keys" in e.details()
 
 
 # --- bad input ------------------------------------------------------------------------------
@@ -325,10 +330,23 @@ BAD_INPUTS = [
         "proof_kind: is unspecified",
     ),
     (
-        "valid c1.json, kind without a circuit here",
+        "valid c1.json envelope, C1 output without vanilla proofs",
         pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1()),
-        grpc.StatusCode.UNIMPLEMENTED,
-        "POREP_SEAL_COMMIT (porep) is not available",
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "c1.json: Phase1Out: vanilla_proofs: expected one variant (StackedDrg2KiBV1)",
+    ),
+    (
+        "SnapDeals partition count",
+        pb.SubmitProofRequest(
+            proof_kind=pb.SNAP_DEALS_UPDATE,
+            sector_size=32 << 30,
+            vanilla_proofs=[b"p"],
+            comm_r_old=bytes(32),
+            comm_r_new=bytes(32),
+            comm_d_new=bytes(32),
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "snap request: vanilla_proofs: 1 given, a 32GiB SnapDeals proof has 16 partition(s)",
     ),
     (
         "PoSt randomness of the wrong length",

@@ -465,8 +465,17 @@ def matvec_by_copies(cc: CompiledCircuit, copy: R1CS, w: list[int]) -> tuple[lis
     return out
 
 
-def _entries_for(inst: Instances, m: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
-    """Global columns and coefficient ids of matrix m's entries, (k, nnz_block)."""
+def entries_for(inst: Instances, m: int, n_in: int) -> tuple[np.ndarray, np.ndarray]:
+    """Global columns and coefficient ids of the entries of one flattened block.
+
+    ``inst`` is one :class:`Instances` of :func:`flatten` (a block and the
+    ``k`` places it is instantiated), ``m`` the matrix (0 = A, 1 = B, 2 = C)
+    and ``n_in`` the circuit's input count (ONE included), where aux columns
+    start. Returns two ``(k, nnz of the block in m)`` arrays: each entry's
+    column in the global assignment ``[ONE, inputs…, aux…]`` and its id in
+    the circuit's :class:`CoefficientTable`, in the block's CSR order. Used
+    to build CSR matrices and to check a witness without building them.
+    """
     b = inst.block
     kind, idx = b.kind[m], b.index[m]
     k = len(inst.row_base)
@@ -515,7 +524,7 @@ def build_r1cs(cc: CompiledCircuit) -> R1CS:
             local_ptr = b.indptr[m]
             entry_row = np.repeat(np.arange(b.num_rows), np.diff(local_ptr))
             entry_pos = np.arange(b.nnz[m]) - local_ptr[entry_row]
-            cols, ids = _entries_for(inst, m, n_in)
+            cols, ids = entries_for(inst, m, n_in)
             pos = indptr[inst.row_base[:, None] + entry_row[None, :]] + entry_pos[None, :]
             indices[pos] = cols
             cids[pos] = ids

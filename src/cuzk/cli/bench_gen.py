@@ -186,7 +186,7 @@ def _peak_mib() -> float:
 def run_circuit_witness(args: argparse.Namespace) -> int:
     """One partition: generate test data, compile, witness, optionally check."""
     from cuzk.circuits.compile import Compiler
-    from cuzk.circuits.porep.satisfy import compiled_unsatisfied_rows
+    from cuzk.circuits.satisfy import compiled_unsatisfied_rows
 
     rng = random.Random(args.seed)
     compiler = Compiler()

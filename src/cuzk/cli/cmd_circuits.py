@@ -7,7 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from cuzk.circuits.catalog import KINDS, PLANNED, compiled_circuit
+from cuzk.circuits.catalog import KINDS, POST_KINDS, compiled_circuit
+from cuzk.circuits.post.config import WINNING
 from cuzk.errors import CuzkError
 
 
@@ -16,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "circuit-info",
         help="constraints, inputs, aux variables, FFT domain and non-zeros of a circuit",
     )
-    p.add_argument("kind", choices=(*KINDS, *PLANNED), help="which circuit")
+    p.add_argument("kind", choices=KINDS, help="which circuit")
     p.add_argument("--sector-size", required=True, help="e.g. 2KiB, 512MiB, 32GiB")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cache-dir", type=Path, default=None, help="compiled-circuit cache")
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         "constraints": cc.num_constraints,
         "circuit_constraints": cc.num_circuit_constraints,
         "public_inputs": cc.num_inputs - 1,
+        "inputs_with_one": cc.num_inputs,
         "aux_variables": cc.num_aux,
         "fft_domain": cc.domain_size,
         "fft_domain_log2": cc.domain_size.bit_length() - 1,
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         f"constraints    {cc.num_constraints:,} "
         f"({cc.num_circuit_constraints:,} + {cc.num_inputs:,} input constraints)"
     )
-    print(f"public inputs  {cc.num_inputs - 1:,} (plus ONE)")
+    print(f"public inputs  {cc.num_inputs - 1:,} (+ ONE = {cc.num_inputs:,} input variables)")
     print(f"aux variables  {cc.num_aux:,}")
     print(f"FFT domain     2^{info['fft_domain_log2']} = {cc.domain_size:,}")
     print(f"non-zeros      A {a:,}  B {b:,}  C {c:,}")
@@ -72,7 +74,7 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
         "circuit-bench",
         help="time compile, CSR materialisation and witness of a PoSt circuit (peak memory)",
     )
-    p.add_argument("kind", choices=KINDS)
+    p.add_argument("kind", choices=POST_KINDS)
     p.add_argument("--sector-size", required=True)
     p.add_argument(
         "--sectors",
@@ -214,6 +216,22 @@ def _in_child(fn, *args) -> dict:
         proc.join()
 
 
+def _layout(config) -> str:
+    """The circuit's slots: WinningPoSt proves its one sector in 66 one-challenge
+    slots; a WindowPoSt partition holds one slot per sector."""
+    slots, per = config.circuit_sector_count, config.circuit_challenge_count
+    if config.kind == WINNING:
+        return f"1 sector in {slots} slots of {per} challenge each"
+    return f"{slots} sectors of {per} challenges each"
+
+
+def _sectors(config, k: int) -> str:
+    """What a phase over ``k`` distinct vanilla sectors covers, in words."""
+    if config.kind == WINNING:
+        return f"1 sector ({config.circuit_sector_count} slots)"
+    return f"{k} sector" + ("" if k == 1 else "s")
+
+
 def run_bench(args: argparse.Namespace) -> int:
     from cuzk.circuits.post.config import format_sector_size, post_config
 
@@ -224,7 +242,13 @@ def run_bench(args: argparse.Namespace) -> int:
         return 2
     size = format_sector_size(config.sector_size)
     k = min(args.sectors or config.sector_count, config.sector_count)
-    report: dict = {"circuit": config.circuit_id, "sectors": k, "backend": args.backend}
+    report: dict = {
+        "circuit": config.circuit_id,
+        "sectors": k,
+        "circuit_slots": config.circuit_sector_count,
+        "challenges_per_slot": config.circuit_challenge_count,
+        "backend": args.backend,
+    }
     report["compile"] = _in_child(_phase_compile, args.kind, size)
     if not args.no_r1cs:
         report["r1cs"] = _in_child(_phase_r1cs, args.kind, size, k)
@@ -236,15 +260,20 @@ def run_bench(args: argparse.Namespace) -> int:
         return 0
     c = report["compile"]
     n = config.sector_count
-    print(f"{config.circuit_id}: {c['constraints']:,} constraints, {c['nnz']:,} non-zeros")
     print(
-        f"compile (structure)    {c['seconds']:8.2f} s wall {c['cpu_seconds']:8.2f} s CPU", end=""
+        f"{config.circuit_id}: {c['constraints']:,} constraints, {c['nnz']:,} non-zeros "
+        f"({_layout(config)})"
     )
-    print(f"   peak {c['peak_mib']:7.0f} MiB")
+    label = 30
+    print(
+        f"{'compile (structure)':<{label}}{c['seconds']:8.2f} s wall "
+        f"{c['cpu_seconds']:8.2f} s CPU   peak {c['peak_mib']:7.0f} MiB"
+    )
     if "r1cs" in report:
         r = report["r1cs"]
         print(
-            f"CSR, {k} sector(s)      {r['seconds']:8.2f} s wall {r['cpu_seconds']:8.2f} s CPU"
+            f"{'CSR, ' + _sectors(config, k):<{label}}{r['seconds']:8.2f} s wall "
+            f"{r['cpu_seconds']:8.2f} s CPU"
             f"   peak {r['peak_mib']:7.0f} MiB  ({r['constraints']:,} rows, {r['csr_mib']:.0f} MiB)"
         )
         if k < n:
@@ -254,14 +283,15 @@ def run_bench(args: argparse.Namespace) -> int:
             )
     w = report["witness"]
     print(
-        f"witness, {k} sectors      {w['seconds']:8.2f} s wall {w['cpu_seconds']:8.2f} s CPU"
+        f"{'witness, ' + _sectors(config, k):<{label}}{w['seconds']:8.2f} s wall "
+        f"{w['cpu_seconds']:8.2f} s CPU"
         f"   peak {w['peak_mib']:7.0f} MiB  (assignment {w['assignment_mib']:.0f} MiB)"
     )
     if k < n:
         print(f"  {n} distinct sectors (linear): ~{w['cpu_seconds'] * n / k:.0f} s CPU")
         p = w["padded_partition"]
         print(
-            f"whole partition, 1 real sector + {n - 1} padding copies: "
+            f"whole partition, 1 real sector + {n - 1} padding cop{'y' if n == 2 else 'ies'}: "
             f"{p['seconds']:.2f} s wall {p['cpu_seconds']:.2f} s CPU, "
             f"peak {p['peak_mib']:.0f} MiB (assignment {p['assignment_mib']:.0f} MiB)"
         )

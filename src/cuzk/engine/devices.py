@@ -68,22 +68,11 @@ class Device:
 
 
 def _cuda_backend(ctx: Any) -> Backend:
-    """A CUDA backend bound to one device context.
-
-    Integration point with the CUDA backend issues: it is expected to accept
-    the DeviceContext (``CudaBackend(device=ctx)``). A backend that only
-    knows device 0 is accepted for device 0 alone.
-    """
+    """A CUDA backend bound to one device context: the engine's VRAM budget
+    for that GPU is the one the backend's kernels reserve from."""
     from cuzk.backends.cuda import CudaBackend
 
-    try:
-        return CudaBackend(device=ctx)
-    except TypeError:
-        if ctx.device_id != 0:
-            raise RuntimeError(
-                f"the CUDA backend in this build cannot target GPU {ctx.device_id}"
-            ) from None
-        return CudaBackend()
+    return CudaBackend(ctx=ctx)
 
 
 def discover(cfg: GpusConfig) -> list[Device]:

@@ -15,7 +15,6 @@ from cuzk.circuits.porep import c2
 from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
 from cuzk.circuits.porep.circuit import PoRepShape
 from cuzk.circuits.porep.params import custom_proof, parse_size, sector_params
-from cuzk.circuits.porep.satisfy import compiled_unsatisfied_rows, unsatisfied_rows
 from cuzk.circuits.porep.sealer import seal_random
 from cuzk.circuits.porep.sha_blocks import sha256_blocks
 from cuzk.circuits.porep.types import C1Wrapper, PathElement
@@ -27,6 +26,7 @@ from cuzk.circuits.porep.witness import (
     partition_hints,
     partition_witness,
 )
+from cuzk.circuits.satisfy import compiled_unsatisfied_rows, unsatisfied_rows
 from cuzk.errors import InputError
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import sha256

@@ -12,7 +12,7 @@ import pytest
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.compile import Compiler
-from cuzk.circuits.porep.satisfy import compiled_unsatisfied_rows
+from cuzk.circuits.satisfy import compiled_unsatisfied_rows
 from cuzk.circuits.update.generate import generate_sector
 from cuzk.circuits.update.params import UpdateParams
 from cuzk.circuits.update.vanilla import (

@@ -14,9 +14,7 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.porep.plan import Evaluator, lanes_of
-
-__all__ = ["lanes_of"]
+from cuzk.circuits.plan import Evaluator, lanes_of
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.circuits.porep.vanilla import insert_lanes
 from cuzk.gadgets.subcircuit import NUM

@@ -22,6 +22,7 @@ import numpy as np
 
 from cuzk.circuits.cache import load_or_compile
 from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
+from cuzk.circuits.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep import derive, evaluators
 from cuzk.circuits.porep.circuit import (
     ChallengeHints,
@@ -38,7 +39,6 @@ from cuzk.circuits.porep.params import (
     sector_params,
     size_name,
 )
-from cuzk.circuits.porep.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep.types import ChallengeProof, MerkleProof, SealCommitPhase1Output
 from cuzk.errors import InputError
 
@@ -161,8 +161,8 @@ def compiled_porep(
 ) -> CompiledCircuit:
     """One partition of the registered PoRep circuit for a sector size, through
     the compiled-circuit cache (what ``cuzk circuit-info porep`` shows)."""
-    size = parse_size(sector_size) if isinstance(sector_size, str) else sector_size
     try:
+        size = parse_size(sector_size) if isinstance(sector_size, str) else sector_size
         shape = PoRepShape.of(sector_params(size))
     except ValueError as e:
         raise InputError("sector size", str(sector_size), str(e)) from None

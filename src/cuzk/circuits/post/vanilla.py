@@ -64,7 +64,17 @@ class FallbackPoStSectorProof:
     sectors: tuple[SectorProof, ...]  # one in practice
 
 
-class _Reader:
+class BincodeReader:
+    """Reads bincode (serde's default Rust encoding) field by field.
+
+    Integers are little-endian, a sequence's length a ``u64``, a domain
+    value 32 little-endian bytes that must be a canonical Fr element. Every
+    read names its field, so a short or malformed input is an
+    :class:`~cuzk.errors.InputError` saying which field at which offset
+    (``source`` names the file or request). Shared by the PoSt and SnapDeals
+    vanilla-proof readers.
+    """
+
     def __init__(self, data: bytes, source: str) -> None:
         self.data = data
         self.pos = 0
@@ -101,7 +111,7 @@ class _Reader:
         return fr_from_le_bytes(raw, self.source, f"{what} (offset {at})")
 
 
-def _read_path(r: _Reader, what: str) -> tuple[PathElement, ...]:
+def _read_path(r: BincodeReader, what: str) -> tuple[PathElement, ...]:
     n = r.length(f"{what} length", 64)
     out = []
     for i in range(n):
@@ -114,7 +124,13 @@ def _read_path(r: _Reader, what: str) -> tuple[PathElement, ...]:
     return tuple(out)
 
 
-def _read_merkle_proof(r: _Reader, what: str) -> MerkleProof:
+def read_merkle_proof(r: BincodeReader, what: str) -> MerkleProof:
+    """One bincode ``MerkleProof`` (Single, Sub or Top variant) at the reader's position.
+
+    ``what`` is the field path used in error messages. Variant-specific
+    field order as rust-fil-proofs' serde derives it; no shape is enforced
+    here (the verifiers check arities against the tree shape).
+    """
     at = r.pos
     variant = r.u32(f"{what}.variant")
     if variant == SINGLE:
@@ -140,7 +156,7 @@ def _read_merkle_proof(r: _Reader, what: str) -> MerkleProof:
 
 def read_sector_proof(data: bytes, source: str = "vanilla proof") -> FallbackPoStSectorProof:
     """Decode one bincode ``FallbackPoStSectorProof``; the whole input must be used."""
-    r = _Reader(data, source)
+    r = BincodeReader(data, source)
     sector_id = r.u64("sector_id")
     comm_r = r.domain("comm_r")
     n = r.length("vanilla_proof.sectors length", 1 << 16)
@@ -148,7 +164,7 @@ def read_sector_proof(data: bytes, source: str = "vanilla proof") -> FallbackPoS
     for s in range(n):
         what = f"vanilla_proof.sectors[{s}]"
         m = r.length(f"{what}.inclusion_proofs length", 1 << 16)
-        proofs = tuple(_read_merkle_proof(r, f"{what}.inclusion_proofs[{i}]") for i in range(m))
+        proofs = tuple(read_merkle_proof(r, f"{what}.inclusion_proofs[{i}]") for i in range(m))
         comm_c = r.domain(f"{what}.comm_c")
         comm_r_last = r.domain(f"{what}.comm_r_last")
         sectors.append(SectorProof(proofs, comm_c, comm_r_last))
@@ -166,7 +182,8 @@ def _path_bytes(path: tuple[PathElement, ...]) -> bytes:
     return b"".join(out)
 
 
-def _merkle_proof_bytes(p: MerkleProof) -> bytes:
+def merkle_proof_bytes(p: MerkleProof) -> bytes:
+    """The bincode encoding of a ``MerkleProof``: the inverse of :func:`read_merkle_proof`."""
     tail = fr_to_le_bytes(p.root) + fr_to_le_bytes(p.leaf)
     if p.variant == SINGLE:
         return struct.pack("<I", SINGLE) + tail + _path_bytes(p.base)
@@ -187,7 +204,7 @@ def write_sector_proof(proof: FallbackPoStSectorProof) -> bytes:
     out.append(struct.pack("<Q", len(proof.sectors)))
     for s in proof.sectors:
         out.append(struct.pack("<Q", len(s.inclusion_proofs)))
-        out += [_merkle_proof_bytes(p) for p in s.inclusion_proofs]
+        out += [merkle_proof_bytes(p) for p in s.inclusion_proofs]
         out.append(fr_to_le_bytes(s.comm_c) + fr_to_le_bytes(s.comm_r_last))
     return b"".join(out)
 

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from cuzk.algebra.fields import R
 from cuzk.circuits.post.vanilla import (
     SINGLE,
+    BincodeReader,
     MerkleProof,
-    _merkle_proof_bytes,
-    _read_merkle_proof,
-    _Reader,
+    merkle_proof_bytes,
+    read_merkle_proof,
     variant_for_shape,
 )
 from cuzk.circuits.update.params import UpdateParams, gen_randomness_constants
@@ -62,7 +62,7 @@ class PartitionProof:
 
 
 def read_partition_proof(data: bytes, source: str = "partition proof") -> PartitionProof:
-    r = _Reader(data, source)
+    r = BincodeReader(data, source)
     comm_c = r.domain("comm_c")
     n = r.length("apex_leafs length", 1 << 12)
     apex = tuple(r.domain(f"apex_leafs[{i}]") for i in range(n))
@@ -72,9 +72,9 @@ def read_partition_proof(data: bytes, source: str = "partition proof") -> Partit
         what = f"challenge_proofs[{i}]"
         proofs.append(
             ChallengeProof(
-                _read_merkle_proof(r, f"{what}.proof_r_old"),
-                _read_merkle_proof(r, f"{what}.proof_d_new"),
-                _read_merkle_proof(r, f"{what}.proof_r_new"),
+                read_merkle_proof(r, f"{what}.proof_r_old"),
+                read_merkle_proof(r, f"{what}.proof_d_new"),
+                read_merkle_proof(r, f"{what}.proof_r_new"),
             )
         )
     if r.pos != len(data):
@@ -87,7 +87,7 @@ def write_partition_proof(p: PartitionProof) -> bytes:
     out += [fr_to_le_bytes(x) for x in p.apex_leafs]
     out.append(struct.pack("<Q", len(p.challenge_proofs)))
     for c in p.challenge_proofs:
-        out += [_merkle_proof_bytes(x) for x in (c.proof_r_old, c.proof_d_new, c.proof_r_new)]
+        out += [merkle_proof_bytes(x) for x in (c.proof_r_old, c.proof_d_new, c.proof_r_new)]
     return b"".join(out)
 
 

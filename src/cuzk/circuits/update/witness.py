@@ -3,8 +3,8 @@
 :func:`partition_hints` mirrors ``circuit::PrivateInputs::new`` (leaves and
 sibling values of the three Merkle proofs per challenge, the apex leaves,
 the partition path from the first challenge's tree D path), and
-:func:`partition_witness` runs the PoRep witness plan
-(:mod:`cuzk.circuits.porep.plan`) on the compiled circuit: every Merkle
+:func:`partition_witness` runs the witness plan
+(:mod:`cuzk.circuits.plan`) on the compiled circuit: every Merkle
 level of every challenge is one pass, every apex-tree hash one pass.
 """
 
@@ -17,8 +17,8 @@ import numpy as np
 from cuzk.algebra.fields import R
 from cuzk.circuits.cache import load_or_compile
 from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
+from cuzk.circuits.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep import evaluators
-from cuzk.circuits.porep.plan import Evaluator, WitnessPlan
 from cuzk.circuits.update.circuit import ChallengeHints, PartitionHints, partition_subcircuit
 from cuzk.circuits.update.params import UpdateParams, gen_randomness_constants
 from cuzk.circuits.update.vanilla import PartitionProof
@@ -101,7 +101,7 @@ def _por_level(V: LaneValues, ports: list, hints, hasher: str, arity: int) -> li
 
 
 def _gen_hash(V: LaneValues, ports: list, hints) -> list:
-    cols = [evaluators.lanes_of(p, V.lanes, "num") for p in ports]
+    cols = [evaluators.obj(p, V.lanes) for p in ports]
     return [hash_vectors(V.F, cols, gen_randomness_constants()) % R]
 
 

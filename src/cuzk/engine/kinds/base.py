@@ -94,9 +94,13 @@ def prover_host_bytes(r1cs: R1CS) -> int:
     integer copies) and the witness builder's per-variable bookkeeping.
     Calibrated against tracemalloc in tests/engine/test_kinds.py.
     """
-    m = domain_size(r1cs.num_constraints)
-    n = r1cs.num_variables
-    return 8 * 60 * m + 400 * n + 400 * r1cs.num_constraints + (1 << 20)
+    return host_bytes_for_shape(r1cs.num_constraints, r1cs.num_variables)
+
+
+def host_bytes_for_shape(num_constraints: int, num_variables: int) -> int:
+    """:func:`prover_host_bytes` from the counts alone (no matrices needed)."""
+    m = domain_size(num_constraints)
+    return 8 * 60 * m + 400 * num_variables + 400 * num_constraints + (1 << 20)
 
 
 def key_host_bytes(r1cs: R1CS) -> int:

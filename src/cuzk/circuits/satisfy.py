@@ -11,7 +11,7 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.circuits.compile import CompiledCircuit, _entries_for, flatten
+from cuzk.circuits.compile import CompiledCircuit, entries_for, flatten
 from cuzk.r1cs import R1CS
 
 
@@ -65,7 +65,7 @@ def _lc_values(inst, m: int, n_in: int, w: np.ndarray, table: np.ndarray) -> np.
     out = np.zeros((k, b.num_rows), dtype=object)
     if not b.nnz[m]:
         return out
-    cols, ids = _entries_for(inst, m, n_in)
+    cols, ids = entries_for(inst, m, n_in)
     prod = table[ids] * w[cols]
     ptr = b.indptr[m]
     starts = ptr[:-1]

@@ -1,0 +1,117 @@
+"""PoRep C2 (SealCommitPhase2): Curio's ``c1.json`` in, one proof per partition out.
+
+A request carries Curio's ``c1.json`` in ``vanilla_proof`` (its envelope is
+checked by :mod:`cuzk.engine.kinds.envelopes` before this kind sees it). The
+C1 output names its registered seal proof; a 32GiB or 64GiB sector has ten
+partitions, the smaller sizes one, and each partition is an independent
+work item under one circuit (Curio's ids: ``porep-2k``, ``porep-8m``,
+``porep-512m``, ``porep-32g``, ``porep-64g``). The returned proof is the
+partition proofs concatenated in order (192 bytes each), as
+``seal_commit_phase2`` returns them.
+
+Everything about the circuit is :mod:`cuzk.circuits.porep.c2`: the request is
+parsed there, and each partition's vanilla proofs are verified when it is
+synthesized, so a bad one fails its job with the JSON path of the bad value
+before any proving.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from cuzk.circuits.cache import load_or_build_r1cs
+from cuzk.circuits.compile import CompiledCircuit
+from cuzk.circuits.porep import c2
+from cuzk.engine.jobs import ProofKind, ProofRequest
+from cuzk.engine.kinds.base import (
+    ParsedRequest,
+    PartitionInput,
+    ProofKindHandler,
+    Witness,
+    host_bytes_for_shape,
+)
+from cuzk.errors import InputError
+from cuzk.r1cs.system import R1CS
+
+SOURCE = "c1.json"
+# Synthesis holds the assignment ((n, 4) uint64: 32 bytes a variable) and, per
+# vectorised pass, lane vectors of Python ints; the largest pass is a small
+# fraction of the partition. tracemalloc's peak for 2KiB is 48 bytes a variable
+# (c2.synthesize of a sealed sector); twice that is reserved.
+SYNTHESIS_BYTES_PER_VARIABLE = 96
+
+
+def compiled_for(cid: str) -> CompiledCircuit:
+    """The compiled partition circuit of a PoRep circuit id (InputError if not one)."""
+    return c2.compiled(cid)
+
+
+@functools.lru_cache(maxsize=4)
+def _r1cs(cid: str) -> R1CS:
+    return load_or_build_r1cs(compiled_for(cid))
+
+
+def partition_working_bytes(cc: CompiledCircuit) -> int:
+    """Host bytes of one partition from synthesis to proof, from the circuit's counts.
+
+    The prover's share is the engine's CPU model (:func:`host_bytes_for_shape`);
+    counted from the compiled templates so that no matrix is built to size it.
+    """
+    n = cc.num_inputs + cc.num_aux
+    prover = host_bytes_for_shape(cc.num_constraints, n)
+    return max(prover, SYNTHESIS_BYTES_PER_VARIABLE * n)
+
+
+class PoRepKind(ProofKindHandler):
+    kind = ProofKind.POREP_SEAL_COMMIT
+    batchable = True
+    dev_keys_by_default = False  # chain proofs: only with [srs] generate_dev_keys
+
+    def parse(self, request: ProofRequest) -> ParsedRequest:
+        req = c2.parse(request.vanilla_proof, SOURCE)
+        proof = req.proof
+        # RegisteredSealProof 0 (StackedDrg2KiBV1) is also proto3's "not set": only a
+        # non-zero number is compared with the C1 output's own proof type.
+        if request.registered_proof and request.registered_proof != proof.proof_id:
+            raise InputError(
+                SOURCE,
+                "registered_proof",
+                f"the request says {request.registered_proof} but the C1 output is "
+                f"{proof.name} ({proof.proof_id})",
+            )
+        per_partition = proof.sector.challenges_per_partition
+        for k, challenges in enumerate(req.c1.partitions):
+            if len(challenges) != per_partition:
+                raise InputError(
+                    SOURCE,
+                    f"Phase1Out.vanilla_proofs.{req.c1.vanilla_variant}[{k}]",
+                    f"{len(challenges)} challenge proofs, a {proof.name} partition has "
+                    f"{per_partition}",
+                )
+        parts = tuple(PartitionInput(k, req) for k in range(req.partitions))
+        return ParsedRequest(req.circuit_id, parts)
+
+    def owns(self, cid: str) -> bool:
+        try:
+            c2.sector_size_of(cid)
+        except InputError:
+            return False
+        return True
+
+    def r1cs(self, cid: str) -> R1CS:
+        return _r1cs(cid)
+
+    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+        req: c2.C2Request = partition.data
+        if req.circuit_id != cid:
+            raise InputError(SOURCE, "registered_proof", f"is for {req.circuit_id}, not {cid}")
+        assignment, inputs = c2.synthesize(req, partition.index)
+        return Witness(assignment=assignment, public_inputs=tuple(inputs))
+
+    def working_bytes(self, cid: str) -> int:
+        return partition_working_bytes(compiled_for(cid))
+
+
+def register(registry: Any) -> None:
+    registry.register(PoRepKind())
