@@ -2,14 +2,14 @@
 
 The same single-party (INSECURE, development-only) setup as
 :func:`cuzk.groth16.setup.setup`, bit for bit: the query scalars are computed
-on the CPU exactly as there (:func:`cuzk.groth16.setup.query_scalars`, native
-kernels handing over (n, 4) uint64 arrays), and
-only the multiples k·G1 / k·G2, which are nearly all of the work (six
-fixed-base multiplications per constraint), run on the GPU through the
-fixed-base kernels of :class:`cuzk.backends.cuda.msm.MsmEngine`: about
-40 M G1 points and 13 M G2 points per second on an H200 (see
-docs/device-notes/msm.md), so a 2^24-constraint key's points take seconds,
-and the CPU's scalar preparation dominates.
+on the CPU exactly as there (:func:`cuzk.groth16.setup.query_scalars`: native
+kernels handing over (n, 4) uint64 arrays, about 0.5 CPU-second per million
+constraints), and only the multiples k·G1 / k·G2, which are nearly all of
+the work (four to five fixed-base multiplications per constraint), run on
+the GPU through the fixed-base kernels of
+:class:`cuzk.backends.cuda.msm.MsmEngine`: about 40 M G1 points and 13 M G2
+points per second on an H200 (see docs/device-notes/msm.md), so a
+2^24-constraint key takes seconds on each side (BENCHMARKS.md).
 
 Write the key in bellperson's ``.params`` layout with
 ``cuzk.formats.bellperson.write_params(path, setup_gpu(r1cs))``.
