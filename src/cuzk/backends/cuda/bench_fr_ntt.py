@@ -451,6 +451,11 @@ def _check_rows(dev, orig, dict_std: np.ndarray, w, out, samples: int, seed: int
     return True
 
 
+# Builds of the seg kernel besides its default (4 entries per lane in both
+# parts, groups of 256 rows).
+SEG_BUILDS = ("-DSPMV_SEG_GENERAL_U=2", "-DSPMV_SEG_ROWS=128")
+
+
 def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     """Each matrix by both kernels (warp: v5, seg: segmented reduction), one
     after the other; the seg kernel's output must equal the warp kernel's."""
@@ -460,6 +465,8 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
 
     fr = FrKernels(ctx)
     engines = {k: SpmvEngine(ctx, fr, kernel=k) for k in KERNELS}
+    # Other builds of the seg kernel, on A at the largest size.
+    seg_builds = {o: SpmvEngine(ctx, fr, (o,), kernel="seg") for o in SEG_BUILDS}
     rows = []
     sizes = (
         [(1 << 12, (1 << 12) + 9)]
@@ -511,6 +518,23 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
                     )
                 )
                 total_t[kernel] += statistics.median(t)
+            if name == "A" and nrows == sizes[-1][0]:
+                for opt, eng in seg_builds.items():
+                    check = _equal(cp, eng.matvec(dev, w), ref)
+                    t = time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
+                    rows.append(
+                        _row(
+                            "spmv_A",
+                            nrows,
+                            t,
+                            bytes_,
+                            "GB/s",
+                            floor,
+                            build=f"kernel=seg {opt[2:]}",
+                            check=check,
+                            nnz=dev.nnz,
+                        )
+                    )
             total_bytes += bytes_
             total_floor += floor
             dev.release()
@@ -547,7 +571,8 @@ def module_builds() -> list[tuple[str, tuple[str, ...]]]:
         ntt.append(
             ("ntt.cu", (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options)
         )
-    return [*fr, *ntt, ("hpoly.cu", ()), ("hpoly.cu", V6_OPTIONS), ("spmv.cu", ())]
+    spmv = [("spmv.cu", ())] + [("spmv.cu", (o,)) for o in SEG_BUILDS]
+    return [*fr, *ntt, ("hpoly.cu", ()), ("hpoly.cu", V6_OPTIONS), *spmv]
 
 
 SECTIONS = {"fr": fr_rows, "ntt": ntt_rows, "h_poly": hpoly_rows, "spmv": spmv_rows}

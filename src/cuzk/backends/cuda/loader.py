@@ -45,6 +45,8 @@ PREBUILD_DEFAULT = (
     ("ntt.cu", ("-DNTT_BATCH=1",)),
     ("ntt.cu", ("-DNTT_BATCH=2",)),
     ("spmv.cu", ()),
+    ("spmv.cu", ("-DSPMV_SEG_GENERAL_U=2",)),
+    ("spmv.cu", ("-DSPMV_SEG_ROWS=128",)),
     ("hpoly.cu", ()),
     ("hpoly.cu", _NTT_V6),
 )

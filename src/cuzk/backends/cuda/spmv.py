@@ -32,7 +32,10 @@ RAW, CODE16, CODE32 = 0, 1, 2
 NO_ONE = 0xFFFFFFFF
 LONG_ROW = 32  # rows with more entries go one warp per row (warp kernel)
 KERNELS = ("warp", "seg")
-DEFAULT_KERNEL = "warp"  # the seg kernel is compared with it by cuzk-bench kernels
+# The segmented kernel: on the CPU twin bit-exact and, by instruction count,
+# several times cheaper per entry than the warp kernel (v5: A·w 11.8 ms on
+# the H200); cuzk-bench kernels times both, one after the other.
+DEFAULT_KERNEL = "seg"
 SEG_ROWS = 256  # spmv.cu's SPMV_SEG_ROWS
 SEG_WARPS = 4  # spmv.cu's SPMV_SEG_WARPS
 SEG_MAX_ROW = 1 << 30  # the seg kernel's unreduced row sums hold fewer entries
@@ -88,6 +91,15 @@ class DeviceCsr:
                 setattr(self, name, None)
 
 
+def _aligned16(cp, a):
+    """``a``, or a fresh copy when its device address is not 16-byte aligned
+    (the seg kernel reads columns and codes in 8- and 16-byte vectors)."""
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    if ptr is None or ptr % 16 == 0:
+        return a
+    return cp.array(a, copy=True)
+
+
 def long_rows_of(cp, row_ptr):
     """int64 ids of the rows with more than LONG_ROW entries."""
     if len(row_ptr) - 1 >= 1 << 40:
@@ -134,6 +146,10 @@ class SpmvEngine:
         self.ctx = ctx
         self.fr = fr
         self.kernel = kernel
+        self.seg_rows = SEG_ROWS
+        for opt in options:
+            if opt.startswith("-DSPMV_SEG_ROWS="):
+                self.seg_rows = int(opt.split("=", 1)[1])
         self.module = ctx.module("spmv.cu", options)
         self._rows = self.module.get_function("spmv_warp_kernel")
         self._long = self.module.get_function("spmv_long_kernel")
@@ -205,6 +221,11 @@ class SpmvEngine:
             log.warning("a row of %d entries: sparse product by the warp kernel", lengths.max())
             return False
         del lengths
+        dev.cols = _aligned16(cp, dev.cols)
+        if dev.codes is not None:
+            dev.codes = _aligned16(cp, dev.codes)
+        if dev.one_cols is not None:
+            dev.one_cols = _aligned16(cp, dev.one_cols)
         parts = [(dev.row_ptr, len(dev.cols))]
         if dev.one_ptr is not None:
             parts.append((dev.one_ptr, len(dev.one_cols)))
@@ -242,7 +263,7 @@ class SpmvEngine:
                 w,
             )
             if self.kernel == "seg" and self.prepare_seg(dev):
-                groups = -(-dev.num_rows // SEG_ROWS)
+                groups = -(-dev.num_rows // self.seg_rows)
                 self._seg(
                     grid_for(groups, SEG_WARPS),
                     (32 * SEG_WARPS,),

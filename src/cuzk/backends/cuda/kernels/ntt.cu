@@ -215,7 +215,7 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
                     }
                 }
                 if (DIT && twiddle) {
-                    // x may be lazy (the previous pass's output): the second operand.
+                    // The table value first: products take the (canonical) first operand whole.
                     const fr_t t = wt.full ? f[k] : ntt_pow_lookup(wt, B.twiddle_exp(c, pos, INV));
                     x = fr_mul(t, x);
                 }

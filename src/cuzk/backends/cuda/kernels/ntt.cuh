@@ -37,10 +37,14 @@ CUZK_HD uint32_t ntt_brev(uint32_t x, uint32_t bits) {
 }
 
 // Lazy sums (NTT_LAZY): a value that only ever becomes the second operand of
-// a Montgomery product need not be canonical (fr_mul(a, b) with a < p takes
-// any 256-bit b, see fr.cuh), so the butterflies leave such outputs as
-// a + b (< 2p) or a - b + p (in (0, 2p)) and skip the conditional
-// subtraction / addition. A lazy value is used nowhere else.
+// a Montgomery product need not be canonical. fr_mul(a, b) consumes b one
+// word at a time; with a < p the running CIOS value stays below
+// (2p + a(W - 1) + p(W - 1)) / W < 2p after every word, whatever b's words
+// (W = 2^32), so any 256-bit b gives a result < 2p that the final conditional
+// subtraction makes canonical (spmv.cu relies on the same for w). The
+// butterflies leave such outputs as a + b (< 2p) or a - b + p (in (0, 2p))
+// and skip the conditional subtraction / addition; the products below take
+// the table value or constant as a and the lazy value as b.
 #ifndef NTT_LAZY
 #define NTT_LAZY 1
 #endif

@@ -15,9 +15,14 @@
 // than `long_threshold` (both parts together) are skipped there and done by
 // spmv_long_kernel, one warp per row.
 //
+// spmv_seg_kernel (below, the backend's default) replaces the per-row sums
+// of a lane by a segmented reduction over the warp, with sums left unreduced
+// until the end of the row.
+//
 // w need not be canonical: the coefficient (canonical) is the multiplier's
 // full operand, which bounds the Montgomery product for any 256-bit w; entries
-// of the ones part reduce their w value.
+// of the ones part reduce their w value (warp kernel) or are summed unreduced
+// (seg kernel).
 #include "fr.cuh"
 
 #define SPMV_RAW 0u
@@ -364,18 +369,25 @@ __device__ __forceinline__ void spmv_seg_walk(const spmv_matrix& m, const uint32
         uint32_t col[U], code[U];
         int row[U];
         spmv_seg_indices<ONES, U>(m, cols, rid, j0, S, T, rbase, col, code, row);
+        // Every w read of the step first (invalid entries read w[0]), then
+        // the products: the reads are in flight together.
         fr_t v[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const bool valid = row[u] >= 0 && row[u] < SPMV_SEG_ROWS;
+            v[u] = fr_load(w, valid ? col[u] : 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const bool valid = row[u] >= 0 && row[u] < SPMV_SEG_ROWS;
             if constexpr (ONES) {
-                v[u] = valid ? fr_load(w, col[u]) : fr_zero();
+                if (!valid) v[u] = fr_zero();
             } else if (valid) {
                 const fr_t c = m.mode == SPMV_RAW ? fr_load(m.coeffs, (uint64_t)(j0 + u))
                                                   : fr_load(m.dict, code[u]);
                 // The coefficient (canonical) is the full operand: w may be any
                 // 256-bit value, the product is still canonical.
-                v[u] = fr_mul(c, fr_load(w, col[u]));
+                v[u] = fr_mul(c, v[u]);
             } else {
                 v[u] = fr_zero();
             }
