@@ -38,3 +38,18 @@ def test_default_multiplication_variant_matches_header():
 
     text = (loader.KERNEL_DIR / "fr.cuh").read_text()
     assert f"#define FR_MUL_VARIANT {DEFAULT_VARIANT}\n" in text
+
+
+def test_ntt_default_variant_matches_kernel():
+    from cuzk.backends.cuda.ntt import NTT_DEFAULT_VARIANT, V6_OPTIONS
+
+    text = (loader.KERNEL_DIR / "ntt.cu").read_text()
+    assert f"#define FR_MUL_VARIANT {NTT_DEFAULT_VARIANT}\n" in text
+    assert V6_OPTIONS == loader._NTT_V6
+
+
+def test_prebuild_set_covers_the_benchmark():
+    from cuzk.backends.cuda.bench_fr_ntt import module_builds
+
+    missing = set(module_builds()) - set(loader.PREBUILD_DEFAULT)
+    assert not missing, f"add to loader.PREBUILD_DEFAULT: {sorted(missing)}"

@@ -33,6 +33,20 @@ def cpu():
     return CpuBackend()
 
 
+@pytest.fixture(scope="module", params=["warp", "seg"])
+def engine(backend, request):
+    """A sparse engine with each kernel, on the backend's device."""
+    from cuzk.backends.cuda.spmv import SpmvEngine
+
+    return SpmvEngine(backend.ctx, backend.fr, kernel=request.param)
+
+
+def product(engine, m: SparseMatrix, w) -> np.ndarray:
+    import cupy
+
+    return np.asarray(cupy.asnumpy(engine.matvec(engine.upload(m), w)))
+
+
 def random_matrix(rng, nrows: int, ncols: int, distinct: int) -> SparseMatrix:
     """Empty, short and long rows (past the one-warp-per-row threshold)."""
     lengths = rng.choice(
@@ -127,3 +141,105 @@ def test_long_rows_at_warp_edges(backend, cpu):
     m = SparseMatrix.from_rows(rows, 64)
     w = fr_random(64, rng)
     assert np.array_equal(backend.to_host(backend.spmv(m, w)), cpu.spmv(m, w))
+
+
+def weird_w(rng, ncols: int) -> np.ndarray:
+    """Witness values with 0, 1, r - 1 and non-canonical ones up to 2^256 - 1."""
+    w = fr_random(ncols, rng)
+    w[:3] = fr_to_array([0, 1, R - 1])
+    top = np.frombuffer(((1 << 256) - 1).to_bytes(32, "little"), dtype="<u8")
+    w[3] = top
+    w[ncols // 2 :: 7] = top  # many in long rows: the unreduced sums get large
+    return w
+
+
+@pytest.mark.parametrize("distinct", [0, 300])
+def test_kernels_match_cpu(engine, cpu, distinct):
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 700, 300, distinct)
+    w = weird_w(rng, 300)
+    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
+
+
+def test_kernels_raw_coefficients(engine, cpu):
+    from cuzk.backends.cuda.spmv import RAW
+
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 300, 100, 0)
+    m = SparseMatrix(m.indptr, m.indices, fr_random(m.nnz, rng), m.num_cols)
+    w = weird_w(rng, 100)
+    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
+    assert engine.upload(m).mode == RAW
+
+
+def test_kernels_row_groups(engine, cpu):
+    """Empty groups and parts, a row longer than a whole step of the warp,
+    long runs of equal rows across lanes, and a partial last group."""
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    ncols = 80
+    pattern = [0] * 300 + [1, 2, 0, 700, 3] + [0] * 40 + [5] * 60 + [260, 1, 1] + [0] * 250
+    pattern += [int(k) for k in rng.choice([0, 1, 2, 9, 33], size=520)] + [4, 0, 129]
+    coeffs = [1, 1, 1, R - 1, 2, 1 << 200, R - 5]
+    rows = [
+        [(int(rng.integers(0, ncols)), coeffs[int(rng.integers(0, len(coeffs)))]) for _ in range(k)]
+        for k in pattern
+    ]
+    m = SparseMatrix.from_rows(rows, ncols)
+    w = weird_w(rng, ncols)
+    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
+
+
+@pytest.mark.parametrize("option", ["-DSPMV_SEG_GENERAL_U=2", "-DSPMV_SEG_ROWS=128"])
+def test_seg_builds(backend, cpu, option):
+    """The seg kernel's other builds (benchmarked beside the default)."""
+    from cuzk.backends.cuda.spmv import SpmvEngine
+
+    engine = SpmvEngine(backend.ctx, backend.fr, (option,), kernel="seg")
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 700, 300, 300)
+    w = weird_w(rng, 300)
+    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{option} seed {seed}"
+
+
+def test_kernels_one_long_row_of_ones(engine, cpu):
+    """Every entry coefficient 1 and w = 2^256 - 1: the largest unreduced sum."""
+    ncols = 64
+    top = np.frombuffer(((1 << 256) - 1).to_bytes(32, "little"), dtype="<u8")
+    w = np.tile(top, (ncols, 1))
+    rows = [[(j % ncols, 1) for j in range(3000)], [(0, 1)], []]
+    m = SparseMatrix.from_rows(rows, ncols)
+    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w))
+
+
+def test_seg_final_reduction(backend, target):
+    """x mod r for 9-word sums up to the kernel's bound 2^286, edge values included."""
+    import cupy
+
+    from cuzk.algebra.arrays import fr_from_array
+
+    rng = np.random.default_rng(secrets.randbits(32))
+    values = [0, 1, R - 1, R, R + 1, 2 * R - 1, 2 * R, 3 * R - 1, (1 << 256) - 1, 1 << 256]
+    values += [(1 << 286) - 1, (1 << 286) - 1 - ((1 << 286) - 1) % R, ((1 << 286) // R) * R - 1]
+    values += [k * R + d for k in (7, 1 << 20, (1 << 30) - 3) for d in (0, 1, R - 1)]
+    values += [int.from_bytes(rng.bytes(36), "little") >> (288 - b) for b in (257, 270, 286) * 20]
+    assert all(v < 1 << 286 for v in values)
+    words = np.array(
+        [[(v >> (32 * k)) & 0xFFFFFFFF for k in range(9)] for v in values], dtype=np.uint32
+    ).ravel()
+    module = backend.spmv_engine.module
+    out = cupy.empty((len(values), 4), dtype=cupy.uint64)
+    x = cupy.asarray(words)
+    module.get_function("spmv_acc_reduce_kernel")((1,), (64,), (out, x, np.uint64(len(values))))
+    got = fr_from_array(np.asarray(cupy.asnumpy(out)))
+    assert got == [v % R for v in values]
+
+
+def test_unknown_kernel(backend):
+    from cuzk.backends.cuda.spmv import SpmvEngine
+
+    with pytest.raises(ValueError, match="sparse kernel"):
+        SpmvEngine(backend.ctx, backend.fr, kernel="nope")

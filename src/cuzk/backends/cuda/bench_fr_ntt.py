@@ -21,6 +21,7 @@ from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
 from cuzk.backends.cuda.fr import DEFAULT_VARIANT, MONT_R, FrKernels
+from cuzk.backends.cuda.ntt import NTT_DEFAULT_VARIANT, V6_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -161,49 +162,16 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             _free()
         eng.release_tables()
         _free()
-    # Other block sizes than the default (2^10 elements: two tiles of 2^9).
+    # Another block size than the default (2^10 elements: two tiles of 2^9);
+    # 2^9 was measured worse (v3: 5.89 / 50.8 ms) and is not repeated.
     for k in sizes[-2:]:
         n = 1 << k
         x = fr.random(n, seed=k)
         muls, floor = _ntt_floor(n, ceilings)
-        for bits in (11, 9):
-            eng = NttEngine(ctx, full_tables=True, block_bits=bits)
-            y = eng.ntt(x)
-            check = _equal(cp, eng.intt(y), x)
-            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
-            rows.append(
-                _row(
-                    "ntt",
-                    n,
-                    t,
-                    muls,
-                    "Gmul/s",
-                    floor,
-                    tables="full",
-                    build=f"block_bits={bits}",
-                    check=check,
-                )
-            )
-            eng.release_tables()
-            del y
-        del x
-        _free()
-    # The multiplication variants inside the NTT, and the register cap (one
-    # block per SM instead of two), at one size.
-    k = sizes[-2]
-    n = 1 << k
-    x = fr.random(n, seed=99)
-    ref = None
-    builds = [(v, ()) for v in (None, *sorted({0, 1, 2, 3} - {DEFAULT_VARIANT}))]
-    builds.append((None, ("-DNTT_MIN_BLOCKS=1",)))
-    for variant, options in builds:
-        eng = NttEngine(ctx, full_tables=True, variant=variant, options=options)
-        if options and not quick:
-            continue  # measured in v2: 8.05 ms against 5.29 at 2^24
+        eng = NttEngine(ctx, full_tables=True, block_bits=11)
         y = eng.ntt(x)
-        ref = y if ref is None else ref
-        muls, floor = _ntt_floor(n, ceilings)
-        t = time_ms(lambda eng=eng: eng.ntt(x))
+        check = _equal(cp, eng.intt(y), x)
+        t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
         rows.append(
             _row(
                 "ntt",
@@ -213,18 +181,76 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
                 "Gmul/s",
                 floor,
                 tables="full",
-                variant=(DEFAULT_VARIANT if variant is None else variant),
-                build=" ".join(options) or None,
-                check=_equal(cp, y, ref),
+                build="block_bits=11",
+                check=check,
             )
         )
         eng.release_tables()
+        del x, y
+        _free()
+    rows.extend(ntt_build_rows(ctx, ceilings, quick))
+    return rows
+
+
+# Builds of ntt.cu compared with the default (variant 0, lazy butterflies,
+# batched loads): the v6 kernels at both sizes, one change at a time at the
+# smaller one. (label, variant, options)
+NTT_BUILDS = (
+    ("v6", None, V6_OPTIONS),
+    ("variant=3", 3, ()),
+    ("NTT_LAZY=0", None, ("-DNTT_LAZY=0",)),
+    ("NTT_BATCH=1", None, ("-DNTT_BATCH=1",)),
+    ("NTT_BATCH=2", None, ("-DNTT_BATCH=2",)),
+)
+
+
+def ntt_build_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    """The default NTT against other builds, timed one after the other."""
+    import cupy as cp
+
+    from cuzk.backends.cuda.ntt import NttEngine
+
+    rows = []
+    fr = FrKernels(ctx)
+    sizes = [10, 14] if quick else [24, 27]
+    for k in sizes:
+        n = 1 << k
+        x = fr.random(n, seed=99 + k)
+        muls, floor = _ntt_floor(n, ceilings)
+        builds = [("default", None, ())] + [b for b in NTT_BUILDS if k == sizes[0] or b[0] == "v6"]
+        ref = None
+        for label, variant, options in builds:
+            eng = NttEngine(ctx, full_tables=True, variant=variant, options=options)
+            y = eng.ntt(x)
+            ref = y if ref is None else ref
+            check = _equal(cp, y, ref)
+            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+            shown = 3 if label == "v6" else NTT_DEFAULT_VARIANT if variant is None else variant
+            rows.append(
+                _row(
+                    "ntt",
+                    n,
+                    t,
+                    muls,
+                    "Gmul/s",
+                    floor,
+                    tables="full",
+                    variant=shown,
+                    build=label,
+                    check=check,
+                )
+            )
+            eng.release_tables()
+            del y
+            _free()
+        del x, ref
+        _free()
     return rows
 
 
 def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     rows = _hpoly_rows(ctx, ceilings, quick)
-    # The previous default block size (2^11 elements) at the largest size.
+    # The default against the v6 NTT kernels, one after the other, at the largest size.
     import cupy as cp
 
     from cuzk.backends.cuda.hpoly import HPoly
@@ -234,27 +260,21 @@ def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     k = 12 if quick else 27
     n = 1 << k
     a, b, c = fr.random(n, 1), fr.random(n, 2), fr.random(n, 3)
-    ref = HPoly(NttEngine(ctx, full_tables=True))(a, b, c)
-    for bits in (11,):
-        eng = NttEngine(ctx, full_tables=True, block_bits=bits)
+    muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
+    ref = None
+    for label, options in (("default", ()), ("v6", V6_OPTIONS)):
+        eng = NttEngine(ctx, full_tables=True, options=options)
         h = HPoly(eng)
-        check = _equal(cp, h(a, b, c), ref)
-        muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
+        out = h(a, b, c)
+        ref = out if ref is None else ref
+        check = _equal(cp, out, ref)
+        del out
         t = time_ms(lambda h=h: h(a, b, c))
         rows.append(
-            _row(
-                "h_poly",
-                n,
-                t,
-                muls,
-                "Gmul/s",
-                floor,
-                tables="full",
-                build=f"block_bits={bits}",
-                check=check,
-            )
+            _row("h_poly", n, t, muls, "Gmul/s", floor, tables="full", build=label, check=check)
         )
         eng.release_tables()
+        _free()
     return rows
 
 
@@ -431,12 +451,22 @@ def _check_rows(dev, orig, dict_std: np.ndarray, w, out, samples: int, seed: int
     return True
 
 
-def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+# Builds of the seg kernel besides its default (4 entries per lane in both
+# parts, groups of 256 rows).
+SEG_BUILDS = ("-DSPMV_SEG_GENERAL_U=2", "-DSPMV_SEG_ROWS=128")
 
-    from cuzk.backends.cuda.spmv import SpmvEngine
+
+def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
+    """Each matrix by both kernels (warp: v5, seg: segmented reduction), one
+    after the other; the seg kernel's output must equal the warp kernel's."""
+    import cupy as cp
+
+    from cuzk.backends.cuda.spmv import KERNELS, SpmvEngine
 
     fr = FrKernels(ctx)
-    eng = SpmvEngine(ctx, fr)
+    engines = {k: SpmvEngine(ctx, fr, kernel=k) for k in KERNELS}
+    # Other builds of the seg kernel, on A at the largest size.
+    seg_builds = {o: SpmvEngine(ctx, fr, (o,), kernel="seg") for o in SEG_BUILDS}
     rows = []
     sizes = (
         [(1 << 12, (1 << 12) + 9)]
@@ -445,16 +475,14 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     )
     for nrows, ncols in sizes:
         w = fr.random(ncols, seed=11)
-        total_t = []
+        total_t = {k: 0.0 for k in KERNELS}
         total_bytes = 0.0
         total_floor = 0.0
-        ok = True
+        ok = {k: True for k in KERNELS}
         for i, (name, shape) in enumerate(SHAPES.items()):
-            dev, dict_std, orig = synthetic_csr(eng, fr, shape, nrows, ncols, seed=100 + i)
-            out = eng.matvec(dev, w)
-            check = _check_rows(dev, orig, dict_std, w, out, 64 if quick else 256, seed=i)
-            del orig
-            ok = ok and check
+            dev, dict_std, orig = synthetic_csr(
+                engines["warp"], fr, shape, nrows, ncols, seed=100 + i
+            )
             # Two row-pointer arrays (ones, others), a column per entry, a code
             # per entry that has a coefficient other than 1, w once, the output.
             ones = len(dev.one_cols)
@@ -465,37 +493,86 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             floor = (
                 max(bytes_ / ceilings["copy_bytes_per_s"], nonone / ceilings["fr_mul_per_s"]) * 1e3
             )
-            t = time_ms(lambda dev=dev, w=w: eng.matvec(dev, w))
-            rows.append(
-                _row(f"spmv_{name}", nrows, t, bytes_, "GB/s", floor, nnz=dev.nnz, check=check)
-            )
-            if name == "A":  # the same matrix without the register cap
-                alt = SpmvEngine(ctx, fr, ("-DSPMV_MIN_BLOCKS=1",))
-                ok_alt = _equal(cupy_module(), alt.matvec(dev, w), out)
-                t2 = time_ms(lambda alt=alt, dev=dev, w=w: alt.matvec(dev, w))
+            ref = None
+            for kernel, eng in engines.items():
+                out = eng.matvec(dev, w)
+                if ref is None:
+                    check = _check_rows(dev, orig, dict_std, w, out, 64 if quick else 256, seed=i)
+                    ref = out
+                else:
+                    check = _equal(cp, out, ref)
+                del out
+                ok[kernel] = ok[kernel] and check
+                t = time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
                 rows.append(
                     _row(
-                        "spmv_A",
+                        f"spmv_{name}",
                         nrows,
-                        t2,
+                        t,
                         bytes_,
                         "GB/s",
                         floor,
-                        build="SPMV_MIN_BLOCKS=1",
-                        check=ok_alt,
+                        build=f"kernel={kernel}",
+                        check=check,
+                        nnz=dev.nnz,
                     )
                 )
-            total_t.append(statistics.median(t))
+                total_t[kernel] += statistics.median(t)
+            if name == "A" and nrows == sizes[-1][0]:
+                for opt, eng in seg_builds.items():
+                    check = _equal(cp, eng.matvec(dev, w), ref)
+                    t = time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
+                    rows.append(
+                        _row(
+                            "spmv_A",
+                            nrows,
+                            t,
+                            bytes_,
+                            "GB/s",
+                            floor,
+                            build=f"kernel=seg {opt[2:]}",
+                            check=check,
+                            nnz=dev.nnz,
+                        )
+                    )
             total_bytes += bytes_
             total_floor += floor
-            del dev, out
+            dev.release()
+            del dev, orig, ref
             _free()
-        rows.append(
-            _row("spmv_ABC", nrows, [sum(total_t)], total_bytes, "GB/s", total_floor, check=ok)
-        )
+        for kernel in KERNELS:
+            rows.append(
+                _row(
+                    "spmv_ABC",
+                    nrows,
+                    [total_t[kernel]],
+                    total_bytes,
+                    "GB/s",
+                    total_floor,
+                    build=f"kernel={kernel}",
+                    check=ok[kernel],
+                    copy_fraction=round(
+                        total_bytes / (total_t[kernel] / 1e3) / ceilings["copy_bytes_per_s"], 3
+                    ),
+                )
+            )
         del w
         _free()
     return rows
+
+
+def module_builds() -> list[tuple[str, tuple[str, ...]]]:
+    """Every (kernel file, compiler options) this benchmark loads."""
+    fr = [("fr_ops.cu", ())] + [
+        ("fr_ops.cu", (f"-DFR_MUL_VARIANT={v}",)) for v in sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})
+    ]
+    ntt = [("ntt.cu", ())]
+    for _, variant, options in NTT_BUILDS:
+        ntt.append(
+            ("ntt.cu", (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options)
+        )
+    spmv = [("spmv.cu", ())] + [("spmv.cu", (o,)) for o in SEG_BUILDS]
+    return [*fr, *ntt, ("hpoly.cu", ()), ("hpoly.cu", V6_OPTIONS), *spmv]
 
 
 SECTIONS = {"fr": fr_rows, "ntt": ntt_rows, "h_poly": hpoly_rows, "spmv": spmv_rows}

@@ -6,6 +6,12 @@ dictionary of distinct values (an R1CS has few: 1, −1, powers of two, some
 constants) or, when a dictionary would not pay, in full. Coefficients are kept
 in Montgomery form, so products with standard-form witness values come out in
 standard form.
+
+Two kernels (``kernel=``): ``"warp"`` (a warp per 32 rows, each row summed by
+its own lane) and ``"seg"`` (a warp per SEG_ROWS rows, a segmented reduction
+over the entries with unreduced sums; see ``kernels/spmv.cu``). The seg
+kernel reads a byte per entry (its row mod 256) instead of the row pointers,
+made on the device the first time it multiplies a matrix.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ log = logging.getLogger(__name__)
 
 RAW, CODE16, CODE32 = 0, 1, 2
 NO_ONE = 0xFFFFFFFF
-LONG_ROW = 32  # rows with more entries go one warp per row
+LONG_ROW = 32  # rows with more entries go one warp per row (warp kernel)
+KERNELS = ("warp", "seg")
+# The segmented kernel: on the CPU twin bit-exact and, by instruction count,
+# several times cheaper per entry than the warp kernel (v5: A·w 11.8 ms on
+# the H200); cuzk-bench kernels times both, one after the other.
+DEFAULT_KERNEL = "seg"
+SEG_ROWS = 256  # spmv.cu's SPMV_SEG_ROWS
+SEG_WARPS = 4  # spmv.cu's SPMV_SEG_WARPS
+SEG_MAX_ROW = 1 << 30  # the seg kernel's unreduced row sums hold fewer entries
 NULL = np.uint64(0)
 _ONE_LIMBS = np.array([1, 0, 0, 0], dtype=np.uint64)
 
@@ -49,6 +63,9 @@ class DeviceCsr:
     one_ptr: Any = None
     one_cols: Any = None
     hold: Any = None  # its share of the device budget
+    one_rid: Any = None  # seg kernel: row mod 256 of every entry (uint8), per part
+    rid: Any = None
+    seg_hold: Any = None
 
     @property
     def nbytes(self) -> int:
@@ -61,13 +78,26 @@ class DeviceCsr:
             self.long_rows,
             self.one_ptr,
             self.one_cols,
+            self.one_rid,
+            self.rid,
         )
         return sum(0 if p is None else int(p.nbytes) for p in parts)
 
     def release(self) -> None:
-        if self.hold is not None:
-            self.hold.release()
-            self.hold = None
+        for name in ("hold", "seg_hold"):
+            hold = getattr(self, name)
+            if hold is not None:
+                hold.release()
+                setattr(self, name, None)
+
+
+def _aligned16(cp, a):
+    """``a``, or a fresh copy when its device address is not 16-byte aligned
+    (the seg kernel reads columns and codes in 8- and 16-byte vectors)."""
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    if ptr is None or ptr % 16 == 0:
+        return a
+    return cp.array(a, copy=True)
 
 
 def long_rows_of(cp, row_ptr):
@@ -102,15 +132,29 @@ def _coefficient_keys(xp, coeffs):
 
 
 class SpmvEngine:
-    def __init__(self, ctx, fr: FrKernels, options: tuple[str, ...] = ()) -> None:
+    """Sparse products on one device with one kernel (``KERNELS``; None: the default)."""
+
+    def __init__(
+        self, ctx, fr: FrKernels, options: tuple[str, ...] = (), kernel: str | None = None
+    ) -> None:
         import cupy
 
+        kernel = kernel or DEFAULT_KERNEL
+        if kernel not in KERNELS:
+            raise ValueError(f"sparse kernel {kernel!r}: expected one of {', '.join(KERNELS)}")
         self.cp = cupy
         self.ctx = ctx
         self.fr = fr
+        self.kernel = kernel
+        self.seg_rows = SEG_ROWS
+        for opt in options:
+            if opt.startswith("-DSPMV_SEG_ROWS="):
+                self.seg_rows = int(opt.split("=", 1)[1])
         self.module = ctx.module("spmv.cu", options)
         self._rows = self.module.get_function("spmv_warp_kernel")
         self._long = self.module.get_function("spmv_long_kernel")
+        self._seg = self.module.get_function("spmv_seg_kernel")
+        self._rowid = self.module.get_function("spmv_rowid_kernel")
         self._resident: weakref.WeakKeyDictionary[SparseMatrix, DeviceCsr] = (
             weakref.WeakKeyDictionary()
         )
@@ -158,7 +202,44 @@ class SpmvEngine:
                 dev.coeffs = self.fr.to_mont(coeffs)
             log.debug("CSR %d x %d, %d entries, %d distinct coefficients", nrows, num_cols, nnz, k)
         dev.hold = self.ctx.budget.acquire(dev.nbytes, f"CSR {nrows} x {num_cols}")
+        if self.kernel == "seg":
+            self.prepare_seg(dev)
         return dev
+
+    def prepare_seg(self, dev: DeviceCsr) -> bool:
+        """Make the seg kernel's row-id bytes (once per matrix); False when a row
+        is too long for its unreduced sums (the warp kernel then does it)."""
+        cp = self.cp
+        if dev.rid is not None:
+            return True
+        if dev.num_rows == 0 or dev.nnz == 0:
+            return False
+        lengths = cp.diff(dev.row_ptr)
+        if dev.one_ptr is not None:
+            lengths = lengths + cp.diff(dev.one_ptr)
+        if int(lengths.max()) >= SEG_MAX_ROW:
+            log.warning("a row of %d entries: sparse product by the warp kernel", lengths.max())
+            return False
+        del lengths
+        dev.cols = _aligned16(cp, dev.cols)
+        if dev.codes is not None:
+            dev.codes = _aligned16(cp, dev.codes)
+        if dev.one_cols is not None:
+            dev.one_cols = _aligned16(cp, dev.one_cols)
+        parts = [(dev.row_ptr, len(dev.cols))]
+        if dev.one_ptr is not None:
+            parts.append((dev.one_ptr, len(dev.one_cols)))
+        need = sum(n for _, n in parts)
+        hold = self.ctx.budget.acquire(need, f"CSR row ids {dev.num_rows} rows")
+        rids = []
+        for ptr, n in parts:
+            rid = cp.empty(max(n, 1), dtype=cp.uint8)
+            self._rowid(grid_for(dev.num_rows), (THREADS,), (rid, ptr, np.uint64(dev.num_rows)))
+            rids.append(rid)
+        dev.rid = rids[0]
+        dev.one_rid = rids[1] if len(rids) > 1 else None
+        dev.seg_hold = hold
+        return True
 
     def matvec(self, dev: DeviceCsr, w):
         cp = self.cp
@@ -181,6 +262,25 @@ class SpmvEngine:
                 NULL if dev.dictionary is None else dev.dictionary,
                 w,
             )
+            if self.kernel == "seg" and self.prepare_seg(dev):
+                groups = -(-dev.num_rows // self.seg_rows)
+                self._seg(
+                    grid_for(groups, SEG_WARPS),
+                    (32 * SEG_WARPS,),
+                    (
+                        out,
+                        mats[0],
+                        mats[1],
+                        NULL if dev.one_rid is None else dev.one_rid,
+                        mats[2],
+                        mats[3],
+                        dev.rid,
+                        *mats[4:],
+                        np.uint64(dev.num_rows),
+                        np.uint32(dev.mode),
+                    ),
+                )
+                return out
             # 32 rows per warp, 8 warps per block.
             self._rows(
                 grid_for(dev.num_rows),
@@ -197,4 +297,4 @@ class SpmvEngine:
         return out
 
 
-__all__ = ["DeviceCsr", "SpmvEngine"]
+__all__ = ["DEFAULT_KERNEL", "KERNELS", "DeviceCsr", "SpmvEngine"]

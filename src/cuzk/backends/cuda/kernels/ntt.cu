@@ -18,6 +18,18 @@
 // omega_n (see ntt_pow_table). A block holds C = 2^log_c tiles: C
 // consecutive j2 of one segment when S > 1 (so loads and stores cover C*32
 // contiguous bytes), or C consecutive segments in the last pass (S = 1).
+//
+// Measured choices (docs/device-notes/ntt.md): multiplication variant 0
+// (fewer registers than 3, no spill under the cap, 2-3 % faster inside the
+// NTT); lazy butterfly outputs where a product follows (NTT_LAZY, ntt.cuh);
+// global loads of a pass issued NTT_BATCH elements at a time, so a thread
+// waits once per batch instead of once per element.
+#ifndef FR_MUL_VARIANT
+#define FR_MUL_VARIANT 0
+#endif
+#ifndef NTT_BATCH
+#define NTT_BATCH 4
+#endif
 #include "ntt.cuh"
 
 #define NTT_HAS_TWIDDLE 1u
@@ -72,7 +84,7 @@ struct ntt_block {
 };
 
 template <int R, bool DIT, bool INV>
-__device__ __forceinline__ void ntt_round(uint4* smem, uint32_t plane, const uint4* tws,
+__device__ __forceinline__ void ntt_round(bool lazy, uint4* smem, uint32_t plane, const uint4* tws,
                                           const ntt_block& B, uint32_t lj, uint32_t c, uint32_t w,
                                           uint32_t tpt, fr_t* x) {
     constexpr int G_MAX = 8 >> R;
@@ -88,16 +100,16 @@ __device__ __forceinline__ void ntt_round(uint4* smem, uint32_t plane, const uin
 #pragma unroll
             for (int u = 0; u < (1 << R); u++)
                 y[u] = ntt_smem_load(smem, plane, B.idx(c, base + ((uint32_t)u << sbits)));
-            if (!DIT) ntt_dif_dft<R, INV>(y);
+            if (!DIT) ntt_dif_dft<R, INV>(y, lazy);
             if (sbits > 0) {
                 // rho_{2^lj}^(b * k) for output k = bitrev_R(p), from the tile table.
 #pragma unroll
                 for (int p = 1; p < (1 << R); p++) {
                     const uint32_t e = (b * (uint32_t)ntt_brev_small(p, R)) << (B.t - lj);
-                    y[p] = fr_mul(y[p], ntt_smem_load(tws, 1u << B.t, e));
+                    y[p] = fr_mul(ntt_smem_load(tws, 1u << B.t, e), y[p]);
                 }
             }
-            if (DIT) ntt_dit_dft<R, INV>(y);
+            if (DIT) ntt_dit_dft<R, INV>(y, lazy);
 #pragma unroll
             for (int u = 0; u < (1 << R); u++)
                 ntt_smem_store(smem, plane, B.idx(c, base + ((uint32_t)u << sbits)), y[u]);
@@ -105,16 +117,18 @@ __device__ __forceinline__ void ntt_round(uint4* smem, uint32_t plane, const uin
     }
 }
 
+// lazy: the round's outputs x[1..] are multiplied next (DIF: by the tile
+// twiddles, sbits > 0; either: by the pass's output products, last round).
 template <bool DIT, bool INV>
-__device__ __forceinline__ void ntt_round_any(uint32_t r, uint4* smem, uint32_t plane,
+__device__ __forceinline__ void ntt_round_any(uint32_t r, bool lazy, uint4* smem, uint32_t plane,
                                               const uint4* tws, const ntt_block& B, uint32_t lj,
                                               uint32_t c, uint32_t w, uint32_t tpt, fr_t* x) {
     if (r == 3)
-        ntt_round<3, DIT, INV>(smem, plane, tws, B, lj, c, w, tpt, x);
+        ntt_round<3, DIT, INV>(lazy, smem, plane, tws, B, lj, c, w, tpt, x);
     else if (r == 2)
-        ntt_round<2, DIT, INV>(smem, plane, tws, B, lj, c, w, tpt, x);
+        ntt_round<2, DIT, INV>(lazy, smem, plane, tws, B, lj, c, w, tpt, x);
     else
-        ntt_round<1, DIT, INV>(smem, plane, tws, B, lj, c, w, tpt, x);
+        ntt_round<1, DIT, INV>(lazy, smem, plane, tws, B, lj, c, w, tpt, x);
 }
 
 template <bool DIT, bool INV>
@@ -151,24 +165,63 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
     const bool src_in = (flags & NTT_SRC) != 0;
     const bool pre = (flags & NTT_PRE_SCALE) != 0, post = (flags & NTT_POST_SCALE) != 0;
     const bool scale_const = (flags & NTT_SCALE_CONST) != 0;
+    const bool post_mul = (flags & NTT_POST_MUL) != 0;
     fr_t kconst = fr_zero();
     if (scale_const) kconst = fr_load(st.full, 0);
+    // A DIF pass's outputs are all multiplied next when it has twiddles or
+    // output products: its last round may leave them lazy. (A DIT pass could
+    // too, but the choice at the last level of its DFT costs registers: with
+    // it the DIT kernels spill 16 bytes under the cap.)
+    const bool lazy_out = !DIT && (twiddle || post || post_mul);
 
-    for (uint32_t e = tid; e < E; e += nthr) {
-        uint32_t c, pos;
-        B.coords(e, c, pos);
-        const uint64_t g = B.global(c, pos);
-        fr_t v;
-        if (src_in) {
-            // The caller's array: bit-reversed for DIT, zero past its end, reduced.
-            const uint64_t i = DIT ? (uint64_t)ntt_brev((uint32_t)g, log_n) : g;
-            v = i < src_len ? fr_reduce_full(fr_load(src, i)) : fr_zero();
-            if (pre) v = fr_mul(scale_const ? kconst : ntt_pow_lookup(st, i), v);
-        } else {
-            v = fr_load(data, g);
+    // Loads: the global reads of NTT_BATCH elements (value and, from a full
+    // power table, its factor) before any product.
+    for (uint32_t e0 = tid; e0 < E; e0 += NTT_BATCH * nthr) {
+        fr_t v[NTT_BATCH], f[NTT_BATCH];
+#pragma unroll
+        for (int k = 0; k < NTT_BATCH; k++) {
+            const uint32_t e = e0 + k * nthr;
+            if (e < E) {
+                uint32_t c, pos;
+                B.coords(e, c, pos);
+                const uint64_t g = B.global(c, pos);
+                if (src_in) {
+                    // The caller's array: bit-reversed for DIT, zero past its end.
+                    const uint64_t i = DIT ? (uint64_t)ntt_brev((uint32_t)g, log_n) : g;
+                    v[k] = i < src_len ? fr_load(src, i) : fr_zero();
+                    if (pre && !scale_const && st.full) f[k] = fr_load(st.full, i);
+                } else {
+                    v[k] = fr_load(data, g);
+                }
+                if (DIT && twiddle && wt.full) f[k] = fr_load(wt.full, B.twiddle_exp(c, pos, INV));
+            }
         }
-        if (DIT && twiddle) v = fr_mul(v, ntt_pow_lookup(wt, B.twiddle_exp(c, pos, INV)));
-        ntt_smem_store(smem, plane, e, v);
+#pragma unroll
+        for (int k = 0; k < NTT_BATCH; k++) {
+            const uint32_t e = e0 + k * nthr;
+            if (e < E) {
+                uint32_t c, pos;
+                B.coords(e, c, pos);
+                fr_t x = v[k];
+                if (src_in) {
+                    x = fr_reduce_full(x);
+                    if (pre) {
+                        const uint64_t g = B.global(c, pos);
+                        const uint64_t i = DIT ? (uint64_t)ntt_brev((uint32_t)g, log_n) : g;
+                        const fr_t s = scale_const ? kconst
+                                       : st.full   ? f[k]
+                                                   : ntt_pow_lookup(st, i);
+                        x = fr_mul(s, x);
+                    }
+                }
+                if (DIT && twiddle) {
+                    // The table value first: products take the (canonical) first operand whole.
+                    const fr_t t = wt.full ? f[k] : ntt_pow_lookup(wt, B.twiddle_exp(c, pos, INV));
+                    x = fr_mul(t, x);
+                }
+                ntt_smem_store(smem, plane, e, x);
+            }
+        }
     }
 
     const uint32_t tpt_bits = t >= 3 ? t - 3 : 0;
@@ -189,7 +242,9 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
         for (uint32_t j = 0; j < nrounds; j++) {
             const uint32_t r = j == 0 ? r1 : 3;
             __syncthreads();
-            ntt_round_any<false, INV>(r, smem, plane, tws, B, lj, c, w, tpt, x);
+            // Rounds before the last have tile twiddles (lj > r).
+            const bool lazy = lj > r || lazy_out;
+            ntt_round_any<false, INV>(r, lazy, smem, plane, tws, B, lj, c, w, tpt, x);
             lj -= r;
         }
     } else {
@@ -197,24 +252,55 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
             const uint32_t r = j == 0 ? r1 : 3;
             const uint32_t lj = j == 0 ? t : t - r1 - 3 * (j - 1);
             __syncthreads();
-            ntt_round_any<true, INV>(r, smem, plane, tws, B, lj, c, w, tpt, x);
+            ntt_round_any<true, INV>(r, false, smem, plane, tws, B, lj, c, w, tpt, x);
         }
     }
     __syncthreads();
 
-    for (uint32_t e = tid; e < E; e += nthr) {
-        uint32_t c2, pos;
-        B.coords(e, c2, pos);
-        const uint64_t g = B.global(c2, pos);
-        fr_t v = ntt_smem_load(smem, plane, e);
-        if (!DIT && twiddle) v = fr_mul(v, ntt_pow_lookup(wt, B.twiddle_exp(c2, pos, INV)));
-        if (post) {
-            // The output's natural index: DIT writes natural order, DIF bit-reversed.
-            const uint64_t i = DIT ? g : (uint64_t)ntt_brev((uint32_t)g, log_n);
-            v = fr_mul(scale_const ? kconst : ntt_pow_lookup(st, i), v);
+    // Stores: the global reads (factors) of NTT_BATCH elements first.
+    for (uint32_t e0 = tid; e0 < E; e0 += NTT_BATCH * nthr) {
+        fr_t f[NTT_BATCH], o[NTT_BATCH];
+#pragma unroll
+        for (int k = 0; k < NTT_BATCH; k++) {
+            const uint32_t e = e0 + k * nthr;
+            if (e < E) {
+                uint32_t c2, pos;
+                B.coords(e, c2, pos);
+                const uint64_t g = B.global(c2, pos);
+                if (!DIT && twiddle && wt.full) f[k] = fr_load(wt.full, B.twiddle_exp(c2, pos, INV));
+                if (post && !scale_const && st.full) {
+                    // The output's natural index: DIT writes natural order, DIF bit-reversed.
+                    const uint64_t i = DIT ? g : (uint64_t)ntt_brev((uint32_t)g, log_n);
+                    f[k] = fr_load(st.full, i);
+                }
+                if (post_mul) o[k] = fr_load(other, g);
+            }
         }
-        if (flags & NTT_POST_MUL) v = fr_mul(v, fr_load(other, g));
-        fr_store(data, g, v);
+#pragma unroll
+        for (int k = 0; k < NTT_BATCH; k++) {
+            const uint32_t e = e0 + k * nthr;
+            if (e < E) {
+                uint32_t c2, pos;
+                B.coords(e, c2, pos);
+                const uint64_t g = B.global(c2, pos);
+                // v may be lazy: every product below takes it as the second operand.
+                fr_t v = ntt_smem_load(smem, plane, e);
+                if (!DIT && twiddle) {
+                    const fr_t t =
+                        wt.full ? f[k] : ntt_pow_lookup(wt, B.twiddle_exp(c2, pos, INV));
+                    v = fr_mul(t, v);
+                }
+                if (post) {
+                    const uint64_t i = DIT ? g : (uint64_t)ntt_brev((uint32_t)g, log_n);
+                    const fr_t s = scale_const ? kconst
+                                   : st.full   ? f[k]
+                                               : ntt_pow_lookup(st, i);
+                    v = fr_mul(s, v);
+                }
+                if (post_mul) v = fr_mul(o[k], v);
+                fr_store(data, g, v);
+            }
+        }
     }
 }
 

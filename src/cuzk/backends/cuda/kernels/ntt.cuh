@@ -36,11 +36,56 @@ CUZK_HD uint32_t ntt_brev(uint32_t x, uint32_t bits) {
     return bits == 0 ? 0u : (__brev(x) >> (32 - bits));
 }
 
+// Lazy sums (NTT_LAZY): a value that only ever becomes the second operand of
+// a Montgomery product need not be canonical. fr_mul(a, b) consumes b one
+// word at a time; with a < p the running CIOS value stays below
+// (2p + a(W - 1) + p(W - 1)) / W < 2p after every word, whatever b's words
+// (W = 2^32), so any 256-bit b gives a result < 2p that the final conditional
+// subtraction makes canonical (spmv.cu relies on the same for w). The
+// butterflies leave such outputs as a + b (< 2p) or a - b + p (in (0, 2p))
+// and skip the conditional subtraction / addition; the products below take
+// the table value or constant as a and the lazy value as b.
+#ifndef NTT_LAZY
+#define NTT_LAZY 1
+#endif
+
+// a + b, reduced unless `lazy`. `lazy` is a constant inside the unrolled DFTs
+// except at their last level, where it is the caller's (uniform) choice.
+CUZK_HD fr_t ntt_add(const fr_t& a, const fr_t& b, bool lazy) {
+    cc_chain c;
+    fr_t s;
+    s.w[0] = c.add_cc(a.w[0], b.w[0]);
+#pragma unroll
+    for (int i = 1; i < 7; i++) s.w[i] = c.addc_cc(a.w[i], b.w[i]);
+    s.w[7] = c.addc(a.w[7], b.w[7]);  // a + b < 2p < 2^256
+    if (!(NTT_LAZY && lazy)) s = fr_cond_sub_p(s);
+    return s;
+}
+
+// a - b, plus p if a < b, or always plus p when `lazy` (a - b + p in (0, 2p)).
+CUZK_HD fr_t ntt_sub(const fr_t& a, const fr_t& b, bool lazy) {
+    cc_chain c;
+    fr_t d;
+    d.w[0] = c.sub_cc(a.w[0], b.w[0]);
+#pragma unroll
+    for (int i = 1; i < 8; i++) d.w[i] = c.subc_cc(a.w[i], b.w[i]);
+    uint32_t mask = c.subc(0, 0);  // all ones when a < b
+    if (NTT_LAZY && lazy) mask = 0xffffffffu;
+    cc_chain e;
+    fr_t r;
+    r.w[0] = e.add_cc(d.w[0], FR_P0 & mask);
+#pragma unroll
+    for (int i = 1; i < 7; i++) r.w[i] = e.addc_cc(d.w[i], fr_p(i) & mask);
+    r.w[7] = e.addc(d.w[7], FR_P7 & mask);
+    return r;
+}
+
 // Radix-2 decimation in frequency on 2^R registers: natural order in,
 // bit-reversed order out. The twiddle of a butterfly at offset u of a half
 // of size h is rho_{2h}^u = rho_8^(u * 4 / h), a compile-time constant.
+// lazy_out: outputs x[1..] may be left lazy (the caller multiplies them).
 template <int R, bool INV>
-CUZK_HD void ntt_dif_dft(fr_t* x) {
+CUZK_HD void ntt_dif_dft(fr_t* x, bool lazy_out) {
 #pragma unroll
     for (int h = (1 << R) >> 1; h >= 1; h >>= 1) {
 #pragma unroll
@@ -48,18 +93,26 @@ CUZK_HD void ntt_dif_dft(fr_t* x) {
 #pragma unroll
             for (int u = 0; u < h; u++) {
                 const fr_t a = x[blk + u], b = x[blk + u + h];
-                x[blk + u] = fr_add(a, b);
-                const fr_t d = fr_sub(a, b);
                 const int j = u * (4 / h);
-                x[blk + u + h] = j == 0 ? d : fr_mul(d, ntt_w8<INV>(j));
+                const bool last = h == 1;
+                x[blk + u] = ntt_add(a, b, last && lazy_out && (blk + u) != 0);
+                if (j == 0)
+                    x[blk + u + h] = ntt_sub(a, b, last && lazy_out);
+                else  // only multiplied: lazy
+                    x[blk + u + h] = fr_mul(ntt_w8<INV>(j), ntt_sub(a, b, true));
             }
         }
     }
 }
 
-// The transpose: bit-reversed order in, natural order out.
+// Whether output i of DIT level h (of 2^R) is only ever multiplied at the
+// next level: it is a butterfly's second input there (i mod 4h >= 2h) with
+// a twiddle other than 1 (i mod 2h != 0).
+CUZK_HD constexpr bool ntt_dit_lazy(int i, int h) { return (i % (4 * h)) >= 2 * h && (i % (2 * h)) != 0; }
+
+// The transpose: bit-reversed order in, natural order out. lazy_out as above.
 template <int R, bool INV>
-CUZK_HD void ntt_dit_dft(fr_t* x) {
+CUZK_HD void ntt_dit_dft(fr_t* x, bool lazy_out) {
 #pragma unroll
     for (int h = 1; h < (1 << R); h <<= 1) {
 #pragma unroll
@@ -67,10 +120,12 @@ CUZK_HD void ntt_dit_dft(fr_t* x) {
 #pragma unroll
             for (int u = 0; u < h; u++) {
                 const int j = u * (4 / h);
+                const bool last = 2 * h == (1 << R);
                 const fr_t a = x[blk + u];
-                const fr_t b = j == 0 ? x[blk + u + h] : fr_mul(x[blk + u + h], ntt_w8<INV>(j));
-                x[blk + u] = fr_add(a, b);
-                x[blk + u + h] = fr_sub(a, b);
+                const fr_t b = j == 0 ? x[blk + u + h] : fr_mul(ntt_w8<INV>(j), x[blk + u + h]);
+                const int lo = blk + u, hi = blk + u + h;
+                x[lo] = ntt_add(a, b, last ? lazy_out && lo != 0 : ntt_dit_lazy(lo, h));
+                x[hi] = ntt_sub(a, b, last ? lazy_out : ntt_dit_lazy(hi, h));
             }
         }
     }
