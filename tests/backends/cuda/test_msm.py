@@ -9,6 +9,8 @@ and slices force every boundary case at small n.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -39,13 +41,28 @@ def random_points(group, n: int, rng: np.random.Generator) -> list:
     return [pairing.g2_from_ark(fb.mul(k)) for k in ks]
 
 
-def twin_msm(host_kernels, group, bases: np.ndarray, scalars: np.ndarray, tuning: Tuning):
+class Recorder:
+    """A kernel launcher that notes which kernels ran (and how often)."""
+
+    def __init__(self, k) -> None:
+        self.k, self.launched = k, Counter()
+
+    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None:
+        self.launched[name] += 1
+        self.k.launch(name, threads, args, block)
+
+
+def twin_msm(
+    host_kernels, group, bases: np.ndarray, scalars: np.ndarray, tuning: Tuning, launched=None
+):
     spec = G1_SPEC if group is G1 else G2_SPEC
-    k = host_kernels("msm.cu", spec.defines)
+    k = Recorder(host_kernels("msm.cu", spec.defines))
     words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
     count = len(words) // 12
     k.launch("to_montgomery", count, (words, np.uint64(count)))
     out = msm_xyzz(np, k, spec, words, np.ascontiguousarray(scalars), tuning)
+    if launched is not None:
+        launched.update(k.launched)
     return xyzz_to_affine(out, spec)
 
 
@@ -70,21 +87,38 @@ def edge_case_inputs(group, rng):
     return to_array(group, bases), fr_to_array(specials)
 
 
+# Tunings that force the batched-affine rounds at small n: every round runs
+# (min_pairs 1), a few pairs per inversion so batches straddle bucket
+# boundaries, windows in groups.
+AFFINE = dict(affine_min_pairs=1, affine_threads=1 << 20)
+
+
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
 @pytest.mark.parametrize(
     "tuning",
     [
-        Tuning(window=3, slice_len=1, segments=2),
-        Tuning(window=4, slice_len=2, segments=1),
+        Tuning(window=3, slice_len=1, segments=2, method="xyzz"),
+        Tuning(window=4, slice_len=2, segments=1, method="xyzz", group_windows=5),
         Tuning(window=5, slice_len=3, segments=3, ones_words_per_thread=1),
         Tuning(),
+        Tuning(window=3, slice_len=1, segments=2, affine_min_batch=3, **AFFINE),
+        Tuning(window=4, slice_len=2, affine_min_batch=1, group_windows=7, **AFFINE),
+        Tuning(window=5, affine_min_batch=5, affine_min_pairs=3, group_windows=1),
     ],
-    ids=["c3-T1", "c4-T2", "c5-T3", "auto"],
+    ids=["xyzz-c3-T1", "xyzz-c4-g5", "c5-T3", "auto", "aff-c3-m3", "aff-c4-m1-g7", "aff-c5-p3"],
 )
 def test_edge_cases_match_cpu(group, tuning, host_kernels):
     rng = np.random.default_rng(5)
     bases, scalars = edge_case_inputs(group, rng)
-    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+    launched: Counter = Counter()
+    got = twin_msm(host_kernels, group, bases, scalars, tuning, launched)
+    assert got == reference(group, bases, scalars)
+    # The variant under test ran: affine rounds only where forced.
+    forced = tuning.affine_min_pairs <= 3
+    assert (launched["affine_first"] > 0) == forced
+    assert (launched["accumulate_strided"] > 0) == forced
+    if tuning.group_windows:
+        assert launched["digits_count"] == -(-num_windows(tuning.window) // tuning.group_windows)
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
@@ -93,9 +127,12 @@ def test_random_scalars_match_cpu(group, host_kernels):
     n = 77  # not a power of two
     bases = to_array(group, random_points(group, n, rng))
     scalars = fr_random(n, rng)
+    want = reference(group, bases, scalars)
     # Windows of 6 bits: some buckets hold several points, slices of 4 split many.
-    tuning = Tuning(window=6, slice_len=4, segments=5)
-    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+    tuning = Tuning(window=6, slice_len=4, segments=5, method="xyzz")
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == want
+    affine = Tuning(window=6, slice_len=4, affine_min_batch=7, group_windows=3, **AFFINE)
+    assert twin_msm(host_kernels, group, bases, scalars, affine) == want
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
@@ -107,8 +144,15 @@ def test_hot_buckets_over_many_slices(group, host_kernels):
     bases = to_array(group, random_points(group, n, rng))
     value = int.from_bytes(rng.bytes(32), "little") % R
     scalars = fr_to_array([value] * (n - 2) + [3, R - 1])
-    tuning = Tuning(window=8, slice_len=2, partials_per_slice=4, segments=7)
-    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+    want = reference(group, bases, scalars)
+    tuning = Tuning(window=8, slice_len=2, partials_per_slice=4, segments=7, method="xyzz")
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == want
+    # Affine rounds stop below 7n pairs (32 windows of one hot bucket, ~n/4
+    # points each by then): the XYZZ walk gets hot buckets at a stride.
+    affine = Tuning(window=8, slice_len=2, partials_per_slice=4, affine_min_pairs=7 * n)
+    launched: Counter = Counter()
+    assert twin_msm(host_kernels, group, bases, scalars, affine, launched) == want
+    assert launched["affine_round"] > 0 and launched["accumulate_partials"] > 0
 
 
 def test_fewer_scalars_than_bases_and_tiny_n(host_kernels):
@@ -137,8 +181,16 @@ def test_only_zeros_and_ones(host_kernels):
     bases = to_array(G1, pts)
     bits = rng.integers(0, 2, size=40)
     scalars = fr_to_array([int(b) for b in bits])
+    want = G1.sum([p for p, b in zip(pts, bits, strict=True) if b])
     got = twin_msm(host_kernels, G1, bases, scalars, Tuning(ones_words_per_thread=1))
-    assert got == G1.sum([p for p, b in zip(pts, bits, strict=True) if b])
+    assert got == want
+    # The ones through the affine rounds (one bucket), rounds stopping early or not.
+    for pairs, batch in ((1, 2), (4, 3)):
+        tuning = Tuning(affine_min_pairs=pairs, affine_min_batch=batch, slice_len=2)
+        launched: Counter = Counter()
+        assert twin_msm(host_kernels, G1, bases, scalars, tuning, launched) == want
+        assert launched["ones_list"] == 1 and launched["affine_round"] > 0
+        assert launched["ones_partial"] == 0
     assert twin_msm(host_kernels, G1, bases, fr_to_array([0] * 40), Tuning()) is None
 
 

@@ -89,6 +89,18 @@ class Tuning:
     ones_words_per_thread: int | None = None
     partials_per_slice: int = 8  # T of the levels that sum split buckets
     target_threads: int = 1 << 17
+    # Bucket accumulation: "affine" (rounds of batched-affine pair sums, then
+    # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone: v1).
+    method: str = "affine"
+    affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
+    affine_threads: int = 1 << 16  # threads a round aims for: m = pairs / threads
+    affine_min_batch: int = 128  # pairs per inversion, at least
+    group_windows: int | None = None  # windows sorted and summed together (None: by the cap)
+    workspace_cap: int = 16 << 30  # bytes one window group may take
+
+    def __post_init__(self) -> None:
+        if self.method not in ("affine", "xyzz"):
+            raise InputError("MSM tuning", "method", f"{self.method!r} is not affine or xyzz")
 
 
 # --- choices ---------------------------------------------------------------
@@ -117,22 +129,60 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
     return best_c
 
 
+def _uses_affine(entries: int, tuning: Tuning) -> bool:
+    """Whether a sorted list of this many entries starts with affine rounds."""
+    return tuning.method == "affine" and entries // 2 >= tuning.affine_min_pairs
+
+
+def _sum_sorted_bytes(spec: CurveSpec, entries: int, keys: int, tuning: Tuning) -> int:
+    """VRAM of :func:`_sum_sorted` over a list of `entries` in `keys` buckets."""
+    T = tuning.slice_len or max(16, entries // tuning.target_threads)
+    slices = entries // T + 1
+    total = spec.xyzz_bytes * keys  # buckets
+    total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
+    if _uses_affine(entries, tuning):
+        total += spec.affine_bytes * (entries // 2 + keys)  # the list of round 1
+        scratch = entries // 4 + keys + tuning.affine_threads * tuning.affine_min_batch
+        total += 4 * spec.field_words * scratch
+        total += 6 * 4 * keys  # counts, item ends, offsets of the rounds
+    return total
+
+
+def _group_bytes(spec: CurveSpec, n: int, g: int, nb: int, tuning: Tuning) -> int:
+    """VRAM of one group of g windows over n full scalars."""
+    entries, keys = n * g, g * nb
+    total = 3 * 4 * keys  # counts, prefix sums (ends), cursors
+    total += 4 * entries  # vals
+    total += _sum_sorted_bytes(spec, entries, keys, tuning)
+    total += 2 * spec.xyzz_bytes * g * (tuning.segments or tuning.target_threads)
+    return total
+
+
+def group_windows(spec: CurveSpec, n: int, c: int, tuning: Tuning = Tuning()) -> int:
+    """Windows per group: all of them when they fit the workspace cap."""
+    nw, nb = num_windows(c), 1 << (c - 1)
+    if tuning.group_windows:
+        return max(1, min(nw, tuning.group_windows))
+    g = nw
+    while g > 1 and _group_bytes(spec, n, g, nb, tuning) > tuning.workspace_cap:
+        g -= 1
+    return g
+
+
 def workspace_bytes(
     spec: CurveSpec, n: int, scalars_on_host: bool = True, tuning: Tuning = Tuning()
 ) -> int:
     """An upper bound of the VRAM one MSM of n scalars takes besides its bases."""
     c = tuning.window or choose_window(n, spec)
     nw, nb = num_windows(c), 1 << (c - 1)
-    entries = n * nw
-    slices = entries // (tuning.slice_len or max(16, entries // tuning.target_threads)) + 1
     total = 32 * n if scalars_on_host else 0
     total += 4 * (n // 32 + 1) + 64
-    total += 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
-    total += 3 * 4 * nw * nb  # counts, prefix sums (ends), cursors
-    total += 4 * entries  # vals
-    total += spec.xyzz_bytes * nw * nb  # buckets
-    total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
-    total += 2 * spec.xyzz_bytes * nw * (tuning.segments or tuning.target_threads)
+    ones = 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
+    if _uses_affine(n, tuning):  # popcounts and index list, then the affine sum
+        ones = max(ones, 8 * (n // 32 + 1) + 4 * n + _sum_sorted_bytes(spec, n, 1, tuning))
+    g = group_windows(spec, n, c, tuning)
+    total += spec.xyzz_bytes * nw  # window sums
+    total += max(ones, _group_bytes(spec, n, g, nb, tuning))
     return total
 
 
@@ -147,6 +197,126 @@ def _tree_sum(xp, k: Kernels, spec: CurveSpec, arr, groups: int, count: int):
         k.launch("sum_pairs", groups * count_out, (arr, out, _U32(groups), _U32(count)))
         arr, count = out, count_out
     return arr
+
+
+def _last(xp, a) -> int:
+    return int(_to_host(a[-1:])[0])
+
+
+def _affine_batch(pairs: int, tuning: Tuning) -> int:
+    """Pairs per thread (and per inversion) in a round of `pairs`."""
+    return max(tuning.affine_min_batch, -(-pairs // tuning.affine_threads), 1)
+
+
+def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuning, phases):
+    """The sum of every bucket of a list sorted by bucket key, as XYZZ words
+    (keys with a zero count are left unwritten).
+
+    ``vals``: point index · 2 + sign per entry; ``counts`` / ``ends``: entries
+    per key and their inclusive prefix sum. Affine rounds first (when the
+    list is long enough), then the XYZZ walk over what they leave.
+    """
+    xw = spec.xyzz_words
+    nkeys = int(counts.size)
+    entries = _last(xp, ends)
+    buckets = xp.empty(nkeys * xw, dtype=_U32)
+    if _uses_affine(entries, tuning):
+        items = (counts + 1) // 2
+        iend = xp.cumsum(items, dtype=_U32)
+        total = _last(xp, iend)
+        m = _affine_batch(total, tuning)
+        points = xp.empty(total * spec.affine_words, dtype=_U32)
+        k.launch(
+            "affine_first",
+            -(-total // m),
+            (bases, vals, ends, iend, _U32(nkeys), _U32(total), _U32(m), points),
+        )
+        off = iend - items
+        cnt = items
+        del iend, items
+        stride, scratch = 1, None
+        while True:
+            pairs = cnt // 2
+            pend = xp.cumsum(pairs, dtype=_U32)
+            total = _last(xp, pend)
+            if total < max(1, tuning.affine_min_pairs):
+                break
+            m = _affine_batch(total, tuning)
+            slots = -(-total // m) * m * spec.field_words
+            if scratch is None or scratch.size < slots:
+                scratch = xp.empty(slots, dtype=_U32)
+            k.launch(
+                "affine_round",
+                -(-total // m),
+                (points, off, _U32(stride), pend, _U32(nkeys), _U32(total), _U32(m), scratch),
+            )
+            cnt = cnt - pairs
+            stride *= 2
+        del scratch, pend, pairs
+        phases.mark("affine_rounds")
+        tail_ends = xp.cumsum(cnt, dtype=_U32)
+        E = _last(xp, tail_ends)
+        T = tuning.slice_len or max(16, -(-E // tuning.target_threads))
+        nslices = -(-E // T)
+        parts = _SliceOutputs(xp, nslices, xw)
+        k.launch(
+            "accumulate_strided",
+            nslices,
+            (
+                *(points, off, _U32(stride), tail_ends, _U32(nkeys), _U32(E), _U32(T)),
+                *(_U32(nslices), buckets, *parts.args()),
+            ),
+        )
+        del points, off, cnt, tail_ends
+    else:
+        T = tuning.slice_len or max(16, -(-entries // tuning.target_threads))
+        nslices = -(-entries // T)
+        parts = _SliceOutputs(xp, nslices, xw)
+        k.launch(
+            "accumulate",
+            nslices,
+            (
+                *(bases, vals, ends, _U32(nkeys), _U32(entries), _U32(T), _U32(nslices)),
+                *(buckets, *parts.args()),
+            ),
+        )
+    phases.mark("accumulate")
+    # Buckets cut by slice boundaries: sum their partials by the same slicing
+    # (partials_per_slice at a time) until none is left.
+    T2 = max(4, tuning.partials_per_slice)  # a slice of >= 4 leaves <= 2: m shrinks
+    while True:
+        pts, pkeys = parts.pending(xp)
+        m = int(pkeys.size)
+        if m == 0:
+            break
+        nslices = -(-m // T2)
+        parts = _SliceOutputs(xp, nslices, xw)
+        k.launch(
+            "accumulate_partials",
+            nslices,
+            (pts, pkeys, _U32(m), _U32(T2), _U32(nslices), buckets, *parts.args()),
+        )
+    phases.mark("partials")
+    return buckets
+
+
+def _ones_sum(xp, k: Kernels, spec: CurveSpec, bases, bitmap, nwords: int, n_ones: int, tuning):
+    """Σ of the bases whose scalar is 1, as one XYZZ point (words)."""
+    xw = spec.xyzz_words
+    if _uses_affine(n_ones, tuning):
+        pc = xp.empty(nwords, dtype=_U32)
+        k.launch("bitmap_popc", nwords, (bitmap, _U32(nwords), pc))
+        start = xp.cumsum(pc, dtype=_U32) - pc
+        vals = xp.empty(n_ones, dtype=_U32)
+        k.launch("ones_list", nwords, (bitmap, _U32(nwords), start, vals))
+        del pc, start
+        one = xp.full(1, n_ones, dtype=_U32)
+        return _sum_sorted(xp, k, spec, bases, vals, one, one, tuning, _Phases(xp, None))
+    wpt = tuning.ones_words_per_thread or max(1, -(-nwords // tuning.target_threads))
+    threads = -(-nwords // wpt)
+    partial = xp.empty(threads * xw, dtype=_U32)
+    k.launch("ones_partial", threads, (bases, bitmap, _U32(nwords), _U32(wpt), partial))
+    return _tree_sum(xp, k, spec, partial, 1, threads)
 
 
 def msm_xyzz(
@@ -180,71 +350,46 @@ def msm_xyzz(
         n_ones = n_full = 0
 
     if n_ones:
-        wpt = tuning.ones_words_per_thread or max(1, -(-nwords // tuning.target_threads))
-        threads = -(-nwords // wpt)
-        partial = xp.empty(threads * xw, dtype=_U32)
-        k.launch("ones_partial", threads, (bases, bitmap, _U32(nwords), _U32(wpt), partial))
-        extras.append(_tree_sum(xp, k, spec, partial, 1, threads))
+        extras.append(_ones_sum(xp, k, spec, bases, bitmap, nwords, n_ones, tuning))
         phases.mark("ones")
 
     if n_full:
         c = tuning.window or choose_window(n_full, spec)
         nw, nb = num_windows(c), 1 << (c - 1)
-        counts = xp.zeros(nw * nb, dtype=_U32)
-        k.launch("digits_count", n, (scalars, _U32(n), _U32(c), _U32(nw), counts))
-        ends = xp.cumsum(counts, dtype=_U32)
-        entries = int(_to_host(ends[-1:])[0])
-        phases.mark("digits_count")
-        cursor = ends - counts
-        vals = xp.empty(entries, dtype=_U32)
-        k.launch("digits_scatter", n, (scalars, _U32(n), _U32(c), _U32(nw), cursor, vals))
-        del cursor
-        phases.mark("digits_scatter")
-
-        T = tuning.slice_len or max(16, -(-entries // tuning.target_threads))
-        buckets = xp.empty(nw * nb * xw, dtype=_U32)
-        nslices = -(-entries // T)
-        parts = _SliceOutputs(xp, nslices, xw)
-        k.launch(
-            "accumulate",
-            nslices,
-            (
-                *(bases, vals, ends, _U32(nw * nb), _U32(entries), _U32(T), _U32(nslices)),
-                *(buckets, *parts.args()),
-            ),
-        )
-        phases.mark("accumulate")
-        del vals, ends
-        # Buckets cut by slice boundaries: sum their partials by the same slicing
-        # (partials_per_slice at a time) until none is left.
-        T2 = max(4, tuning.partials_per_slice)  # a slice of >= 4 leaves <= 2: m shrinks
-        while True:
-            pts, pkeys = parts.pending(xp)
-            m = int(pkeys.size)
-            if m == 0:
-                break
-            nslices = -(-m // T2)
-            parts = _SliceOutputs(xp, nslices, xw)
+        gw = group_windows(spec, n_full, c, tuning)
+        sums = []
+        for w0 in range(0, nw, gw):
+            w1 = min(nw, w0 + gw)
+            g = w1 - w0
+            counts = xp.zeros(g * nb, dtype=_U32)
+            k.launch("digits_count", n, (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), counts))
+            ends = xp.cumsum(counts, dtype=_U32)
+            phases.mark("digits_count")
+            cursor = ends - counts
+            vals = xp.empty(_last(xp, ends), dtype=_U32)
             k.launch(
-                "accumulate_partials",
-                nslices,
-                (pts, pkeys, _U32(m), _U32(T2), _U32(nslices), buckets, *parts.args()),
+                "digits_scatter",
+                n,
+                (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), cursor, vals),
             )
-        phases.mark("partials")
-
-        S = tuning.segments or max(1, min(nb, tuning.target_threads // nw))
-        L = -(-nb // S)
-        S = -(-nb // L)
-        seg = xp.empty(nw * S * xw, dtype=_U32)
-        k.launch(
-            "bucket_reduce",
-            nw * S,
-            (buckets, counts, _U32(nb), _U32(nw), _U32(S), _U32(L), seg),
-        )
-        phases.mark("bucket_reduce")
-        del buckets, counts
-        window_sums = _tree_sum(xp, k, spec, seg, nw, S)
-        phases.mark("window_tree")
+            del cursor
+            phases.mark("digits_scatter")
+            buckets = _sum_sorted(xp, k, spec, bases, vals, counts, ends, tuning, phases)
+            del vals, ends
+            S = tuning.segments or max(1, min(nb, tuning.target_threads // g))
+            L = -(-nb // S)
+            S = -(-nb // L)
+            seg = xp.empty(g * S * xw, dtype=_U32)
+            k.launch(
+                "bucket_reduce",
+                g * S,
+                (buckets, counts, _U32(nb), _U32(g), _U32(S), _U32(L), seg),
+            )
+            phases.mark("bucket_reduce")
+            del buckets, counts
+            sums.append(_tree_sum(xp, k, spec, seg, g, S))
+            phases.mark("window_tree")
+        window_sums = xp.concatenate(sums) if len(sums) > 1 else sums[0]
 
     extra = xp.concatenate(extras) if extras else xp.zeros(xw, dtype=_U32)
     out = xp.empty(xw, dtype=_U32)

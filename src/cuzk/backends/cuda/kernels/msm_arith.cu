@@ -2,7 +2,7 @@
 // (GPU and CPU twin against the Python reference) and for the throughput
 // measurement that picks the Montgomery multiplication variant.
 // G1 curve kernels by default, G2 with -DCUZK_G2; the Fq / Fq2 kernels always.
-#include "ec_xyzz.cuh"
+#include "ec_affine.cuh"
 
 using namespace cuzk;
 
@@ -66,6 +66,22 @@ extern "C" __global__ void ec_ops(const uint32_t* p, const uint32_t* q, const ui
     store_xyzz(out + 2 * stride + XW * i, dbl(pa));
     store_xyzz(out + 3 * stride + XW * i, mul_small(pa, k[i]));
     store_xyzz(out + 4 * stride + XW * i, add(negate(pa), pb));
+}
+
+// Affine p, q (Montgomery; zeros = infinity): out[n] affine p + q through the
+// batched-affine pair sum (ec_affine.cuh), each with its own inversion, and
+// kinds[n] the case it took.
+extern "C" __global__ void affine_pairs(const uint32_t* p, const uint32_t* q, uint32_t n,
+                                        uint32_t* out, uint32_t* kinds) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    const int AW = 2 * words<field>::n;
+    const affine_t<field> a = load_affine<field>(p + AW * i);
+    const affine_t<field> b = load_affine<field>(q + AW * i);
+    const int kind = pair_kind(a, b, true);
+    const field inv = pair_inverts(kind) ? inverse(pair_den(a, b, kind)) : field_one<field>();
+    store_affine(out + AW * i, pair_finish(a, b, kind, inv));
+    kinds[i] = (uint32_t)kind;
 }
 
 // Throughput: each thread runs `iters` dependent products x ← x·y + x over
