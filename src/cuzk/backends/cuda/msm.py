@@ -26,6 +26,7 @@ next chunk overlapping the arithmetic on the current one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -184,6 +185,34 @@ def workspace_bytes(
     total += spec.xyzz_bytes * nw  # window sums
     total += max(ones, _group_bytes(spec, n, g, nb, tuning))
     return total
+
+
+def _least(tuning: Tuning) -> Tuning:
+    """The tuning of the smallest workspace: the XYZZ method, one window at a time."""
+    return dataclasses.replace(tuning, method="xyzz", group_windows=1)
+
+
+def fit_tuning(
+    spec: CurveSpec, n: int, tuning: Tuning, free_bytes: int, scalars_on_host: bool = True
+) -> Tuning:
+    """`tuning`, with a smaller workspace cap (more window groups) or at last
+    the XYZZ method, until one MSM of n scalars fits in free_bytes. When
+    nothing fits, the smallest: the reservation then says what is missing."""
+    cap = tuning.workspace_cap
+    for _ in range(8):
+        t = dataclasses.replace(tuning, workspace_cap=cap)
+        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+            if t != tuning:
+                log.info(
+                    "%s MSM of %d: workspace cap lowered to %.1f GiB", spec.name, n, cap / 2**30
+                )
+            return t
+        cap //= 2
+    for t in (dataclasses.replace(tuning, method="xyzz"), _least(tuning)):
+        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+            log.info("%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n)
+            return t
+    return _least(tuning)
 
 
 # --- the pipeline ------------------------------------------------------------
@@ -636,8 +665,11 @@ class MsmEngine:
             words = np.ascontiguousarray(bases).view(_U32).reshape(n, spec.affine_words)
         handle = PreparedBases(spec, n)
         budget = self.ctx.budget
-        # Resident when the bases and the workspace of an MSM over all of them fit.
-        fits = nbytes + workspace_bytes(spec, max(n, 1), tuning=self.tuning) <= budget.free_bytes
+        # Resident when the bases and the workspace of an MSM over all of them fit
+        # (the smallest workspace, the XYZZ method's: an MSM fits its method to
+        # the memory free when it runs, see fit_tuning).
+        least = workspace_bytes(spec, max(n, 1), tuning=_least(self.tuning))
+        fits = nbytes + least <= budget.free_bytes
         if fits and self._stream_chunk is None:
             handle._hold.enter_context(budget.reserve(nbytes, f"{spec.name} bases (resident)"))
             with cupy.cuda.Device(self.ctx.device_id):
@@ -664,9 +696,10 @@ class MsmEngine:
     def _fit_chunk(self, spec: CurveSpec, n: int) -> int:
         free = self.ctx.budget.free_bytes
         chunk = max(1, n)
+        least = _least(self.tuning)
         # Two staging buffers plus one chunk's workspace must fit.
         while chunk > 1024 and (
-            2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=self.tuning) > free
+            2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=least) > free
         ):
             chunk //= 2
         return chunk
@@ -696,10 +729,12 @@ class MsmEngine:
         k = self.kernels(spec)
         with cupy.cuda.Device(self.ctx.device_id):
             if handle.resident:
-                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=self.tuning)
+                free = self.ctx.budget.free_bytes
+                tuning = fit_tuning(spec, n, self.tuning, free, scalars_on_host=on_host)
+                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=tuning)
                 with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} workspace"):
                     s = cupy.asarray(np.ascontiguousarray(scalars)) if on_host else scalars
-                    return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings)
+                    return msm_xyzz(cupy, k, spec, handle.device, s, tuning, timings)
             return self._msm_streamed(handle, scalars, n, k)
 
     def _msm(self, handle: PreparedBases, scalars, spec: CurveSpec) -> Affine:
@@ -762,7 +797,10 @@ class MsmEngine:
         starts = list(range(0, n, chunk))
         if not starts:
             return msm_xyzz(cupy, k, spec, cupy.zeros(1, dtype=_U32), _empty_scalars(cupy))
-        need = 2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=self.tuning)
+        staging_bytes = 2 * chunk * spec.affine_bytes
+        free = self.ctx.budget.free_bytes - staging_bytes
+        tuning = fit_tuning(spec, chunk, self.tuning, free)
+        need = staging_bytes + workspace_bytes(spec, chunk, tuning=tuning)
         with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} streamed"):
             copy_stream = cupy.cuda.Stream(non_blocking=True)
             compute = cupy.cuda.get_current_stream()
@@ -797,7 +835,7 @@ class MsmEngine:
                     if isinstance(part, np.ndarray)
                     else part
                 )
-                results.append(msm_xyzz(cupy, k, spec, staging[b], s, self.tuning))
+                results.append(msm_xyzz(cupy, k, spec, staging[b], s, tuning))
                 free_again[b] = compute.record()
             extra = cupy.concatenate(results)
             out = cupy.empty(xw, dtype=_U32)
