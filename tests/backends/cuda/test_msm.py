@@ -336,3 +336,44 @@ def test_gpu_budget_is_released(gpu_engine):
     assert budget.reserved_bytes == before + 64 * 96
     h.close()
     assert budget.reserved_bytes == before
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_affine_rounds_match_cpu(group, gpu_engine):
+    """Version 2's batched-affine rounds forced at small n, on the device."""
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rng = np.random.default_rng(55)
+    bases, scalars = edge_case_inputs(group, rng)
+    want = reference(group, bases, scalars)
+    forced = MsmEngine(gpu_engine.ctx, Tuning(affine_min_batch=3, group_windows=2, **AFFINE))
+    assert gpu_msm(forced, group, bases, scalars) == want
+    n = 4099
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n, rng)
+    scalars[: n // 4] = fr_to_array([1] * (n // 4))
+    some = MsmEngine(gpu_engine.ctx, Tuning(affine_min_pairs=64, affine_min_batch=5))
+    assert gpu_msm(some, group, bases, scalars) == reference(group, bases, scalars)
+
+
+@pytest.mark.gpu
+def test_gpu_version_2_matches_version_1_at_scale(gpu_engine):
+    """2^20 points, a quarter of the scalars 1: the default pipeline (affine
+    rounds, window groups) and version 1 (XYZZ) give the same point."""
+    from cuzk.backends.cuda.bench_msm import make_bases, random_scalars_device
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    n = 1 << 20
+    bases = make_bases(gpu_engine, "G1", n, seed=56)
+    scalars = random_scalars_device(n, seed=57)
+    scalars[: n // 4] = 0
+    scalars[: n // 4, 0] = 1
+    ctx = gpu_engine.ctx
+    v1 = MsmEngine(ctx, Tuning(method="xyzz"))
+    v2 = MsmEngine(ctx, Tuning(affine_min_pairs=1 << 16, group_windows=5))
+    h = v2.prepare_g1(bases)
+    want = v1.msm_g1(h, scalars)
+    assert gpu_engine.msm_g1(h, scalars) == want
+    assert v2.msm_g1(h, scalars) == want
+    h.close()

@@ -68,11 +68,11 @@ def test_fq_ops_match_python(device, variant, host_kernels):
     n = 64
     a = edge_fq(rng, n)
     b = list(reversed(edge_fq(rng, n)))
-    out = np.zeros(8 * n * 12, dtype=np.uint32)
+    out = np.zeros(9 * n * 12, dtype=np.uint32)
     args = (to_words([mont(x) for x in a]), to_words([mont(x) for x in b]), np.uint32(n), out)
     out = run(device, host_kernels, "msm_arith.cu", variant, "fq_ops", n, args)[3]
     got = from_words(out)
-    rows = [got[k * n : (k + 1) * n] for k in range(8)]
+    rows = [got[k * n : (k + 1) * n] for k in range(9)]
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         assert unmont(rows[0][i]) == (x + y) % Q
         assert unmont(rows[1][i]) == (x - y) % Q
@@ -80,11 +80,12 @@ def test_fq_ops_match_python(device, variant, host_kernels):
         assert unmont(rows[3][i]) == x * x % Q
         assert unmont(rows[4][i]) == -x % Q
         assert unmont(rows[5][i]) == (pow(x, -1, Q) if x else 0)
+        assert rows[8][i] == rows[5][i]  # binary Euclid = Fermat
         # to_mont / from_mont act on the raw words (here: Montgomery of x).
         assert rows[6][i] == mont(mont(x))
         assert rows[7][i] == x
         # Fully reduced outputs.
-        assert all(rows[k][i] < Q for k in range(8))
+        assert all(rows[k][i] < Q for k in range(9))
 
 
 def _fq2_words(values: list[Fq2]) -> np.ndarray:
@@ -103,16 +104,17 @@ def test_fq2_ops_match_python(device, host_kernels):
     a = [Fq2(0, 0), Fq2(1, 0), Fq2(0, 1), Fq2(Q - 1, Q - 1)]
     a += [Fq2(rng.randrange(Q), rng.randrange(Q)) for _ in range(n - 4)]
     b = [Fq2(rng.randrange(Q), rng.randrange(Q)) for _ in range(n)]
-    out = np.zeros(5 * n * 24, dtype=np.uint32)
+    out = np.zeros(6 * n * 24, dtype=np.uint32)
     args = (_fq2_words(a), _fq2_words(b), np.uint32(n), out)
     got = _fq2_from(run(device, host_kernels, "msm_arith.cu", (), "fq2_ops", n, args)[3])
-    rows = [got[k * n : (k + 1) * n] for k in range(5)]
+    rows = [got[k * n : (k + 1) * n] for k in range(6)]
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         assert rows[0][i] == x + y
         assert rows[1][i] == x - y
         assert rows[2][i] == x * y
         assert rows[3][i] == x * x
         assert rows[4][i] == (Fq2(0, 0) if x.is_zero() else x.inverse())
+        assert rows[5][i] == rows[4][i]
 
 
 def _affine_words(points, group) -> np.ndarray:

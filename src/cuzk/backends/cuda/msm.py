@@ -94,10 +94,10 @@ class Tuning:
     # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone: v1).
     method: str = "affine"
     affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
-    affine_threads: int = 1 << 16  # threads a round aims for: m = pairs / threads
+    affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
     affine_min_batch: int = 128  # pairs per inversion, at least
     group_windows: int | None = None  # windows sorted and summed together (None: by the cap)
-    workspace_cap: int = 16 << 30  # bytes one window group may take
+    workspace_cap: int = 24 << 30  # bytes one window group may take
 
     def __post_init__(self) -> None:
         if self.method not in ("affine", "xyzz"):
@@ -130,6 +130,15 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
     return best_c
 
 
+# Threads of one affine round: one wave at the kernels' occupancy (G1: 121
+# registers, 4 blocks of 128 per SM, 528 on 132 SMs; G2: 255, 2 blocks).
+_AFFINE_THREADS = {"G1": 1 << 16, "G2": 1 << 15}
+
+
+def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:
+    return tuning.affine_threads or _AFFINE_THREADS[spec.name]
+
+
 def _uses_affine(entries: int, tuning: Tuning) -> bool:
     """Whether a sorted list of this many entries starts with affine rounds."""
     return tuning.method == "affine" and entries // 2 >= tuning.affine_min_pairs
@@ -143,7 +152,7 @@ def _sum_sorted_bytes(spec: CurveSpec, entries: int, keys: int, tuning: Tuning) 
     total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
     if _uses_affine(entries, tuning):
         total += spec.affine_bytes * (entries // 2 + keys)  # the list of round 1
-        scratch = entries // 4 + keys + tuning.affine_threads * tuning.affine_min_batch
+        scratch = entries // 4 + keys + _affine_threads(spec, tuning) * tuning.affine_min_batch
         total += 4 * spec.field_words * scratch
         total += 6 * 4 * keys  # counts, item ends, offsets of the rounds
     return total
@@ -160,14 +169,16 @@ def _group_bytes(spec: CurveSpec, n: int, g: int, nb: int, tuning: Tuning) -> in
 
 
 def group_windows(spec: CurveSpec, n: int, c: int, tuning: Tuning = Tuning()) -> int:
-    """Windows per group: all of them when they fit the workspace cap."""
+    """Windows per group: all of them when they fit the workspace cap, else the
+    fewest groups that do, of nearly equal size (each group pays its own
+    rounds, whose last ones are small)."""
     nw, nb = num_windows(c), 1 << (c - 1)
     if tuning.group_windows:
         return max(1, min(nw, tuning.group_windows))
     g = nw
     while g > 1 and _group_bytes(spec, n, g, nb, tuning) > tuning.workspace_cap:
         g -= 1
-    return g
+    return -(-nw // -(-nw // g))
 
 
 def workspace_bytes(
@@ -232,9 +243,9 @@ def _last(xp, a) -> int:
     return int(_to_host(a[-1:])[0])
 
 
-def _affine_batch(pairs: int, tuning: Tuning) -> int:
+def _affine_batch(pairs: int, spec: CurveSpec, tuning: Tuning) -> int:
     """Pairs per thread (and per inversion) in a round of `pairs`."""
-    return max(tuning.affine_min_batch, -(-pairs // tuning.affine_threads), 1)
+    return max(tuning.affine_min_batch, -(-pairs // _affine_threads(spec, tuning)), 1)
 
 
 def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuning, phases):
@@ -253,7 +264,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
         items = (counts + 1) // 2
         iend = xp.cumsum(items, dtype=_U32)
         total = _last(xp, iend)
-        m = _affine_batch(total, tuning)
+        m = _affine_batch(total, spec, tuning)
         points = xp.empty(total * spec.affine_words, dtype=_U32)
         k.launch(
             "affine_first",
@@ -270,7 +281,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
             total = _last(xp, pend)
             if total < max(1, tuning.affine_min_pairs):
                 break
-            m = _affine_batch(total, tuning)
+            m = _affine_batch(total, spec, tuning)
             slots = -(-total // m) * m * spec.field_words
             if scratch is None or scratch.size < slots:
                 scratch = xp.empty(slots, dtype=_U32)

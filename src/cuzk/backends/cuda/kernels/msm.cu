@@ -423,7 +423,11 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
             acc = mul_hot(acc, pair_den(a, b, kind));
         }
     }
+#ifdef CUZK_AFF_FERMAT
     field inv = inverse(acc);
+#else
+    field inv = inverse_fast(acc);
+#endif
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);

@@ -16,8 +16,8 @@ static __device__ __forceinline__ uint64_t thread_id() {
     return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
-// Inputs a, b in Montgomery form (12 words each). out[8][n][12]:
-// a+b, a−b, a·b, a², −a, a⁻¹, to_mont(a), from_mont(a).
+// Inputs a, b in Montgomery form (12 words each). out[9][n][12]:
+// a+b, a−b, a·b, a², −a, a⁻¹, to_mont(a), from_mont(a), a⁻¹ (binary).
 extern "C" __global__ void fq_ops(const uint32_t* a, const uint32_t* b, uint32_t n,
                                   uint32_t* out) {
     const uint64_t i = thread_id();
@@ -32,9 +32,10 @@ extern "C" __global__ void fq_ops(const uint32_t* a, const uint32_t* b, uint32_t
     store_fq(out + 5 * stride + 12 * i, inverse(x));
     store_fq(out + 6 * stride + 12 * i, to_mont(x));
     store_fq(out + 7 * stride + 12 * i, from_mont(x));
+    store_fq(out + 8 * stride + 12 * i, inverse_fast(x));
 }
 
-// Fq2 inputs (24 words each). out[5][n][24]: a+b, a−b, a·b, a², a⁻¹.
+// Fq2 inputs (24 words each). out[6][n][24]: a+b, a−b, a·b, a², a⁻¹, a⁻¹ (binary).
 extern "C" __global__ void fq2_ops(const uint32_t* a, const uint32_t* b, uint32_t n,
                                    uint32_t* out) {
     const uint64_t i = thread_id();
@@ -48,6 +49,7 @@ extern "C" __global__ void fq2_ops(const uint32_t* a, const uint32_t* b, uint32_
     store(out + 2 * stride + 24 * i, mul(x, y));
     store(out + 3 * stride + 24 * i, sqr(x));
     store(out + 4 * stride + 24 * i, inverse(x));
+    store(out + 5 * stride + 24 * i, inverse_fast(x));
 }
 
 // Affine p, q (Montgomery; zeros = infinity) and a small k. out[5][n] XYZZ:
