@@ -304,8 +304,12 @@ def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[
                 "v2 threads 2^17": eng(affine_threads=1 << 17),
                 "v2 pairs>=2^19": eng(affine_min_pairs=1 << 19),
                 "v2 pairs>=2^23": eng(affine_min_pairs=1 << 23),
-                "v2 3 blocks/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=3",)),
-                "v2 5 blocks/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=5",)),
+                "v2 Fermat inverse": eng(("-DCUZK_AFF_FERMAT",)),
+                "v2 12 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=6",), affine_threads=3 << 14),
+                "v2 shared": eng(("-DCUZK_AFF_SHARED=1",)),
+                "v2 shared 20 warps": eng(
+                    ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10"), affine_threads=5 << 14
+                ),
                 "v2 c-1": eng(window=19),
                 "v2 c+1": eng(window=21),
             },
@@ -314,11 +318,20 @@ def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[
             "G1",
             lg_big,
             {
-                "v1 groups of 3": eng(method="xyzz", group_windows=3),
+                "v1 groups of 4": eng(method="xyzz", group_windows=4),
                 "v2 groups of 6": eng(group_windows=6),
             },
         ),
-        ("G2", lg_g2, {"v2": eng(), "v2 3 blocks/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=3",))}),
+        (
+            "G2",
+            lg_g2,
+            {
+                "v2": eng(),
+                "v2 8 warps/SM": eng(
+                    ("-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4"), affine_threads=1 << 15
+                ),
+            },
+        ),
     ]
     base = MsmEngine(ctx)
     out, phases = [], {}
@@ -428,9 +441,11 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", ("-DCUZK_AFF_MIN_BLOCKS=3",)),
-    ("msm.cu", ("-DCUZK_AFF_MIN_BLOCKS=5",)),
-    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_MIN_BLOCKS=3")),
+    ("msm.cu", ("-DCUZK_AFF_FERMAT",)),
+    ("msm.cu", ("-DCUZK_AFF_MIN_BLOCKS=6",)),
+    ("msm.cu", ("-DCUZK_AFF_SHARED=1",)),
+    ("msm.cu", ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
+    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4")),
 ]
 
 

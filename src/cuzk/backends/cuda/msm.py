@@ -130,9 +130,11 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
     return best_c
 
 
-# Threads of one affine round: one wave at the kernels' occupancy (G1: 121
-# registers, 4 blocks of 128 per SM, 528 on 132 SMs; G2: 255, 2 blocks).
-_AFFINE_THREADS = {"G1": 1 << 16, "G2": 1 << 15}
+# Threads of one affine round: one wave at the kernels' occupancy on an H200
+# (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 6 blocks, 50688).
+# Their blocks are 64 threads (CUZK_AFF_BLOCK in msm.cu).
+_AFFINE_THREADS = {"G1": 1 << 16, "G2": 3 << 14}
+_AFFINE_BLOCK = 64
 
 
 def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:
@@ -270,6 +272,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
             "affine_first",
             -(-total // m),
             (bases, vals, ends, iend, _U32(nkeys), _U32(total), _U32(m), points),
+            block=_AFFINE_BLOCK,
         )
         off = iend - items
         cnt = items
@@ -289,6 +292,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
                 "affine_round",
                 -(-total // m),
                 (points, off, _U32(stride), pend, _U32(nkeys), _U32(total), _U32(m), scratch),
+                block=_AFFINE_BLOCK,
             )
             cnt = cnt - pairs
             stride *= 2

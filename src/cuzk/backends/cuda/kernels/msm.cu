@@ -391,9 +391,34 @@ struct later_round {
     }
 };
 
+// The affine rounds run in blocks of 64 threads (the Python side launches
+// them so). CUZK_AFF_MIN_BLOCKS such blocks must fit an SM: G1 8 (121
+// registers, 16 warps/SM), G2 6 (168 registers, 12 warps/SM). CUZK_AFF_SHARED
+// keeps each thread's pair of points in shared memory, so that under the
+// register cap the compiler reloads them rather than spill: without it the
+// G2 kernels need 255 registers (8 warps/SM), or spill ~400 B at 168.
+#define CUZK_AFF_BLOCK 64
 #ifndef CUZK_AFF_MIN_BLOCKS
-#define CUZK_AFF_MIN_BLOCKS CUZK_ACC_MIN_BLOCKS
+#ifdef CUZK_G2
+#define CUZK_AFF_MIN_BLOCKS 6
+#else
+#define CUZK_AFF_MIN_BLOCKS 8
 #endif
+#endif
+#ifndef CUZK_AFF_SHARED
+#ifdef CUZK_G2
+#define CUZK_AFF_SHARED 1
+#else
+#define CUZK_AFF_SHARED 0
+#endif
+#endif
+
+// A point padded to an odd number of words: a warp reading one word of each
+// lane's point touches 32 different banks.
+struct padded_affine {
+    affine p;
+    uint32_t pad;
+};
 
 template <class Round>
 static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t* iend,
@@ -413,10 +438,16 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
     }
     uint32_t k = lo;
     field acc = field_one<field>();
+#if CUZK_AFF_SHARED
+    __shared__ padded_affine shared_a[CUZK_AFF_BLOCK], shared_b[CUZK_AFF_BLOCK];
+    affine& a = shared_a[threadIdx.x].p;
+    affine& b = shared_b[threadIdx.x].p;
+#else
+    affine a, b;
+#endif
     for (uint64_t it = i0; it < i1; it++) {
         while (iend[k] <= it) k++;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);
-        affine a, b;
         const int kind = pair_kind(a, b, r.load(k, i, a, b));
         if (pair_inverts(kind)) {
             store(r.prefix(it, it - i0, t, threads), acc);
@@ -431,7 +462,6 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);
-        affine a, b;
         const int kind = pair_kind(a, b, r.load(k, i, a, b));
         field inv_it = inv;
         if (pair_inverts(kind)) {
@@ -444,7 +474,7 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
     }
 }
 
-extern "C" __global__ void __launch_bounds__(128, CUZK_AFF_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(CUZK_AFF_BLOCK, CUZK_AFF_MIN_BLOCKS)
     affine_first(const uint32_t* bases, const uint32_t* vals, const uint32_t* ends,
                  const uint32_t* iend, uint32_t nkeys, uint32_t total, uint32_t m,
                  uint32_t* list) {
@@ -452,7 +482,7 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_AFF_MIN_BLOCKS)
     pair_round(r, iend, nkeys, total, m);
 }
 
-extern "C" __global__ void __launch_bounds__(128, CUZK_AFF_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(CUZK_AFF_BLOCK, CUZK_AFF_MIN_BLOCKS)
     affine_round(uint32_t* list, const uint32_t* off, uint32_t stride, const uint32_t* iend,
                  uint32_t nkeys, uint32_t total, uint32_t m, uint32_t* scratch) {
     const later_round r = {list, off, stride, scratch};
