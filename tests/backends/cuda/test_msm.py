@@ -400,3 +400,26 @@ def test_gpu_version_2_matches_version_1_at_scale(gpu_engine):
     assert gpu_engine.msm_g1(h, scalars) == want
     assert v2.msm_g1(h, scalars) == want
     h.close()
+
+
+def test_workspace_fits_the_free_memory():
+    from cuzk.backends.cuda.msm import fit_tuning, group_windows, workspace_bytes
+
+    n = 1 << 24
+    full = workspace_bytes(G1_SPEC, n, tuning=Tuning())
+    assert fit_tuning(G1_SPEC, n, Tuning(), full) == Tuning()
+    # Less memory: a lower cap, more window groups, still the affine method.
+    tight = fit_tuning(G1_SPEC, n, Tuning(), full // 2)
+    assert tight.method == "affine" and workspace_bytes(G1_SPEC, n, tuning=tight) <= full // 2
+    c = choose_window(n, G1_SPEC)
+    assert group_windows(G1_SPEC, n, c, tight) < group_windows(G1_SPEC, n, c, Tuning())
+    # Far less: the XYZZ method, whose workspace is smallest.
+    least = fit_tuning(G1_SPEC, n, Tuning(), 1 << 30)
+    assert least.method == "xyzz"
+    # Groups are of nearly equal size: the last short by less than their count.
+    nw = num_windows(c)
+    for cap in (2 << 30, 5 << 30, 9 << 30):
+        g = group_windows(G1_SPEC, n, c, Tuning(workspace_cap=cap))
+        groups = -(-nw // g)
+        last = nw - (groups - 1) * g
+        assert groups > 1 and last > 0 and g - last < groups

@@ -7,10 +7,15 @@ one MSM (:func:`msm_xyzz`):
 1. classify the scalars: zeros are dropped, ones go to a bitmap whose bases
    are summed directly (the 0/1 fast path: most of a SHA-256-heavy Filecoin
    witness is bits), the rest are *full* scalars;
-2. choose the window c from the number of full scalars (:func:`choose_window`);
-3. counting-sort the (bucket, point) pairs of every window on the GPU;
-4. accumulate buckets over equal slices of the sorted list (load balanced
-   whatever the bucket sizes), then complete the buckets split across slices;
+2. choose the window c from the number of full scalars (:func:`choose_window`),
+   and how many windows to process together (:func:`group_windows`: all of
+   them unless their workspace would pass ``Tuning.workspace_cap``);
+3. per group of windows, counting-sort the (bucket, point) pairs on the GPU;
+4. sum each bucket (:func:`_sum_sorted`): rounds of batched-affine pair sums
+   (one inversion shared by hundreds of pairs) while the rounds are large,
+   then XYZZ mixed additions over equal slices of what is left (load
+   balanced whatever the bucket sizes), completing buckets split across
+   slices; ``Tuning(method="xyzz")`` skips the affine rounds (version 1);
 5. reduce each window's buckets to Σ (k+1)·B_k by running sums, and combine
    windows by Horner's rule on the GPU; one point comes back to the host.
 
