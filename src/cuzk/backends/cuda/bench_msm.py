@@ -330,6 +330,7 @@ def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[
                 "v2 8 warps/SM": eng(
                     ("-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4"), affine_threads=1 << 15
                 ),
+                "v2 16 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=8",), affine_threads=1 << 16),
             },
         ),
     ]
@@ -446,6 +447,7 @@ EXPLORE_MODULES = [
     ("msm.cu", ("-DCUZK_AFF_SHARED=1",)),
     ("msm.cu", ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
     ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4")),
+    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_MIN_BLOCKS=8")),
 ]
 
 
