@@ -9,6 +9,8 @@ and slices force every boundary case at small n.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -39,13 +41,34 @@ def random_points(group, n: int, rng: np.random.Generator) -> list:
     return [pairing.g2_from_ark(fb.mul(k)) for k in ks]
 
 
-def twin_msm(host_kernels, group, bases: np.ndarray, scalars: np.ndarray, tuning: Tuning):
+class Recorder:
+    """A kernel launcher that notes which kernels ran (and how often)."""
+
+    def __init__(self, k) -> None:
+        self.k, self.launched = k, Counter()
+
+    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None:
+        self.launched[name] += 1
+        self.k.launch(name, threads, args, block)
+
+
+def twin_msm(
+    host_kernels,
+    group,
+    bases: np.ndarray,
+    scalars: np.ndarray,
+    tuning: Tuning,
+    launched=None,
+    defines: tuple[str, ...] = (),
+):
     spec = G1_SPEC if group is G1 else G2_SPEC
-    k = host_kernels("msm.cu", spec.defines)
+    k = Recorder(host_kernels("msm.cu", spec.defines + defines))
     words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
     count = len(words) // 12
     k.launch("to_montgomery", count, (words, np.uint64(count)))
     out = msm_xyzz(np, k, spec, words, np.ascontiguousarray(scalars), tuning)
+    if launched is not None:
+        launched.update(k.launched)
     return xyzz_to_affine(out, spec)
 
 
@@ -70,21 +93,55 @@ def edge_case_inputs(group, rng):
     return to_array(group, bases), fr_to_array(specials)
 
 
+# Tunings that force the batched-affine rounds at small n: every round runs
+# (min_pairs 1), a few pairs per inversion so batches straddle bucket
+# boundaries, windows in groups.
+AFFINE = dict(affine_min_pairs=1, affine_threads=1 << 20)
+
+
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
 @pytest.mark.parametrize(
     "tuning",
     [
-        Tuning(window=3, slice_len=1, segments=2),
-        Tuning(window=4, slice_len=2, segments=1),
+        Tuning(window=3, slice_len=1, segments=2, method="xyzz"),
+        Tuning(window=4, slice_len=2, segments=1, method="xyzz", group_windows=5),
         Tuning(window=5, slice_len=3, segments=3, ones_words_per_thread=1),
         Tuning(),
+        Tuning(window=3, slice_len=1, segments=2, affine_min_batch=3, **AFFINE),
+        Tuning(window=4, slice_len=2, affine_min_batch=1, group_windows=7, **AFFINE),
+        Tuning(window=5, affine_min_batch=5, affine_min_pairs=3, group_windows=1),
     ],
-    ids=["c3-T1", "c4-T2", "c5-T3", "auto"],
+    ids=["xyzz-c3-T1", "xyzz-c4-g5", "c5-T3", "auto", "aff-c3-m3", "aff-c4-m1-g7", "aff-c5-p3"],
 )
 def test_edge_cases_match_cpu(group, tuning, host_kernels):
     rng = np.random.default_rng(5)
     bases, scalars = edge_case_inputs(group, rng)
-    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+    launched: Counter = Counter()
+    got = twin_msm(host_kernels, group, bases, scalars, tuning, launched)
+    assert got == reference(group, bases, scalars)
+    # The variant under test ran: affine rounds only where forced.
+    forced = tuning.affine_min_pairs <= 3
+    assert (launched["affine_first"] > 0) == forced
+    assert (launched["accumulate_strided"] > 0) == forced
+    if tuning.group_windows:
+        assert launched["digits_count"] == -(-num_windows(tuning.window) // tuning.group_windows)
+
+
+@pytest.mark.parametrize(
+    "group, defines",
+    [
+        (G1, ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_FERMAT")),
+        (G2, ("-DCUZK_AFF_SHARED=0",)),
+    ],
+    ids=["G1-shared-fermat", "G2-registers"],
+)
+def test_affine_kernel_variants_match_cpu(group, defines, host_kernels):
+    """The build variants the benchmark measures compute the same sums."""
+    rng = np.random.default_rng(6)
+    bases, scalars = edge_case_inputs(group, rng)
+    tuning = Tuning(window=4, affine_min_batch=3, **AFFINE)
+    got = twin_msm(host_kernels, group, bases, scalars, tuning, defines=defines)
+    assert got == reference(group, bases, scalars)
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
@@ -93,9 +150,12 @@ def test_random_scalars_match_cpu(group, host_kernels):
     n = 77  # not a power of two
     bases = to_array(group, random_points(group, n, rng))
     scalars = fr_random(n, rng)
+    want = reference(group, bases, scalars)
     # Windows of 6 bits: some buckets hold several points, slices of 4 split many.
-    tuning = Tuning(window=6, slice_len=4, segments=5)
-    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+    tuning = Tuning(window=6, slice_len=4, segments=5, method="xyzz")
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == want
+    affine = Tuning(window=6, slice_len=4, affine_min_batch=7, group_windows=3, **AFFINE)
+    assert twin_msm(host_kernels, group, bases, scalars, affine) == want
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
@@ -107,8 +167,15 @@ def test_hot_buckets_over_many_slices(group, host_kernels):
     bases = to_array(group, random_points(group, n, rng))
     value = int.from_bytes(rng.bytes(32), "little") % R
     scalars = fr_to_array([value] * (n - 2) + [3, R - 1])
-    tuning = Tuning(window=8, slice_len=2, partials_per_slice=4, segments=7)
-    assert twin_msm(host_kernels, group, bases, scalars, tuning) == reference(group, bases, scalars)
+    want = reference(group, bases, scalars)
+    tuning = Tuning(window=8, slice_len=2, partials_per_slice=4, segments=7, method="xyzz")
+    assert twin_msm(host_kernels, group, bases, scalars, tuning) == want
+    # Affine rounds stop below 7n pairs (32 windows of one hot bucket, ~n/4
+    # points each by then): the XYZZ walk gets hot buckets at a stride.
+    affine = Tuning(window=8, slice_len=2, partials_per_slice=4, affine_min_pairs=7 * n)
+    launched: Counter = Counter()
+    assert twin_msm(host_kernels, group, bases, scalars, affine, launched) == want
+    assert launched["affine_round"] > 0 and launched["accumulate_partials"] > 0
 
 
 def test_fewer_scalars_than_bases_and_tiny_n(host_kernels):
@@ -137,8 +204,16 @@ def test_only_zeros_and_ones(host_kernels):
     bases = to_array(G1, pts)
     bits = rng.integers(0, 2, size=40)
     scalars = fr_to_array([int(b) for b in bits])
+    want = G1.sum([p for p, b in zip(pts, bits, strict=True) if b])
     got = twin_msm(host_kernels, G1, bases, scalars, Tuning(ones_words_per_thread=1))
-    assert got == G1.sum([p for p, b in zip(pts, bits, strict=True) if b])
+    assert got == want
+    # The ones through the affine rounds (one bucket), rounds stopping early or not.
+    for pairs, batch in ((1, 2), (4, 3)):
+        tuning = Tuning(affine_min_pairs=pairs, affine_min_batch=batch, slice_len=2)
+        launched: Counter = Counter()
+        assert twin_msm(host_kernels, G1, bases, scalars, tuning, launched) == want
+        assert launched["ones_list"] == 1 and launched["affine_round"] > 0
+        assert launched["ones_partial"] == 0
     assert twin_msm(host_kernels, G1, bases, fr_to_array([0] * 40), Tuning()) is None
 
 
@@ -284,3 +359,67 @@ def test_gpu_budget_is_released(gpu_engine):
     assert budget.reserved_bytes == before + 64 * 96
     h.close()
     assert budget.reserved_bytes == before
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_affine_rounds_match_cpu(group, gpu_engine):
+    """Version 2's batched-affine rounds forced at small n, on the device."""
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rng = np.random.default_rng(55)
+    bases, scalars = edge_case_inputs(group, rng)
+    want = reference(group, bases, scalars)
+    forced = MsmEngine(gpu_engine.ctx, Tuning(affine_min_batch=3, group_windows=2, **AFFINE))
+    assert gpu_msm(forced, group, bases, scalars) == want
+    n = 4099
+    bases = to_array(group, random_points(group, n, rng))
+    scalars = fr_random(n, rng)
+    scalars[: n // 4] = fr_to_array([1] * (n // 4))
+    some = MsmEngine(gpu_engine.ctx, Tuning(affine_min_pairs=64, affine_min_batch=5))
+    assert gpu_msm(some, group, bases, scalars) == reference(group, bases, scalars)
+
+
+@pytest.mark.gpu
+def test_gpu_version_2_matches_version_1_at_scale(gpu_engine):
+    """2^20 points, a quarter of the scalars 1: the default pipeline (affine
+    rounds, window groups) and version 1 (XYZZ) give the same point."""
+    from cuzk.backends.cuda.bench_msm import make_bases, random_scalars_device
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    n = 1 << 20
+    bases = make_bases(gpu_engine, "G1", n, seed=56)
+    scalars = random_scalars_device(n, seed=57)
+    scalars[: n // 4] = 0
+    scalars[: n // 4, 0] = 1
+    ctx = gpu_engine.ctx
+    v1 = MsmEngine(ctx, Tuning(method="xyzz"))
+    v2 = MsmEngine(ctx, Tuning(affine_min_pairs=1 << 16, group_windows=5))
+    h = v2.prepare_g1(bases)
+    want = v1.msm_g1(h, scalars)
+    assert gpu_engine.msm_g1(h, scalars) == want
+    assert v2.msm_g1(h, scalars) == want
+    h.close()
+
+
+def test_workspace_fits_the_free_memory():
+    from cuzk.backends.cuda.msm import fit_tuning, group_windows, workspace_bytes
+
+    n = 1 << 24
+    full = workspace_bytes(G1_SPEC, n, tuning=Tuning())
+    assert fit_tuning(G1_SPEC, n, Tuning(), full) == Tuning()
+    # Less memory: a lower cap, more window groups, still the affine method.
+    tight = fit_tuning(G1_SPEC, n, Tuning(), full // 2)
+    assert tight.method == "affine" and workspace_bytes(G1_SPEC, n, tuning=tight) <= full // 2
+    c = choose_window(n, G1_SPEC)
+    assert group_windows(G1_SPEC, n, c, tight) < group_windows(G1_SPEC, n, c, Tuning())
+    # Far less: the XYZZ method, whose workspace is smallest.
+    least = fit_tuning(G1_SPEC, n, Tuning(), 1 << 30)
+    assert least.method == "xyzz"
+    # Groups are of nearly equal size: the last short by less than their count.
+    nw = num_windows(c)
+    for cap in (2 << 30, 5 << 30, 9 << 30):
+        g = group_windows(G1_SPEC, n, c, Tuning(workspace_cap=cap))
+        groups = -(-nw // g)
+        last = nw - (groups - 1) * g
+        assert groups > 1 and last > 0 and g - last < groups

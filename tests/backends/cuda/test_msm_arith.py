@@ -68,11 +68,11 @@ def test_fq_ops_match_python(device, variant, host_kernels):
     n = 64
     a = edge_fq(rng, n)
     b = list(reversed(edge_fq(rng, n)))
-    out = np.zeros(8 * n * 12, dtype=np.uint32)
+    out = np.zeros(9 * n * 12, dtype=np.uint32)
     args = (to_words([mont(x) for x in a]), to_words([mont(x) for x in b]), np.uint32(n), out)
     out = run(device, host_kernels, "msm_arith.cu", variant, "fq_ops", n, args)[3]
     got = from_words(out)
-    rows = [got[k * n : (k + 1) * n] for k in range(8)]
+    rows = [got[k * n : (k + 1) * n] for k in range(9)]
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         assert unmont(rows[0][i]) == (x + y) % Q
         assert unmont(rows[1][i]) == (x - y) % Q
@@ -80,11 +80,12 @@ def test_fq_ops_match_python(device, variant, host_kernels):
         assert unmont(rows[3][i]) == x * x % Q
         assert unmont(rows[4][i]) == -x % Q
         assert unmont(rows[5][i]) == (pow(x, -1, Q) if x else 0)
+        assert rows[8][i] == rows[5][i]  # binary Euclid = Fermat
         # to_mont / from_mont act on the raw words (here: Montgomery of x).
         assert rows[6][i] == mont(mont(x))
         assert rows[7][i] == x
         # Fully reduced outputs.
-        assert all(rows[k][i] < Q for k in range(8))
+        assert all(rows[k][i] < Q for k in range(9))
 
 
 def _fq2_words(values: list[Fq2]) -> np.ndarray:
@@ -103,16 +104,17 @@ def test_fq2_ops_match_python(device, host_kernels):
     a = [Fq2(0, 0), Fq2(1, 0), Fq2(0, 1), Fq2(Q - 1, Q - 1)]
     a += [Fq2(rng.randrange(Q), rng.randrange(Q)) for _ in range(n - 4)]
     b = [Fq2(rng.randrange(Q), rng.randrange(Q)) for _ in range(n)]
-    out = np.zeros(5 * n * 24, dtype=np.uint32)
+    out = np.zeros(6 * n * 24, dtype=np.uint32)
     args = (_fq2_words(a), _fq2_words(b), np.uint32(n), out)
     got = _fq2_from(run(device, host_kernels, "msm_arith.cu", (), "fq2_ops", n, args)[3])
-    rows = [got[k * n : (k + 1) * n] for k in range(5)]
+    rows = [got[k * n : (k + 1) * n] for k in range(6)]
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         assert rows[0][i] == x + y
         assert rows[1][i] == x - y
         assert rows[2][i] == x * y
         assert rows[3][i] == x * x
         assert rows[4][i] == (Fq2(0, 0) if x.is_zero() else x.inverse())
+        assert rows[5][i] == rows[4][i]
 
 
 def _affine_words(points, group) -> np.ndarray:
@@ -167,3 +169,43 @@ def test_point_ops_match_reference(device, group, host_kernels):
         assert rows[2][i] == group.double(p), i
         assert rows[3][i] == group.mul(p, ks[i]), i
         assert rows[4][i] == group.add(group.neg(p), q), i
+
+
+def _affine_from(words: np.ndarray, group) -> list:
+    ints = [unmont(x) for x in from_words(words)]
+    per = 2 if group is G1 else 4
+    out = []
+    for i in range(0, len(ints), per):
+        c = ints[i : i + per]
+        if not any(c):
+            out.append(None)
+        elif group is G1:
+            out.append((c[0], c[1]))
+        else:
+            out.append((Fq2(c[0], c[1]), Fq2(c[2], c[3])))
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_affine_pair_sums_match_reference(device, group, host_kernels):
+    """Every case of the batched-affine pair sum: distinct x, doubling,
+    opposite points, either side at infinity, both at infinity."""
+    rng = random.Random(12)
+    g = group.generator
+    pts = [group.mul(g, rng.randrange(1, R)) for _ in range(5)]
+    p_list, q_list = [None], [None]
+    for p in pts:
+        p_list += [p, p, p, p, None]
+        q_list += [pts[0] if p != pts[0] else pts[1], p, group.neg(p), None, p]
+    n = len(p_list)
+    out = np.zeros(n * (24 if group is G1 else 48), dtype=np.uint32)
+    kinds = np.zeros(n, dtype=np.uint32)
+    defines = () if group is G1 else ("-DCUZK_G2",)
+    args = (_affine_words(p_list, group), _affine_words(q_list, group), np.uint32(n), out, kinds)
+    res = run(device, host_kernels, "msm_arith.cu", defines, "affine_pairs", n, args)
+    got = _affine_from(res[3], group)
+    for i, (p, q) in enumerate(zip(p_list, q_list, strict=True)):
+        assert got[i] == group.add(p, q), i
+    # SUM, DBL, FIRST, SECOND, INF: each case taken.
+    assert set(res[4].tolist()) == {0, 1, 2, 3, 4}

@@ -131,16 +131,62 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
     return out
 
 
+# Version 1 of the pipeline (device notes, call 5): XYZZ bucket accumulation,
+# every window sorted at once (one group when the windows fit 16 GiB). Timed
+# beside the default (version 2) at the sizes of the performance goals.
+V1_TUNING = {"method": "xyzz"}
+# Sizes (log2) of the rows; module constants so a dry run on the CPU twin can
+# shrink them (tests/backends/cuda/test_bench_msm.py).
+MSM_LOGS = {"G1": [16, 18, 20, 22, 24, 26], "G2": [16, 18, 20, 22, 24]}
+MSM_LOGS_QUICK = {"G1": [16, 18, 20, 22], "G2": [16, 18, 20]}
+COMPARE = {"G1": (24, 26), "G2": (24,)}
+COMPARE_QUICK = {"G1": (22,), "G2": (20,)}
+ZERO_ONE_LOG = 27
+STREAMED_LOG = 24
+FIXED_BASE_LOGS = (20, 22)  # quick, full
+CHECK_CASES = (("G1", 1 << 16), ("G2", 1 << 13), ("G1", 100_003))
+CHECK_SPLIT_LOG = 22
+
+
+def _v1_engine(ctx):
+    from cuzk.backends.cuda.msm import MsmEngine, Tuning
+
+    return MsmEngine(ctx, Tuning(**V1_TUNING))
+
+
+def _timed_variants(variants, handle, scalars, reps: int, make_row) -> list[dict]:
+    """Time each (name, engine) on the same inputs; phases of one more run each,
+    whose results must agree (the bit-exact old-vs-new check)."""
+    from cuzk.backends.cuda.msm import xyzz_to_affine
+
+    out, results = [], []
+    for name, eng in variants:
+        ms = _time_ms(lambda e=eng: e.msm_xyzz(handle, scalars), reps=reps)
+        row = make_row(ms)
+        row["variant"] = name
+        if len(variants) > 1:
+            timings: dict[str, float] = {}
+            words = eng.msm_xyzz(handle, scalars, timings=timings)
+            row["phases"] = {k: round(v, 3) for k, v in timings.items()}
+            results.append(xyzz_to_affine(words.get(), handle.spec))
+        out.append(row)
+        log.info("%s", row)
+    if len(results) > 1:
+        same = all(r == results[0] for r in results)
+        for row in out:
+            row["check"] = same
+    return out
+
+
 def msm_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]:
     from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, MsmEngine
 
     engine = engine or MsmEngine(ctx)
+    old = _v1_engine(ctx)
     mul_rate = _ceiling(ceilings, "fq_mul_per_s")
     out = []
-    plans = {
-        "G1": [16, 18, 20, 22] if quick else [16, 18, 20, 22, 24, 26],
-        "G2": [16, 18, 20] if quick else [16, 18, 20, 22, 24],
-    }
+    plans = MSM_LOGS_QUICK if quick else MSM_LOGS
+    compare = COMPARE_QUICK if quick else COMPARE
     for group, logs in plans.items():
         spec = G1_SPEC if group == "G1" else G2_SPEC
         mul_cost = 1 if group == "G1" else _FQ2_MUL_COST
@@ -153,21 +199,27 @@ def msm_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]:
         for lg in logs:
             n = 1 << lg
             scalars = random_scalars_device(n, seed=lg)
-            ms = _time_ms(
-                lambda s=scalars, h=handle: engine.msm_xyzz(h, s), reps=3 if lg >= 24 else 5
-            )
             floor = _additions(n, spec) * _AFFINE_ADD_PRODUCTS * mul_cost / mul_rate * 1e3
-            out.append(_row(f"msm_{group.lower()}", n, ms, ms * 1e6 / n, "ns/point", floor))
-            log.info("%s", out[-1])
+            op = f"msm_{group.lower()}"
+            variants = [("v2", engine)] + ([("v1", old)] if lg in compare[group] else [])
+            out += _timed_variants(
+                variants,
+                handle,
+                scalars,
+                3 if lg >= 24 else 5,
+                lambda ms, n=n, floor=floor, op=op: _row(
+                    op, n, ms, ms * 1e6 / n, "ns/point", floor
+                ),
+            )
         if group == "G1":
-            out.append(_zero_one_row(engine, handle, top, ceilings))
+            out += _zero_one_rows(engine, old, handle, top, ceilings)
         handle.close()
     if not quick:
-        out += _streamed_rows(ctx, 24)
-        big = make_bases(engine, "G1", 1 << 27, seed=8)
+        out += _streamed_rows(ctx, STREAMED_LOG)
+        big = make_bases(engine, "G1", 1 << ZERO_ONE_LOG, seed=8)
         handle = engine.prepare_g1(big)
         del big
-        out.append(_zero_one_row(engine, handle, 1 << 27, ceilings))
+        out += _zero_one_rows(engine, old, handle, 1 << ZERO_ONE_LOG, ceilings)
         handle.close()
     return out
 
@@ -188,20 +240,25 @@ def _streamed_rows(ctx, lg: int) -> list[dict]:
     return [_row("msm_g1_streamed", n, ms, ms * 1e6 / n, "ns/point", upload_ms)]
 
 
-def _zero_one_row(engine, handle, n: int, ceilings: dict) -> dict:
-    """Half the scalars 1, half 0: the bitmap path alone."""
+def _zero_one_rows(engine, old, handle, n: int, ceilings: dict) -> list[dict]:
+    """Half the scalars 1, half 0: the bitmap path alone, version 2 and 1."""
     import cupy
 
     bits = cupy.random.RandomState(3).randint(0, 2, size=n, dtype=np.int64).astype(cupy.uint64)
     scalars = cupy.zeros((n, 4), dtype=cupy.uint64)
     scalars[:, 0] = bits
-    ms = _time_ms(lambda: engine.msm_xyzz(handle, scalars), reps=5)
     ones = n // 2
     floor = max(
         ones * _AFFINE_ADD_PRODUCTS / _ceiling(ceilings, "fq_mul_per_s"),
         (ones * 96 + n * 32) / (_ceiling(ceilings, "copy_bytes_per_s") / 2),
     )
-    return _row("msm_g1_zero_one", n, ms, ms * 1e6 / n, "ns/point", floor * 1e3)
+    return _timed_variants(
+        [("v2", engine), ("v1", old)],
+        handle,
+        scalars,
+        5,
+        lambda ms: _row("msm_g1_zero_one", n, ms, ms * 1e6 / n, "ns/point", floor * 1e3),
+    )
 
 
 def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]:
@@ -211,7 +268,7 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     engine = engine or MsmEngine(ctx)
     mul_rate = _ceiling(ceilings, "fq_mul_per_s")
     out = []
-    n = 1 << (20 if quick else 22)
+    n = 1 << FIXED_BASE_LOGS[0 if quick else 1]
     for group, point, fb, cost in (
         ("G1", G1.generator, engine.fixed_base_g1, 1),
         ("G2", G2.generator, engine.fixed_base_g2, _FQ2_MUL_COST),
@@ -223,41 +280,80 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
-def phase_breakdown(engine, handle, n: int, seed: int) -> dict[str, float]:
-    """Milliseconds per pipeline phase of one MSM (after a warm-up)."""
-    scalars = random_scalars_device(n, seed)
-    engine.msm_xyzz(handle, scalars)
-    timings: dict[str, float] = {}
-    engine.msm_xyzz(handle, scalars, timings=timings)
-    return {k: round(v, 3) for k, v in timings.items()}
+def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[list[dict], dict]:
+    """Variants of version 2 at G1 2^lg, then at G1 2^26 and G2 2^24, with phases.
 
+    Every variant runs on the same bases and scalars as version 1, whose
+    result it must equal (the rows' "check").
+    """
+    from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
-def explore_rows(ctx, lg: int = 24) -> tuple[list[dict], dict]:
-    """G1 MSM variants at 2^lg (kernel flags and tunings), and phase breakdowns."""
-    from cuzk.backends.cuda.msm import MsmEngine
+    def eng(defines: tuple[str, ...] = (), **kw) -> MsmEngine:
+        return MsmEngine(ctx, Tuning(**kw), defines=defines)
 
-    n = 1 << lg
+    plans = [
+        (
+            "G1",
+            lg,
+            {
+                "v1": eng(**V1_TUNING),
+                "v2": eng(),
+                "v2 batch>=32": eng(affine_min_batch=32),
+                "v2 batch>=512": eng(affine_min_batch=512),
+                "v2 threads 2^15": eng(affine_threads=1 << 15),
+                "v2 threads 2^17": eng(affine_threads=1 << 17),
+                "v2 pairs>=2^19": eng(affine_min_pairs=1 << 19),
+                "v2 pairs>=2^23": eng(affine_min_pairs=1 << 23),
+                "v2 Fermat inverse": eng(("-DCUZK_AFF_FERMAT",)),
+                "v2 12 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=6",), affine_threads=3 << 14),
+                "v2 shared": eng(("-DCUZK_AFF_SHARED=1",)),
+                "v2 shared 20 warps": eng(
+                    ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10"), affine_threads=5 << 14
+                ),
+                "v2 c-1": eng(window=19),
+                "v2 c+1": eng(window=21),
+            },
+        ),
+        (
+            "G1",
+            lg_big,
+            {
+                "v1 groups of 4": eng(method="xyzz", group_windows=4),
+                "v2 groups of 6": eng(group_windows=6),
+            },
+        ),
+        (
+            "G2",
+            lg_g2,
+            {
+                "v2": eng(),
+                "v2 8 warps/SM": eng(
+                    ("-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4"), affine_threads=1 << 15
+                ),
+                "v2 16 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=8",), affine_threads=1 << 16),
+            },
+        ),
+    ]
     base = MsmEngine(ctx)
-    bases = make_bases(base, "G1", n, seed=5)
-    # The variants measured so far are in docs/device-notes/msm.md; add one here
-    # as MsmEngine(ctx, Tuning(...)) or MsmEngine(ctx, defines=(...)).
-    variants = {"default": MsmEngine(ctx)}
     out, phases = [], {}
-    scalars = random_scalars_device(n, seed=9)
-    for name, eng in variants.items():
-        h = eng.prepare_g1(bases)
-        ms = _time_ms(lambda e=eng, h=h: e.msm_xyzz(h, scalars), reps=3)
-        out.append(_row(f"msm_g1[{name}]", n, ms, ms * 1e6 / n, "ns/point", 0.0))
-        phases[f"G1 2^{lg} {name}"] = phase_breakdown(eng, h, n, seed=10)
-        log.info("%s: %.1f ms, phases %s", name, ms, phases[f"G1 2^{lg} {name}"])
-        h.close()
-    del bases
-    for group, lg2 in (("G1", 26), ("G2", 24)):
-        big = make_bases(base, group, 1 << lg2, seed=6)
-        h = base.prepare_g1(big) if group == "G1" else base.prepare_g2(big)
-        del big
-        phases[f"{group} 2^{lg2} default"] = phase_breakdown(base, h, 1 << lg2, seed=12)
-        log.info("%s 2^%d phases %s", group, lg2, phases[f"{group} 2^{lg2} default"])
+    for group, lg2, variants in plans:
+        n = 1 << lg2
+        bases = make_bases(base, group, n, seed=5)
+        h = base.prepare_g1(bases) if group == "G1" else base.prepare_g2(bases)
+        del bases
+        scalars = random_scalars_device(n, seed=9)
+        rows_ = _timed_variants(
+            list(variants.items()),
+            h,
+            scalars,
+            3,
+            lambda ms, n=n, group=group: _row(
+                f"msm_{group.lower()}", n, ms, ms * 1e6 / n, "ns/point", 0.0
+            ),
+        )
+        for r in rows_:
+            phases[f"{group} 2^{lg2} {r['variant']}"] = r["phases"]
+        out += rows_
         h.close()
     return out, phases
 
@@ -344,58 +440,83 @@ MODULES = [
     ("msm_arith.cu", ("-DCUZK_FQ_U64",)),
     ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
 ]
+# Loaded by --explore only.
+EXPLORE_MODULES = [
+    ("msm.cu", ("-DCUZK_AFF_FERMAT",)),
+    ("msm.cu", ("-DCUZK_AFF_MIN_BLOCKS=6",)),
+    ("msm.cu", ("-DCUZK_AFF_SHARED=1",)),
+    ("msm.cu", ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
+    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4")),
+    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_MIN_BLOCKS=8")),
+]
 
 
 def check_against_cpu(engine, seed: int) -> list[str]:
-    """Bit-exact MSMs against the CPU backend on fresh random inputs; failures listed."""
+    """Bit-exact MSMs against the CPU backend on fresh random inputs, by version 2
+    (as configured, and with the affine rounds forced at these small sizes) and
+    version 1; failures listed."""
     import cupy
 
     from cuzk.algebra.arrays import fr_random
     from cuzk.algebra.curves import G1
     from cuzk.backends.cpu import CpuBackend
+    from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
+    ctx = engine.ctx
+    engines = {
+        "v2": engine,
+        "v2 affine forced": MsmEngine(ctx, Tuning(affine_min_pairs=256, affine_min_batch=16)),
+        "v1": _v1_engine(ctx),
+    }
     cpu = CpuBackend()
     rng = np.random.default_rng(seed)
     failures = []
-    for group, n in (("G1", 1 << 16), ("G2", 1 << 13), ("G1", 100_003)):
+    for group, n in CHECK_CASES:
         bases = make_bases(engine, group, n, seed + n).get()
         scalars = fr_random(n, rng)
         scalars[: n // 4] = 0
         scalars[n // 4 : n // 2] = 0
         scalars[n // 4 : n // 2, 0] = 1
         if group == "G1":
-            got = engine.msm_g1(engine.prepare_g1(bases), scalars)
             want = cpu.msm_g1(cpu.prepare_g1(bases), scalars)
         else:
-            got = engine.msm_g2(engine.prepare_g2(bases), scalars)
             want = cpu.msm_g2(cpu.prepare_g2(bases), scalars)
-        status = "ok" if got == want else "MISMATCH"
-        log.info("check %s n=%d against CPU: %s", group, n, status)
-        if got != want:
-            failures.append(f"{group} n={n}")
-    # Large n: splitting the sum must not change it (different windows, slices).
-    n = 1 << 22
+        for name, eng in engines.items():
+            if group == "G1":
+                got = eng.msm_g1(eng.prepare_g1(bases), scalars)
+            else:
+                got = eng.msm_g2(eng.prepare_g2(bases), scalars)
+            status = "ok" if got == want else "MISMATCH"
+            log.info("check %s n=%d against CPU, %s: %s", group, n, name, status)
+            if got != want:
+                failures.append(f"{group} n={n} {name}")
+    # Large n: splitting the sum must not change it (different windows, slices),
+    # and version 1 must agree.
+    n = 1 << CHECK_SPLIT_LOG
     bases = make_bases(engine, "G1", n, seed + 1)
     s = random_scalars_device(n, seed + 2)
     whole = engine.msm_g1(engine.prepare_g1(bases), s)
     lo = engine.msm_g1(engine.prepare_g1(bases[: n // 3]), s[: n // 3])
     hi = engine.msm_g1(engine.prepare_g1(cupy.ascontiguousarray(bases[n // 3 :])), s[n // 3 :])
-    ok = G1.add(lo, hi) == whole
-    log.info("check G1 n=2^22 split consistency: %s", "ok" if ok else "MISMATCH")
+    v1 = engines["v1"]
+    ok = G1.add(lo, hi) == whole == v1.msm_g1(v1.prepare_g1(bases), s)
+    log.info("check G1 n=%d split and v1 consistency: %s", n, "ok" if ok else "MISMATCH")
     if not ok:
-        failures.append("G1 2^22 split")
+        failures.append(f"G1 n={n} split / v1")
     return failures
 
 
 def _table(rows_: list[dict]) -> str:
     lines = [
-        f"{'op':<18}{'size':>10}{'median ms':>12}{'rate':>12} {'unit':<11}"
-        f"{'floor ms':>10}{'x floor':>9}"
+        f"{'op':<18}{'variant':<16}{'size':>10}{'median ms':>12}{'rate':>12} {'unit':<11}"
+        f"{'floor ms':>10}{'x floor':>9} check"
     ]
     for r in rows_:
+        check = {None: "", True: "same", False: "DIFFERENT"}[r.get("check")]
         lines.append(
-            f"{r['op']:<18}{r['size']:>10}{r['median_ms']:>12.3f}{r['rate']:>12.3f} "
-            f"{r['unit']:<11}{r['floor_ms']:>10.3f}{r['ratio_to_floor'] or 0:>9.2f}"
+            f"{r['op']:<18}{r.get('variant', ''):<16}{r['size']:>10}{r['median_ms']:>12.3f}"
+            f"{r['rate']:>12.3f} {r['unit']:<11}{r['floor_ms']:>10.3f}"
+            f"{r['ratio_to_floor'] or 0:>9.2f} {check}"
         )
     return "\n".join(lines)
 
@@ -406,7 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="bit-exact checks against the CPU first")
     p.add_argument("--warm", action="store_true", help="compile the modules in parallel first")
     p.add_argument("--json", help="write the rows here")
-    p.add_argument("--explore", action="store_true", help="G1 2^24 variants and phase timings")
+    p.add_argument(
+        "--explore", action="store_true", help="version 2 variants (G1 2^24, 2^26, G2 2^24)"
+    )
     p.add_argument("--proof", type=int, default=0, help="log2 constraints of a timed proof")
     p.add_argument("--skip-rows", action="store_true", help="no standard rows")
     p.add_argument("--parts", default="fq,msm,fixed", help="standard row groups to run")
@@ -418,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.warm:
         t = time.perf_counter()
-        warm_modules(MODULES)
+        warm_modules(MODULES + (EXPLORE_MODULES if args.explore else []))
         log.info("all modules compiled in %.1f s", time.perf_counter() - t)
     ctx = DeviceContext()
     engine = MsmEngine(ctx)
@@ -455,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:
             log.exception("benchmark part failed")
             failures.append("benchmark part")
+        bad = [f"{r['op']} {r['size']}" for r in result if r.get("check") is False]
+        failures += [b for b in bad if b not in failures]
         if args.json:  # after every part: a later crash keeps what came before
             with open(args.json, "w") as f:
                 json.dump({"rows": result, "failures": failures, **extra}, f, indent=1)

@@ -7,10 +7,15 @@ one MSM (:func:`msm_xyzz`):
 1. classify the scalars: zeros are dropped, ones go to a bitmap whose bases
    are summed directly (the 0/1 fast path: most of a SHA-256-heavy Filecoin
    witness is bits), the rest are *full* scalars;
-2. choose the window c from the number of full scalars (:func:`choose_window`);
-3. counting-sort the (bucket, point) pairs of every window on the GPU;
-4. accumulate buckets over equal slices of the sorted list (load balanced
-   whatever the bucket sizes), then complete the buckets split across slices;
+2. choose the window c from the number of full scalars (:func:`choose_window`),
+   and how many windows to process together (:func:`group_windows`: all of
+   them unless their workspace would pass ``Tuning.workspace_cap``);
+3. per group of windows, counting-sort the (bucket, point) pairs on the GPU;
+4. sum each bucket (:func:`_sum_sorted`): rounds of batched-affine pair sums
+   (one inversion shared by hundreds of pairs) while the rounds are large,
+   then XYZZ mixed additions over equal slices of what is left (load
+   balanced whatever the bucket sizes), completing buckets split across
+   slices; ``Tuning(method="xyzz")`` skips the affine rounds (version 1);
 5. reduce each window's buckets to Σ (k+1)·B_k by running sums, and combine
    windows by Horner's rule on the GPU; one point comes back to the host.
 
@@ -26,6 +31,7 @@ next chunk overlapping the arithmetic on the current one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass, field
@@ -89,6 +95,18 @@ class Tuning:
     ones_words_per_thread: int | None = None
     partials_per_slice: int = 8  # T of the levels that sum split buckets
     target_threads: int = 1 << 17
+    # Bucket accumulation: "affine" (rounds of batched-affine pair sums, then
+    # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone: v1).
+    method: str = "affine"
+    affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
+    affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
+    affine_min_batch: int = 128  # pairs per inversion, at least
+    group_windows: int | None = None  # windows sorted and summed together (None: by the cap)
+    workspace_cap: int = 24 << 30  # bytes one window group may take
+
+    def __post_init__(self) -> None:
+        if self.method not in ("affine", "xyzz"):
+            raise InputError("MSM tuning", "method", f"{self.method!r} is not affine or xyzz")
 
 
 # --- choices ---------------------------------------------------------------
@@ -117,23 +135,102 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
     return best_c
 
 
+# Threads of one affine round: one wave at the kernels' occupancy on an H200
+# (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 6 blocks, 50688).
+# Their blocks are 64 threads (CUZK_AFF_BLOCK in msm.cu).
+_AFFINE_THREADS = {"G1": 1 << 16, "G2": 3 << 14}
+_AFFINE_BLOCK = 64
+
+
+def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:
+    return tuning.affine_threads or _AFFINE_THREADS[spec.name]
+
+
+def _uses_affine(entries: int, tuning: Tuning) -> bool:
+    """Whether a sorted list of this many entries starts with affine rounds."""
+    return tuning.method == "affine" and entries // 2 >= tuning.affine_min_pairs
+
+
+def _sum_sorted_bytes(spec: CurveSpec, entries: int, keys: int, tuning: Tuning) -> int:
+    """VRAM of :func:`_sum_sorted` over a list of `entries` in `keys` buckets."""
+    T = tuning.slice_len or max(16, entries // tuning.target_threads)
+    slices = entries // T + 1
+    total = spec.xyzz_bytes * keys  # buckets
+    total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
+    if _uses_affine(entries, tuning):
+        total += spec.affine_bytes * (entries // 2 + keys)  # the list of round 1
+        scratch = entries // 4 + keys + _affine_threads(spec, tuning) * tuning.affine_min_batch
+        total += 4 * spec.field_words * scratch
+        total += 6 * 4 * keys  # counts, item ends, offsets of the rounds
+    return total
+
+
+def _group_bytes(spec: CurveSpec, n: int, g: int, nb: int, tuning: Tuning) -> int:
+    """VRAM of one group of g windows over n full scalars."""
+    entries, keys = n * g, g * nb
+    total = 3 * 4 * keys  # counts, prefix sums (ends), cursors
+    total += 4 * entries  # vals
+    total += _sum_sorted_bytes(spec, entries, keys, tuning)
+    total += 2 * spec.xyzz_bytes * g * (tuning.segments or tuning.target_threads)
+    return total
+
+
+def group_windows(spec: CurveSpec, n: int, c: int, tuning: Tuning = Tuning()) -> int:
+    """Windows per group: all of them when they fit the workspace cap, else the
+    fewest groups that do, of nearly equal size (each group pays its own
+    rounds, whose last ones are small)."""
+    nw, nb = num_windows(c), 1 << (c - 1)
+    if tuning.group_windows:
+        return max(1, min(nw, tuning.group_windows))
+    g = nw
+    while g > 1 and _group_bytes(spec, n, g, nb, tuning) > tuning.workspace_cap:
+        g -= 1
+    return -(-nw // -(-nw // g))
+
+
 def workspace_bytes(
     spec: CurveSpec, n: int, scalars_on_host: bool = True, tuning: Tuning = Tuning()
 ) -> int:
     """An upper bound of the VRAM one MSM of n scalars takes besides its bases."""
     c = tuning.window or choose_window(n, spec)
     nw, nb = num_windows(c), 1 << (c - 1)
-    entries = n * nw
-    slices = entries // (tuning.slice_len or max(16, entries // tuning.target_threads)) + 1
     total = 32 * n if scalars_on_host else 0
     total += 4 * (n // 32 + 1) + 64
-    total += 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
-    total += 3 * 4 * nw * nb  # counts, prefix sums (ends), cursors
-    total += 4 * entries  # vals
-    total += spec.xyzz_bytes * nw * nb  # buckets
-    total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
-    total += 2 * spec.xyzz_bytes * nw * (tuning.segments or tuning.target_threads)
+    ones = 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
+    if _uses_affine(n, tuning):  # popcounts and index list, then the affine sum
+        ones = max(ones, 8 * (n // 32 + 1) + 4 * n + _sum_sorted_bytes(spec, n, 1, tuning))
+    g = group_windows(spec, n, c, tuning)
+    total += spec.xyzz_bytes * nw  # window sums
+    total += max(ones, _group_bytes(spec, n, g, nb, tuning))
     return total
+
+
+def _least(tuning: Tuning) -> Tuning:
+    """The tuning of the smallest workspace: the XYZZ method, one window at a time."""
+    return dataclasses.replace(tuning, method="xyzz", group_windows=1)
+
+
+def fit_tuning(
+    spec: CurveSpec, n: int, tuning: Tuning, free_bytes: int, scalars_on_host: bool = True
+) -> Tuning:
+    """`tuning`, with a smaller workspace cap (more window groups) or at last
+    the XYZZ method, until one MSM of n scalars fits in free_bytes. When
+    nothing fits, the smallest: the reservation then says what is missing."""
+    cap = tuning.workspace_cap
+    for _ in range(8):
+        t = dataclasses.replace(tuning, workspace_cap=cap)
+        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+            if t != tuning:
+                log.info(
+                    "%s MSM of %d: workspace cap lowered to %.1f GiB", spec.name, n, cap / 2**30
+                )
+            return t
+        cap //= 2
+    for t in (dataclasses.replace(tuning, method="xyzz"), _least(tuning)):
+        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+            log.info("%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n)
+            return t
+    return _least(tuning)
 
 
 # --- the pipeline ------------------------------------------------------------
@@ -147,6 +244,128 @@ def _tree_sum(xp, k: Kernels, spec: CurveSpec, arr, groups: int, count: int):
         k.launch("sum_pairs", groups * count_out, (arr, out, _U32(groups), _U32(count)))
         arr, count = out, count_out
     return arr
+
+
+def _last(xp, a) -> int:
+    return int(_to_host(a[-1:])[0])
+
+
+def _affine_batch(pairs: int, spec: CurveSpec, tuning: Tuning) -> int:
+    """Pairs per thread (and per inversion) in a round of `pairs`."""
+    return max(tuning.affine_min_batch, -(-pairs // _affine_threads(spec, tuning)), 1)
+
+
+def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuning, phases):
+    """The sum of every bucket of a list sorted by bucket key, as XYZZ words
+    (keys with a zero count are left unwritten).
+
+    ``vals``: point index · 2 + sign per entry; ``counts`` / ``ends``: entries
+    per key and their inclusive prefix sum. Affine rounds first (when the
+    list is long enough), then the XYZZ walk over what they leave.
+    """
+    xw = spec.xyzz_words
+    nkeys = int(counts.size)
+    entries = _last(xp, ends)
+    buckets = xp.empty(nkeys * xw, dtype=_U32)
+    if _uses_affine(entries, tuning):
+        items = (counts + 1) // 2
+        iend = xp.cumsum(items, dtype=_U32)
+        total = _last(xp, iend)
+        m = _affine_batch(total, spec, tuning)
+        points = xp.empty(total * spec.affine_words, dtype=_U32)
+        k.launch(
+            "affine_first",
+            -(-total // m),
+            (bases, vals, ends, iend, _U32(nkeys), _U32(total), _U32(m), points),
+            block=_AFFINE_BLOCK,
+        )
+        off = iend - items
+        cnt = items
+        del iend, items
+        stride, scratch = 1, None
+        while True:
+            pairs = cnt // 2
+            pend = xp.cumsum(pairs, dtype=_U32)
+            total = _last(xp, pend)
+            if total < max(1, tuning.affine_min_pairs):
+                break
+            m = _affine_batch(total, spec, tuning)
+            slots = -(-total // m) * m * spec.field_words
+            if scratch is None or scratch.size < slots:
+                scratch = xp.empty(slots, dtype=_U32)
+            k.launch(
+                "affine_round",
+                -(-total // m),
+                (points, off, _U32(stride), pend, _U32(nkeys), _U32(total), _U32(m), scratch),
+                block=_AFFINE_BLOCK,
+            )
+            cnt = cnt - pairs
+            stride *= 2
+        del scratch, pend, pairs
+        phases.mark("affine_rounds")
+        tail_ends = xp.cumsum(cnt, dtype=_U32)
+        E = _last(xp, tail_ends)
+        T = tuning.slice_len or max(16, -(-E // tuning.target_threads))
+        nslices = -(-E // T)
+        parts = _SliceOutputs(xp, nslices, xw)
+        k.launch(
+            "accumulate_strided",
+            nslices,
+            (
+                *(points, off, _U32(stride), tail_ends, _U32(nkeys), _U32(E), _U32(T)),
+                *(_U32(nslices), buckets, *parts.args()),
+            ),
+        )
+        del points, off, cnt, tail_ends
+    else:
+        T = tuning.slice_len or max(16, -(-entries // tuning.target_threads))
+        nslices = -(-entries // T)
+        parts = _SliceOutputs(xp, nslices, xw)
+        k.launch(
+            "accumulate",
+            nslices,
+            (
+                *(bases, vals, ends, _U32(nkeys), _U32(entries), _U32(T), _U32(nslices)),
+                *(buckets, *parts.args()),
+            ),
+        )
+    phases.mark("accumulate")
+    # Buckets cut by slice boundaries: sum their partials by the same slicing
+    # (partials_per_slice at a time) until none is left.
+    T2 = max(4, tuning.partials_per_slice)  # a slice of >= 4 leaves <= 2: m shrinks
+    while True:
+        pts, pkeys = parts.pending(xp)
+        m = int(pkeys.size)
+        if m == 0:
+            break
+        nslices = -(-m // T2)
+        parts = _SliceOutputs(xp, nslices, xw)
+        k.launch(
+            "accumulate_partials",
+            nslices,
+            (pts, pkeys, _U32(m), _U32(T2), _U32(nslices), buckets, *parts.args()),
+        )
+    phases.mark("partials")
+    return buckets
+
+
+def _ones_sum(xp, k: Kernels, spec: CurveSpec, bases, bitmap, nwords: int, n_ones: int, tuning):
+    """Σ of the bases whose scalar is 1, as one XYZZ point (words)."""
+    xw = spec.xyzz_words
+    if _uses_affine(n_ones, tuning):
+        pc = xp.empty(nwords, dtype=_U32)
+        k.launch("bitmap_popc", nwords, (bitmap, _U32(nwords), pc))
+        start = xp.cumsum(pc, dtype=_U32) - pc
+        vals = xp.empty(n_ones, dtype=_U32)
+        k.launch("ones_list", nwords, (bitmap, _U32(nwords), start, vals))
+        del pc, start
+        one = xp.full(1, n_ones, dtype=_U32)
+        return _sum_sorted(xp, k, spec, bases, vals, one, one, tuning, _Phases(xp, None))
+    wpt = tuning.ones_words_per_thread or max(1, -(-nwords // tuning.target_threads))
+    threads = -(-nwords // wpt)
+    partial = xp.empty(threads * xw, dtype=_U32)
+    k.launch("ones_partial", threads, (bases, bitmap, _U32(nwords), _U32(wpt), partial))
+    return _tree_sum(xp, k, spec, partial, 1, threads)
 
 
 def msm_xyzz(
@@ -180,71 +399,46 @@ def msm_xyzz(
         n_ones = n_full = 0
 
     if n_ones:
-        wpt = tuning.ones_words_per_thread or max(1, -(-nwords // tuning.target_threads))
-        threads = -(-nwords // wpt)
-        partial = xp.empty(threads * xw, dtype=_U32)
-        k.launch("ones_partial", threads, (bases, bitmap, _U32(nwords), _U32(wpt), partial))
-        extras.append(_tree_sum(xp, k, spec, partial, 1, threads))
+        extras.append(_ones_sum(xp, k, spec, bases, bitmap, nwords, n_ones, tuning))
         phases.mark("ones")
 
     if n_full:
         c = tuning.window or choose_window(n_full, spec)
         nw, nb = num_windows(c), 1 << (c - 1)
-        counts = xp.zeros(nw * nb, dtype=_U32)
-        k.launch("digits_count", n, (scalars, _U32(n), _U32(c), _U32(nw), counts))
-        ends = xp.cumsum(counts, dtype=_U32)
-        entries = int(_to_host(ends[-1:])[0])
-        phases.mark("digits_count")
-        cursor = ends - counts
-        vals = xp.empty(entries, dtype=_U32)
-        k.launch("digits_scatter", n, (scalars, _U32(n), _U32(c), _U32(nw), cursor, vals))
-        del cursor
-        phases.mark("digits_scatter")
-
-        T = tuning.slice_len or max(16, -(-entries // tuning.target_threads))
-        buckets = xp.empty(nw * nb * xw, dtype=_U32)
-        nslices = -(-entries // T)
-        parts = _SliceOutputs(xp, nslices, xw)
-        k.launch(
-            "accumulate",
-            nslices,
-            (
-                *(bases, vals, ends, _U32(nw * nb), _U32(entries), _U32(T), _U32(nslices)),
-                *(buckets, *parts.args()),
-            ),
-        )
-        phases.mark("accumulate")
-        del vals, ends
-        # Buckets cut by slice boundaries: sum their partials by the same slicing
-        # (partials_per_slice at a time) until none is left.
-        T2 = max(4, tuning.partials_per_slice)  # a slice of >= 4 leaves <= 2: m shrinks
-        while True:
-            pts, pkeys = parts.pending(xp)
-            m = int(pkeys.size)
-            if m == 0:
-                break
-            nslices = -(-m // T2)
-            parts = _SliceOutputs(xp, nslices, xw)
+        gw = group_windows(spec, n_full, c, tuning)
+        sums = []
+        for w0 in range(0, nw, gw):
+            w1 = min(nw, w0 + gw)
+            g = w1 - w0
+            counts = xp.zeros(g * nb, dtype=_U32)
+            k.launch("digits_count", n, (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), counts))
+            ends = xp.cumsum(counts, dtype=_U32)
+            phases.mark("digits_count")
+            cursor = ends - counts
+            vals = xp.empty(_last(xp, ends), dtype=_U32)
             k.launch(
-                "accumulate_partials",
-                nslices,
-                (pts, pkeys, _U32(m), _U32(T2), _U32(nslices), buckets, *parts.args()),
+                "digits_scatter",
+                n,
+                (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), cursor, vals),
             )
-        phases.mark("partials")
-
-        S = tuning.segments or max(1, min(nb, tuning.target_threads // nw))
-        L = -(-nb // S)
-        S = -(-nb // L)
-        seg = xp.empty(nw * S * xw, dtype=_U32)
-        k.launch(
-            "bucket_reduce",
-            nw * S,
-            (buckets, counts, _U32(nb), _U32(nw), _U32(S), _U32(L), seg),
-        )
-        phases.mark("bucket_reduce")
-        del buckets, counts
-        window_sums = _tree_sum(xp, k, spec, seg, nw, S)
-        phases.mark("window_tree")
+            del cursor
+            phases.mark("digits_scatter")
+            buckets = _sum_sorted(xp, k, spec, bases, vals, counts, ends, tuning, phases)
+            del vals, ends
+            S = tuning.segments or max(1, min(nb, tuning.target_threads // g))
+            L = -(-nb // S)
+            S = -(-nb // L)
+            seg = xp.empty(g * S * xw, dtype=_U32)
+            k.launch(
+                "bucket_reduce",
+                g * S,
+                (buckets, counts, _U32(nb), _U32(g), _U32(S), _U32(L), seg),
+            )
+            phases.mark("bucket_reduce")
+            del buckets, counts
+            sums.append(_tree_sum(xp, k, spec, seg, g, S))
+            phases.mark("window_tree")
+        window_sums = xp.concatenate(sums) if len(sums) > 1 else sums[0]
 
     extra = xp.concatenate(extras) if extras else xp.zeros(xw, dtype=_U32)
     out = xp.empty(xw, dtype=_U32)
@@ -491,8 +685,11 @@ class MsmEngine:
             words = np.ascontiguousarray(bases).view(_U32).reshape(n, spec.affine_words)
         handle = PreparedBases(spec, n)
         budget = self.ctx.budget
-        # Resident when the bases and the workspace of an MSM over all of them fit.
-        fits = nbytes + workspace_bytes(spec, max(n, 1), tuning=self.tuning) <= budget.free_bytes
+        # Resident when the bases and the workspace of an MSM over all of them fit
+        # (the smallest workspace, the XYZZ method's: an MSM fits its method to
+        # the memory free when it runs, see fit_tuning).
+        least = workspace_bytes(spec, max(n, 1), tuning=_least(self.tuning))
+        fits = nbytes + least <= budget.free_bytes
         if fits and self._stream_chunk is None:
             handle._hold.enter_context(budget.reserve(nbytes, f"{spec.name} bases (resident)"))
             with cupy.cuda.Device(self.ctx.device_id):
@@ -519,9 +716,10 @@ class MsmEngine:
     def _fit_chunk(self, spec: CurveSpec, n: int) -> int:
         free = self.ctx.budget.free_bytes
         chunk = max(1, n)
+        least = _least(self.tuning)
         # Two staging buffers plus one chunk's workspace must fit.
         while chunk > 1024 and (
-            2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=self.tuning) > free
+            2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=least) > free
         ):
             chunk //= 2
         return chunk
@@ -551,10 +749,12 @@ class MsmEngine:
         k = self.kernels(spec)
         with cupy.cuda.Device(self.ctx.device_id):
             if handle.resident:
-                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=self.tuning)
+                free = self.ctx.budget.free_bytes
+                tuning = fit_tuning(spec, n, self.tuning, free, scalars_on_host=on_host)
+                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=tuning)
                 with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} workspace"):
                     s = cupy.asarray(np.ascontiguousarray(scalars)) if on_host else scalars
-                    return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings)
+                    return msm_xyzz(cupy, k, spec, handle.device, s, tuning, timings)
             return self._msm_streamed(handle, scalars, n, k)
 
     def _msm(self, handle: PreparedBases, scalars, spec: CurveSpec) -> Affine:
@@ -617,7 +817,10 @@ class MsmEngine:
         starts = list(range(0, n, chunk))
         if not starts:
             return msm_xyzz(cupy, k, spec, cupy.zeros(1, dtype=_U32), _empty_scalars(cupy))
-        need = 2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=self.tuning)
+        staging_bytes = 2 * chunk * spec.affine_bytes
+        free = self.ctx.budget.free_bytes - staging_bytes
+        tuning = fit_tuning(spec, chunk, self.tuning, free)
+        need = staging_bytes + workspace_bytes(spec, chunk, tuning=tuning)
         with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} streamed"):
             copy_stream = cupy.cuda.Stream(non_blocking=True)
             compute = cupy.cuda.get_current_stream()
@@ -652,7 +855,7 @@ class MsmEngine:
                     if isinstance(part, np.ndarray)
                     else part
                 )
-                results.append(msm_xyzz(cupy, k, spec, staging[b], s, self.tuning))
+                results.append(msm_xyzz(cupy, k, spec, staging[b], s, tuning))
                 free_again[b] = compute.record()
             extra = cupy.concatenate(results)
             out = cupy.empty(xw, dtype=_U32)

@@ -247,6 +247,92 @@ CUZK_POINT_FN fq_t inverse(const fq_t& a) {
     return r;
 }
 
+// a^-1 for a Montgomery-form a (0 ↦ 0) by the binary extended Euclid
+// algorithm instead of Fermat: ~600 steps of 12-limb additions, shifts and
+// selects (~130k integer instructions) against ~610 Montgomery products
+// (~1.1M issue cycles per warp), for the batch inversions of batched-affine
+// accumulation, where one inversion per thread per round adds up (device
+// notes, version 2). The steps are uniform (selects, no branches on the
+// data but the loop's exit), so a warp's lanes stay converged.
+//
+// Invariants: x1·a ≡ u and x2·a ≡ v (mod q), u and v positive. Each step
+// halves one of u, v (after subtracting the smaller from the larger when
+// both are odd), so their bit lengths shrink by one per step: at most 762
+// steps until one of them is 1. The plain inverse of aR is a^-1·R^-1; one
+// Montgomery product with R^3 brings it back to Montgomery form, a^-1·R.
+CUZK_HD bool is_plain_one(const fq_t& a) {
+    uint32_t acc = a.l[0] ^ 1u;
+#pragma unroll
+    for (int i = 1; i < 12; i++) acc |= a.l[i];
+    return acc == 0;
+}
+
+// Swap a and b where mask is all ones.
+CUZK_HD void cswap(fq_t& a, fq_t& b, uint32_t mask) {
+#pragma unroll
+    for (int i = 0; i < 12; i++) {
+        const uint32_t t = (a.l[i] ^ b.l[i]) & mask;
+        a.l[i] ^= t;
+        b.l[i] ^= t;
+    }
+}
+
+// z / 2 mod q for z < q: (z + q) / 2 when z is odd (z + q < 2q < 2^382).
+CUZK_HD fq_t half_mod(const fq_t& z) {
+    const uint32_t odd = 0u - (z.l[0] & 1u);
+    fq_t s;
+    s.l[0] = add_cc(z.l[0], q_limb(0) & odd);
+#pragma unroll
+    for (int i = 1; i < 11; i++) s.l[i] = addc_cc(z.l[i], q_limb(i) & odd);
+    s.l[11] = addc(z.l[11], q_limb(11) & odd);
+    fq_t r;
+#pragma unroll
+    for (int i = 0; i < 11; i++) r.l[i] = (s.l[i] >> 1) | (s.l[i + 1] << 31);
+    r.l[11] = s.l[11] >> 1;
+    return r;
+}
+
+CUZK_POINT_FN fq_t inverse_fast(const fq_t& a) {
+    if (is_zero(a)) return a;
+    fq_t u = a, v, x1 = fq_zero(), x2 = fq_zero();
+#pragma unroll
+    for (int i = 0; i < 12; i++) v.l[i] = q_limb(i);
+    x1.l[0] = 1;
+    while (!is_plain_one(u) && !is_plain_one(v)) {
+        // Make u the one to halve: u even; or u odd and v even (swap); or both
+        // odd, u the larger (swap when u < v).
+        uint32_t d = sub_cc(u.l[0], v.l[0]);
+#pragma unroll
+        for (int i = 1; i < 12; i++) d = subc_cc(u.l[i], v.l[i]);
+        const uint32_t u_less = subc(0, 0);  // all ones when u < v
+        (void)d;
+        const uint32_t odd_u = 0u - (u.l[0] & 1u), odd_v = 0u - (v.l[0] & 1u);
+        const uint32_t sw = odd_u & (~odd_v | u_less);
+        cswap(u, v, sw);
+        cswap(x1, x2, sw);
+        const uint32_t both = 0u - (u.l[0] & 1u);  // both odd: u -= v, x1 -= x2
+        fq_t w;
+        w.l[0] = sub_cc(u.l[0], v.l[0] & both);
+#pragma unroll
+        for (int i = 1; i < 12; i++) w.l[i] = subc_cc(u.l[i], v.l[i] & both);
+        fq_t y = x2;
+#pragma unroll
+        for (int i = 0; i < 12; i++) y.l[i] &= both;
+        x1 = half_mod(sub(x1, y));
+#pragma unroll
+        for (int i = 0; i < 11; i++) u.l[i] = (w.l[i] >> 1) | (w.l[i + 1] << 31);
+        u.l[11] = w.l[11] >> 1;
+    }
+    const fq_t r = is_plain_one(u) ? x1 : x2;
+    const uint32_t r3[12] = {0xd94ca1e0u, 0xed48ac6bu, 0x03a7adf8u, 0x315f831eu,
+                             0x615e29ddu, 0x9a53352au, 0x921e1761u, 0x34c04e5eu,
+                             0x65724728u, 0x2512d435u, 0x91755d4du, 0x0aa63460u};  // R^3 mod q
+    fq_t c;
+#pragma unroll
+    for (int i = 0; i < 12; i++) c.l[i] = r3[i];
+    return mul(r, c);
+}
+
 // Loads and stores of 48-byte elements from limb arrays in global memory.
 // On the device they are three 16-byte accesses (every array of elements is
 // 16-byte aligned: allocations are, and elements are 48 bytes): a gathered

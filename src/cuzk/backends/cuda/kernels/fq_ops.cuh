@@ -35,6 +35,9 @@ typedef long long int64_t;
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+// Threads run one at a time on the twin, each in its own slot of a
+// per-thread shared array: a function-static array serves.
+#define __shared__ static
 struct cuzk_dim3 {
     unsigned x, y, z;
 };

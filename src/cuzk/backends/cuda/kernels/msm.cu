@@ -18,7 +18,7 @@
 // Every kernel is one independent thread per item (no shared memory, no
 // barriers), so the same file runs on the CPU, thread by thread, as the
 // kernels' twin in the tests.
-#include "ec_xyzz.cuh"
+#include "ec_affine.cuh"
 #include "msm_digits.cuh"
 
 using namespace cuzk;
@@ -119,10 +119,13 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
     store_xyzz(out + t * XYZZ_WORDS, acc);
 }
 
-// Histogram of bucket keys: key = w·nb + |d| − 1 for every non-zero digit d of
-// window w of every full scalar (nb = 2^(c−1) buckets per window).
+// Histogram of bucket keys over the window group [w0, w1): key = (w − w0)·nb +
+// |d| − 1 for every non-zero digit d of window w of every full scalar (nb =
+// 2^(c−1) buckets per window). Groups of windows keep the histogram and the
+// cursors small enough for L2 at large n (device notes, version 2); the
+// digits below w0 are recomputed for their carries (a few integer operations).
 extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
-                                        uint32_t nw, uint32_t* counts) {
+                                        uint32_t w0, uint32_t w1, uint32_t* counts) {
     const uint64_t i = thread_id();
     if (i >= n) return;
     scalar_t s = load_scalar(scalars + 4 * i);
@@ -130,10 +133,10 @@ extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uin
     s = reduce_scalar(s);
     const uint32_t nb = 1u << (c - 1);
     signed_digits sd;
-    for (uint32_t w = 0; w < nw; w++) {
+    for (uint32_t w = 0; w < w1; w++) {
         uint32_t negative;
         const uint32_t mag = sd.next(s, w, c, negative);
-        if (mag) atomicAdd(&counts[w * nb + mag - 1], 1u);
+        if (mag && w >= w0) atomicAdd(&counts[(w - w0) * nb + mag - 1], 1u);
     }
 }
 
@@ -142,7 +145,8 @@ extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uin
 // + sign. The order inside a bucket is whatever the
 // atomics give; a bucket's sum does not depend on it.
 extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, uint32_t c,
-                                          uint32_t nw, uint32_t* cursor, uint32_t* vals) {
+                                          uint32_t w0, uint32_t w1, uint32_t* cursor,
+                                          uint32_t* vals) {
     const uint64_t i = thread_id();
     if (i >= n) return;
     scalar_t s = load_scalar(scalars + 4 * i);
@@ -150,11 +154,11 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
     s = reduce_scalar(s);
     const uint32_t nb = 1u << (c - 1);
     signed_digits sd;
-    for (uint32_t w = 0; w < nw; w++) {
+    for (uint32_t w = 0; w < w1; w++) {
         uint32_t negative;
         const uint32_t mag = sd.next(s, w, c, negative);
-        if (mag) {
-            const uint32_t pos = atomicAdd(&cursor[w * nb + mag - 1], 1u);
+        if (mag && w >= w0) {
+            const uint32_t pos = atomicAdd(&cursor[(w - w0) * nb + mag - 1], 1u);
             vals[pos] = (uint32_t)(i << 1) | negative;
         }
     }
@@ -186,21 +190,21 @@ struct slice_out {
     }
 };
 
-// Level 0: the sorted list holds only vals (point index · 2 + sign); bucket
-// boundaries come from ends[] (the inclusive prefix sum of the histogram), so
-// the counting sort writes one word per entry, not two.
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate(
-    const uint32_t* bases, const uint32_t* vals, const uint32_t* ends, uint32_t nkeys,
-    uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
-    uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
-    const uint64_t t = thread_id();
+// Level 0 walks a list sorted by bucket key whose bucket boundaries come
+// from ends[] (the inclusive prefix sum of the counts), so a sort need write
+// one word per entry, not two. `Src` reads entry j of bucket `key` (whose
+// entries begin at `first`) as an affine point; false means infinity.
+template <class Src>
+static __device__ __forceinline__ void accumulate_slices(const Src& src, const uint32_t* ends,
+                                                         uint32_t nkeys, uint32_t E, uint32_t T,
+                                                         uint32_t nslices, const slice_out& out) {
+    const uint64_t t = out.t;
     if (t >= nslices) return;
-    head_key[t] = NO_KEY;
-    tail_key[t] = NO_KEY;
+    out.head_key[t] = NO_KEY;
+    out.tail_key[t] = NO_KEY;
     const uint64_t start = t * T;
     if (start >= E) return;
     const uint64_t end = start + T < E ? start + T : E;
-    const slice_out out = {buckets, head, head_key, tail, tail_key, t};
 
     // The bucket holding entry `start`: the first key whose end lies past it.
     uint32_t lo = 0, hi = nkeys - 1;
@@ -213,7 +217,8 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulat
     }
     uint32_t cur = lo;
     uint64_t bucket_end = ends[cur];
-    const bool began_before = start > (cur ? ends[cur - 1] : 0u);
+    uint64_t bucket_start = cur ? ends[cur - 1] : 0u;
+    const bool began_before = start > bucket_start;
     bool first = true;
     point acc = xyzz_infinity<field>();
     for (uint64_t j = start;; j++) {
@@ -224,14 +229,59 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulat
             acc = xyzz_infinity<field>();
             do cur++;
             while (ends[cur] == j);  // skip empty buckets
+            bucket_start = j;
             bucket_end = ends[cur];
         }
-        const uint32_t v = vals[j];
-        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
-        if (is_infinity(a)) continue;
-        if (v & 1) a = negate(a);
+        affine a;
+        if (!src.load(j, cur, bucket_start, a)) continue;
         acc = hot_add_affine(acc, a);
     }
+}
+
+// Entries of the counting sort: point index · 2 + sign, over the bases.
+struct sorted_index_src {
+    const uint32_t* bases;
+    const uint32_t* vals;
+    __device__ __forceinline__ bool load(uint64_t j, uint32_t, uint64_t, affine& a) const {
+        const uint32_t v = vals[j];
+        a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
+        if (is_infinity(a)) return false;
+        if (v & 1) a = negate(a);
+        return true;
+    }
+};
+
+// Entries left by the affine rounds: bucket `key` keeps its points in place
+// at list[off[key] + i·stride] (see affine_round).
+struct strided_src {
+    const uint32_t* list;
+    const uint32_t* off;
+    uint32_t stride;
+    __device__ __forceinline__ bool load(uint64_t j, uint32_t key, uint64_t first,
+                                         affine& a) const {
+        const uint64_t pos = off[key] + (j - first) * stride;
+        a = load_affine<field>(list + pos * AFFINE_WORDS);
+        return !is_infinity(a);
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate(
+    const uint32_t* bases, const uint32_t* vals, const uint32_t* ends, uint32_t nkeys,
+    uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
+    uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
+    const slice_out out = {buckets, head, head_key, tail, tail_key, thread_id()};
+    const sorted_index_src src = {bases, vals};
+    accumulate_slices(src, ends, nkeys, E, T, nslices, out);
+}
+
+// The XYZZ tail after the affine rounds: the same slicing over what they left.
+extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate_strided(
+    const uint32_t* list, const uint32_t* off, uint32_t stride, const uint32_t* ends,
+    uint32_t nkeys, uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
+    uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
+    const slice_out out = {buckets, head, head_key, tail, tail_key, thread_id()};
+    const strided_src src = {list, off, stride};
+    accumulate_slices(src, ends, nkeys, E, T, nslices, out);
 }
 
 // Later levels: entries are the XYZZ partial sums of the level before, with
@@ -264,6 +314,199 @@ extern "C" __global__ void accumulate_partials(const uint32_t* partials, const u
             cur = k;
         }
         acc = add(acc, load_xyzz<field>(partials + j * XYZZ_WORDS));
+    }
+}
+
+// --- batched-affine accumulation (device notes, version 2) ----------------------
+//
+// Buckets are summed in rounds of pairwise affine sums: round 1 pairs the
+// sorted entries (2i, 2i+1) of every bucket into a compact list; each later
+// round pairs a bucket's surviving points in place, at a doubling stride, so
+// a bucket's points after round r sit at list[off[k] + i·2^(r−1)] and a
+// finished bucket is never copied. A thread takes m consecutive pairs ("items")
+// and shares one inversion among them (Montgomery's trick): pass 1 stores each
+// pair's prefix product of denominators in device memory, one inversion,
+// pass 2 walks back. With m in the hundreds the inversion's ~600 products add
+// ~1–4 per pair, and no thread depends on another (no shared memory, no
+// barriers), so the CPU twin runs these kernels like the others. Items are
+// numbered key by key: iend[k] is the inclusive prefix sum of the items of
+// keys 0..k.
+
+// Round 1: pair i of key k is entries ends[k−1] + 2i and + 2i + 1 of the
+// sorted index list (the second may be absent: an odd count), and item `it`
+// writes list[it]. The output slot holds the pair's prefix product until
+// pass 2 replaces it by the sum, so round 1 needs no scratch.
+struct first_round {
+    const uint32_t* bases;
+    const uint32_t* vals;
+    const uint32_t* ends;
+    uint32_t* list;
+
+    __device__ __forceinline__ affine entry(uint64_t e) const {
+        const uint32_t v = vals[e];
+        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
+        return (v & 1) ? negate(a) : a;
+    }
+    __device__ __forceinline__ bool load(uint32_t k, uint64_t i, affine& a, affine& b) const {
+        const uint64_t e0 = (k ? ends[k - 1] : 0u) + 2 * i;
+        a = entry(e0);
+        const bool has_b = e0 + 1 < ends[k];
+        b = has_b ? entry(e0 + 1) : a;
+        return has_b;
+    }
+    __device__ __forceinline__ uint32_t* out(uint32_t, uint64_t, uint64_t it) const {
+        return list + it * AFFINE_WORDS;
+    }
+    __device__ __forceinline__ uint32_t* prefix(uint64_t it, uint64_t, uint64_t, uint64_t) const {
+        return list + it * AFFINE_WORDS;
+    }
+};
+
+// Later rounds: pair i of key k is its points 2i and 2i + 1 (each key has
+// floor(count/2) items; an odd last point stays where it is, which is where
+// the next round expects it), the sum replacing point 2i. Prefix products go
+// to scratch, slot j of thread t at (j·threads + t) so a warp's stores are
+// contiguous.
+struct later_round {
+    uint32_t* list;
+    const uint32_t* off;
+    uint32_t stride;
+    uint32_t* scratch;
+
+    __device__ __forceinline__ uint64_t pos(uint32_t k, uint64_t i) const {
+        return off[k] + 2 * i * stride;
+    }
+    __device__ __forceinline__ bool load(uint32_t k, uint64_t i, affine& a, affine& b) const {
+        const uint64_t p = pos(k, i);
+        a = load_affine<field>(list + p * AFFINE_WORDS);
+        b = load_affine<field>(list + (p + stride) * AFFINE_WORDS);
+        return true;
+    }
+    __device__ __forceinline__ uint32_t* out(uint32_t k, uint64_t i, uint64_t) const {
+        return list + pos(k, i) * AFFINE_WORDS;
+    }
+    __device__ __forceinline__ uint32_t* prefix(uint64_t, uint64_t j, uint64_t t,
+                                                uint64_t threads) const {
+        return scratch + (j * threads + t) * words<field>::n;
+    }
+};
+
+// The affine rounds run in blocks of 64 threads (the Python side launches
+// them so). CUZK_AFF_MIN_BLOCKS such blocks must fit an SM: G1 8 (121
+// registers, 16 warps/SM), G2 6 (168 registers, 12 warps/SM). CUZK_AFF_SHARED
+// keeps each thread's pair of points in shared memory, so that under the
+// register cap the compiler reloads them rather than spill: without it the
+// G2 kernels need 255 registers (8 warps/SM), or spill ~400 B at 168.
+#define CUZK_AFF_BLOCK 64
+#ifndef CUZK_AFF_MIN_BLOCKS
+#ifdef CUZK_G2
+#define CUZK_AFF_MIN_BLOCKS 6
+#else
+#define CUZK_AFF_MIN_BLOCKS 8
+#endif
+#endif
+#ifndef CUZK_AFF_SHARED
+#ifdef CUZK_G2
+#define CUZK_AFF_SHARED 1
+#else
+#define CUZK_AFF_SHARED 0
+#endif
+#endif
+
+// A point padded to an odd number of words: a warp reading one word of each
+// lane's point touches 32 different banks.
+struct padded_affine {
+    affine p;
+    uint32_t pad;
+};
+
+template <class Round>
+static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t* iend,
+                                                  uint32_t nkeys, uint64_t total, uint32_t m) {
+    const uint64_t t = thread_id();
+    const uint64_t threads = (total + m - 1) / m;
+    const uint64_t i0 = t * m;
+    if (i0 >= total) return;
+    const uint64_t i1 = i0 + m < total ? i0 + m : total;
+    uint32_t lo = 0, hi = nkeys - 1;  // the key of item i0: the first with iend > i0
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (iend[mid] > i0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t k = lo;
+    field acc = field_one<field>();
+#if CUZK_AFF_SHARED
+    __shared__ padded_affine shared_a[CUZK_AFF_BLOCK], shared_b[CUZK_AFF_BLOCK];
+    affine& a = shared_a[threadIdx.x].p;
+    affine& b = shared_b[threadIdx.x].p;
+#else
+    affine a, b;
+#endif
+    for (uint64_t it = i0; it < i1; it++) {
+        while (iend[k] <= it) k++;
+        const uint64_t i = it - (k ? iend[k - 1] : 0u);
+        const int kind = pair_kind(a, b, r.load(k, i, a, b));
+        if (pair_inverts(kind)) {
+            store(r.prefix(it, it - i0, t, threads), acc);
+            acc = mul_hot(acc, pair_den(a, b, kind));
+        }
+    }
+#ifdef CUZK_AFF_FERMAT
+    field inv = inverse(acc);
+#else
+    field inv = inverse_fast(acc);
+#endif
+    for (uint64_t it = i1; it-- > i0;) {
+        while (k > 0 && iend[k - 1] > it) k--;
+        const uint64_t i = it - (k ? iend[k - 1] : 0u);
+        const int kind = pair_kind(a, b, r.load(k, i, a, b));
+        field inv_it = inv;
+        if (pair_inverts(kind)) {
+            field before;
+            load(before, r.prefix(it, it - i0, t, threads));
+            inv_it = mul_hot(inv, before);
+            inv = mul_hot(inv, pair_den(a, b, kind));
+        }
+        store_affine(r.out(k, i, it), pair_finish(a, b, kind, inv_it));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(CUZK_AFF_BLOCK, CUZK_AFF_MIN_BLOCKS)
+    affine_first(const uint32_t* bases, const uint32_t* vals, const uint32_t* ends,
+                 const uint32_t* iend, uint32_t nkeys, uint32_t total, uint32_t m,
+                 uint32_t* list) {
+    const first_round r = {bases, vals, ends, list};
+    pair_round(r, iend, nkeys, total, m);
+}
+
+extern "C" __global__ void __launch_bounds__(CUZK_AFF_BLOCK, CUZK_AFF_MIN_BLOCKS)
+    affine_round(uint32_t* list, const uint32_t* off, uint32_t stride, const uint32_t* iend,
+                 uint32_t nkeys, uint32_t total, uint32_t m, uint32_t* scratch) {
+    const later_round r = {list, off, stride, scratch};
+    pair_round(r, iend, nkeys, total, m);
+}
+
+// The 0/1 path as a sorted list of one bucket: popcounts of the bitmap words,
+// then (after their exclusive prefix sum) the point indices of the ones, in
+// the counting sort's format (index · 2, sign 0).
+extern "C" __global__ void bitmap_popc(const uint32_t* bitmap, uint32_t nwords, uint32_t* out) {
+    const uint64_t w = thread_id();
+    if (w < nwords) out[w] = (uint32_t)__popc(bitmap[w]);
+}
+
+extern "C" __global__ void ones_list(const uint32_t* bitmap, uint32_t nwords,
+                                     const uint32_t* start, uint32_t* vals) {
+    const uint64_t w = thread_id();
+    if (w >= nwords) return;
+    uint32_t bits = bitmap[w];
+    uint32_t pos = start[w];
+    while (bits) {
+        const int k = lowest_bit(bits);
+        bits &= bits - 1;
+        vals[pos++] = (uint32_t)(w * 32 + k) << 1;
     }
 }
 

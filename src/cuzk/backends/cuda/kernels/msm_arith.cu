@@ -2,7 +2,7 @@
 // (GPU and CPU twin against the Python reference) and for the throughput
 // measurement that picks the Montgomery multiplication variant.
 // G1 curve kernels by default, G2 with -DCUZK_G2; the Fq / Fq2 kernels always.
-#include "ec_xyzz.cuh"
+#include "ec_affine.cuh"
 
 using namespace cuzk;
 
@@ -16,8 +16,8 @@ static __device__ __forceinline__ uint64_t thread_id() {
     return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 }
 
-// Inputs a, b in Montgomery form (12 words each). out[8][n][12]:
-// a+b, a−b, a·b, a², −a, a⁻¹, to_mont(a), from_mont(a).
+// Inputs a, b in Montgomery form (12 words each). out[9][n][12]:
+// a+b, a−b, a·b, a², −a, a⁻¹, to_mont(a), from_mont(a), a⁻¹ (binary).
 extern "C" __global__ void fq_ops(const uint32_t* a, const uint32_t* b, uint32_t n,
                                   uint32_t* out) {
     const uint64_t i = thread_id();
@@ -32,9 +32,10 @@ extern "C" __global__ void fq_ops(const uint32_t* a, const uint32_t* b, uint32_t
     store_fq(out + 5 * stride + 12 * i, inverse(x));
     store_fq(out + 6 * stride + 12 * i, to_mont(x));
     store_fq(out + 7 * stride + 12 * i, from_mont(x));
+    store_fq(out + 8 * stride + 12 * i, inverse_fast(x));
 }
 
-// Fq2 inputs (24 words each). out[5][n][24]: a+b, a−b, a·b, a², a⁻¹.
+// Fq2 inputs (24 words each). out[6][n][24]: a+b, a−b, a·b, a², a⁻¹, a⁻¹ (binary).
 extern "C" __global__ void fq2_ops(const uint32_t* a, const uint32_t* b, uint32_t n,
                                    uint32_t* out) {
     const uint64_t i = thread_id();
@@ -48,6 +49,7 @@ extern "C" __global__ void fq2_ops(const uint32_t* a, const uint32_t* b, uint32_
     store(out + 2 * stride + 24 * i, mul(x, y));
     store(out + 3 * stride + 24 * i, sqr(x));
     store(out + 4 * stride + 24 * i, inverse(x));
+    store(out + 5 * stride + 24 * i, inverse_fast(x));
 }
 
 // Affine p, q (Montgomery; zeros = infinity) and a small k. out[5][n] XYZZ:
@@ -66,6 +68,22 @@ extern "C" __global__ void ec_ops(const uint32_t* p, const uint32_t* q, const ui
     store_xyzz(out + 2 * stride + XW * i, dbl(pa));
     store_xyzz(out + 3 * stride + XW * i, mul_small(pa, k[i]));
     store_xyzz(out + 4 * stride + XW * i, add(negate(pa), pb));
+}
+
+// Affine p, q (Montgomery; zeros = infinity): out[n] affine p + q through the
+// batched-affine pair sum (ec_affine.cuh), each with its own inversion, and
+// kinds[n] the case it took.
+extern "C" __global__ void affine_pairs(const uint32_t* p, const uint32_t* q, uint32_t n,
+                                        uint32_t* out, uint32_t* kinds) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    const int AW = 2 * words<field>::n;
+    const affine_t<field> a = load_affine<field>(p + AW * i);
+    const affine_t<field> b = load_affine<field>(q + AW * i);
+    const int kind = pair_kind(a, b, true);
+    const field inv = pair_inverts(kind) ? inverse(pair_den(a, b, kind)) : field_one<field>();
+    store_affine(out + AW * i, pair_finish(a, b, kind, inv));
+    kinds[i] = (uint32_t)kind;
 }
 
 // Throughput: each thread runs `iters` dependent products x ← x·y + x over

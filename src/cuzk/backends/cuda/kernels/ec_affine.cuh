@@ -1,0 +1,63 @@
+// Affine sums A + B with the inversion left to the caller, for batched
+// (Montgomery-trick) accumulation: the caller collects the denominators of
+// many independent sums, inverts their product once, and hands each sum its
+// own 1/den. A sum then costs 3 products (λ, λ², λ·(x1 − x3)) plus the 3 of
+// its share of the batch, against 10 for an XYZZ mixed addition.
+//
+// Every case of the group law is a "kind" decided from the inputs alone, so
+// a second pass over the same inputs finds the same kind (and denominator):
+//   SUM     x1 ≠ x2                    den = x2 − x1, λ = (y2 − y1)/den
+//   DBL     A = B, y ≠ 0               den = 2y,      λ = 3x²/den
+//   FIRST   B absent or infinity       A, no inversion
+//   SECOND  A infinity                 B, no inversion
+//   INF     A = −B (or y = 0 doubled)  infinity, no inversion
+// Infinity is the all-zero pair (not on either curve: y² = x³ + b has b ≠ 0).
+#pragma once
+#include "ec_xyzz.cuh"
+
+namespace cuzk {
+
+enum pair_kind_t { PAIR_SUM = 0, PAIR_DBL = 1, PAIR_FIRST = 2, PAIR_SECOND = 3, PAIR_INF = 4 };
+
+template <class F>
+CUZK_HD int pair_kind(const affine_t<F>& a, const affine_t<F>& b, bool has_b) {
+    if (!has_b || is_infinity(b)) return PAIR_FIRST;
+    if (is_infinity(a)) return PAIR_SECOND;
+    if (!eq(a.x, b.x)) return PAIR_SUM;
+    if (eq(a.y, b.y) && !is_zero(a.y)) return PAIR_DBL;
+    return PAIR_INF;
+}
+
+// Whether the kind needs a share of the batch inversion.
+CUZK_HD bool pair_inverts(int kind) { return kind <= PAIR_DBL; }
+
+template <class F>
+CUZK_HD F pair_den(const affine_t<F>& a, const affine_t<F>& b, int kind) {
+    return kind == PAIR_SUM ? sub(b.x, a.x) : dbl(a.y);
+}
+
+// A + B given inv = 1/pair_den(a, b, kind) (ignored by the kinds without one).
+template <class F>
+CUZK_HD affine_t<F> pair_finish(const affine_t<F>& a, const affine_t<F>& b, int kind,
+                                const F& inv) {
+    if (kind == PAIR_FIRST) return a;
+    if (kind == PAIR_SECOND) return b;
+    affine_t<F> r;
+    if (kind == PAIR_INF) {
+        r.x = field_zero<F>();
+        r.y = field_zero<F>();
+        return r;
+    }
+    F lambda;
+    if (kind == PAIR_SUM) {
+        lambda = mul_hot(sub(b.y, a.y), inv);
+    } else {
+        const F x2 = sqr_call(a.x);
+        lambda = mul_call(add(dbl(x2), x2), inv);
+    }
+    r.x = sub(sub(sqr_hot(lambda), a.x), b.x);  // b.x = a.x when doubling
+    r.y = sub(mul_hot(lambda, sub(a.x, r.x)), a.y);
+    return r;
+}
+
+}  // namespace cuzk

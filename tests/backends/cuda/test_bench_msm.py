@@ -1,0 +1,57 @@
+"""bench_msm end to end on the CPU twin at tiny sizes (a numpy stand-in for
+CuPy): the old-vs-new rows, the variants of --explore and the checks against
+the CPU backend all run and agree, so a device call does not find a slip in
+the benchmark's own code."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import twin_cupy
+
+from cuzk.backends.cuda import bench_msm
+
+
+@pytest.fixture
+def twin_ctx(monkeypatch, host_kernels):
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("the real CuPy is installed: the GPU run covers the benchmark")
+    twin_cupy.install(monkeypatch)
+    for name, value in {
+        "MSM_LOGS": {"G1": [8, 10], "G2": [6]},
+        "COMPARE": {"G1": (10,), "G2": (6,)},
+        "ZERO_ONE_LOG": 11,
+        "STREAMED_LOG": 9,
+        "FIXED_BASE_LOGS": (5, 5),
+        "CHECK_CASES": (("G1", 300), ("G2", 40)),
+        "CHECK_SPLIT_LOG": 10,
+    }.items():
+        monkeypatch.setattr(bench_msm, name, value)
+    # One run per timing: the twin's times mean nothing, its results do.
+    monkeypatch.setattr(bench_msm, "_time_ms", lambda fn, reps, warmup=1: (fn(), 1.0)[1])
+    return twin_cupy.TwinContext(host_kernels)
+
+
+@pytest.mark.slow
+def test_rows_compare_versions(twin_ctx):
+    rows = bench_msm.msm_rows(twin_ctx, {}, quick=False)
+    keys = {(r["op"], r["size"], r.get("variant")) for r in rows}
+    for op, size in (("msm_g1", 1 << 10), ("msm_g2", 1 << 6), ("msm_g1_zero_one", 1 << 11)):
+        assert {(op, size, "v1"), (op, size, "v2")} <= keys
+    compared = [r for r in rows if "check" in r]
+    assert compared and all(r["check"] for r in compared)
+    assert all(r["phases"] for r in compared)
+    assert any(r["op"] == "msm_g1_streamed" for r in rows)
+    assert "v1" in bench_msm._table(rows) and "DIFFERENT" not in bench_msm._table(rows)
+
+
+@pytest.mark.slow
+def test_explore_and_checks(twin_ctx):
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    rows, phases = bench_msm.explore_rows(twin_ctx, 8, 7, 4)
+    assert len(rows) == len(phases) >= 10
+    assert all(r["check"] for r in rows)
+    assert bench_msm.check_against_cpu(MsmEngine(twin_ctx), seed=3) == []
+    assert bench_msm.fixed_base_rows(twin_ctx, {}, quick=True)
