@@ -134,6 +134,7 @@ BUILDS = [
     ("-DFR_MUL_VARIANT=3",),
     ("-DNTT_LAZY=0",),
     ("-DNTT_BATCH=2",),
+    ("-DNTT_BATCH=4",),
 ]
 
 

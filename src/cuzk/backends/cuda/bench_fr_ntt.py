@@ -199,7 +199,7 @@ NTT_BUILDS = (
     ("v6", None, V6_OPTIONS),
     ("variant=3", 3, ()),
     ("NTT_LAZY=0", None, ("-DNTT_LAZY=0",)),
-    ("NTT_BATCH=1", None, ("-DNTT_BATCH=1",)),
+    ("NTT_BATCH=4", None, ("-DNTT_BATCH=4",)),
     ("NTT_BATCH=2", None, ("-DNTT_BATCH=2",)),
 )
 

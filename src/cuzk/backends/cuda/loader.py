@@ -42,7 +42,7 @@ PREBUILD_DEFAULT = (
     ("ntt.cu", ("-DFR_MUL_VARIANT=3",)),
     ("ntt.cu", _NTT_V6),
     ("ntt.cu", ("-DNTT_LAZY=0",)),
-    ("ntt.cu", ("-DNTT_BATCH=1",)),
+    ("ntt.cu", ("-DNTT_BATCH=4",)),
     ("ntt.cu", ("-DNTT_BATCH=2",)),
     ("spmv.cu", ()),
     ("spmv.cu", ("-DSPMV_SEG_GENERAL_U=2",)),

@@ -21,14 +21,15 @@
 //
 // Measured choices (docs/device-notes/ntt.md): multiplication variant 0
 // (fewer registers than 3, no spill under the cap, 2-3 % faster inside the
-// NTT); lazy butterfly outputs where a product follows (NTT_LAZY, ntt.cuh);
-// global loads of a pass issued NTT_BATCH elements at a time, so a thread
-// waits once per batch instead of once per element.
+// NTT); lazy butterfly outputs where a product follows (NTT_LAZY, ntt.cuh).
+// NTT_BATCH > 1 issues a pass's global loads several elements at a time; on
+// the H200 it measured slower (2^24: 6.1 ms at 4, 5.3 at 2, 5.0 at 1), so
+// the default loads one element at a time.
 #ifndef FR_MUL_VARIANT
 #define FR_MUL_VARIANT 0
 #endif
 #ifndef NTT_BATCH
-#define NTT_BATCH 4
+#define NTT_BATCH 1
 #endif
 #include "ntt.cuh"
 
