@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from cuda_targets import TARGETS, enter, leave
@@ -51,13 +49,3 @@ def test_budget_rejects_before_allocating(target):
     be.ntt(be.asarray(small))  # a device input needs no upload
     be.h_poly(small, small, small)  # four buffers and three uploads
     assert be.peak_bytes_by_operation()["h_poly"] == (4 + 3 * upload) * (1 << 10) * 32
-
-
-def test_msm_delegation_without_engine(target):
-    from cuzk.backends.cuda import CudaBackend
-
-    if importlib.util.find_spec("cuzk.backends.cuda.msm") is not None:
-        pytest.skip("this build has the MSM engine; its own tests cover it")
-    be = CudaBackend()
-    with pytest.raises(NotImplementedError, match="MSM"):
-        be.prepare_g1(np.zeros((1, 2, 6), dtype=np.uint64))

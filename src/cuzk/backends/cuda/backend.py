@@ -94,16 +94,10 @@ class CudaBackend:
 
     # --- multi-scalar multiplication -------------------------------------
     def _msm_engine(self):
+        # Made on first use: its kernels compile (or load) only when an MSM runs.
         if self._msm is None:
-            try:
-                from cuzk.backends.cuda.msm import MsmEngine
-            except ModuleNotFoundError as e:
-                if e.name != "cuzk.backends.cuda.msm":
-                    raise
-                raise NotImplementedError(
-                    "this build has no CUDA MSM engine (cuzk.backends.cuda.msm); "
-                    "use the cpu backend for MSMs"
-                ) from e
+            from cuzk.backends.cuda.msm import MsmEngine
+
             self._msm = MsmEngine(self.ctx)
         return self._msm
 
