@@ -53,6 +53,32 @@ class R1CS:
             return self.constraint_names[i]
         return f"constraint {i}"
 
+    def tiled(self, k: int) -> R1CS:
+        """k copies of this system side by side, sharing its public inputs.
+
+        Copy t's aux variables are renumbered by t·num_aux; every row is
+        repeated (the input constraints too). A benchmark device: it makes a
+        circuit of k× the constraints whose witness is :meth:`tile_assignment`.
+        """
+        if k < 1:
+            raise ValueError("tile count must be at least 1")
+        ni, na = self.num_inputs, self.num_aux
+        mats = []
+        for m in (self.a, self.b, self.c):
+            indices = np.concatenate(
+                [np.where(m.indices < ni, m.indices, m.indices + t * na) for t in range(k)]
+            )
+            indptr = np.concatenate(
+                [m.indptr[:-1] + t * m.nnz for t in range(k)] + [np.array([k * m.nnz])]
+            )
+            mats.append(SparseMatrix(indptr, indices, np.tile(m.coeffs, (k, 1)), ni + k * na))
+        return R1CS(ni, k * na, *mats)
+
+    def tile_assignment(self, assignment: np.ndarray, k: int) -> np.ndarray:
+        """The assignment of :meth:`tiled`: the inputs once, the aux k times."""
+        ni = self.num_inputs
+        return np.concatenate([assignment[:ni], *([assignment[ni:]] * k)])
+
     def a_aux_density(self) -> np.ndarray:
         """Aux variables that occur in A (their A-query points are non-zero)."""
         return self.a.column_mask()[self.num_inputs :]
