@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_targets import TARGETS, enter, leave
 
 from cuzk.backends.cuda.loader import KERNEL_DIR, source_hash
 
@@ -141,3 +142,29 @@ def host_kernels():
         return _CACHE[key]
 
     return get
+
+
+# --- shared fixtures of the Fr / NTT / H / sparse tests -------------------
+# Each test module runs once per target: the GPU where CuPy and a device are
+# present, the CPU emulation of the kernels (cuda_emu) where they are not.
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request):
+    enter(request.param)
+    yield request.param
+    leave(request.param)
+
+
+@pytest.fixture(scope="module")
+def backend(target):
+    from cuzk.backends.cuda import CudaBackend
+
+    return CudaBackend()
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    from cuzk.backends.cpu import CpuBackend
+
+    return CpuBackend()

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cuda_targets import TARGETS, enter, leave
 
 from cuzk.algebra.arrays import fr_random
 from cuzk.errors import ResourceError
-
-
-@pytest.fixture(scope="module", params=TARGETS)
-def target(request):
-    enter(request.param)
-    yield request.param
-    leave(request.param)
 
 
 def test_arrays_round_trip(target):

@@ -6,32 +6,12 @@ import secrets
 
 import numpy as np
 import pytest
-from cuda_targets import TARGETS, enter, leave, to_numpy
+from cuda_targets import to_numpy
 
 from cuzk.algebra.arrays import fr_random, fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.r1cs import ConstraintSystem
-
-
-@pytest.fixture(scope="module", params=TARGETS)
-def target(request):
-    enter(request.param)
-    yield request.param
-    leave(request.param)
-
-
-@pytest.fixture(scope="module")
-def backend(target):
-    from cuzk.backends.cuda import CudaBackend
-
-    return CudaBackend()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return CpuBackend()
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 100, 1000, 4096])

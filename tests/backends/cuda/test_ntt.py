@@ -6,33 +6,13 @@ import secrets
 
 import numpy as np
 import pytest
-from cuda_targets import TARGETS, enter, leave, to_numpy
+from cuda_targets import to_numpy
 
 from cuzk.algebra.arrays import fr_from_array, fr_random, fr_to_array
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
-from cuzk.backends.cpu import CpuBackend
 
 OPS = ("ntt", "intt", "coset_ntt", "coset_intt")
-
-
-@pytest.fixture(scope="module", params=TARGETS)
-def target(request):
-    enter(request.param)
-    yield request.param
-    leave(request.param)
-
-
-@pytest.fixture(scope="module")
-def backend(target):
-    from cuzk.backends.cuda import CudaBackend
-
-    return CudaBackend()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return CpuBackend()
 
 
 def sizes(target: str) -> list[int]:

@@ -6,31 +6,10 @@ import secrets
 
 import numpy as np
 import pytest
-from cuda_targets import TARGETS, enter, leave
 
 from cuzk.algebra.arrays import fr_random, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.backends.cpu import CpuBackend
-
-
-@pytest.fixture(scope="module", params=TARGETS)
-def target(request):
-    enter(request.param)
-    yield request.param
-    leave(request.param)
-
-
-@pytest.fixture(scope="module")
-def backend(target):
-    from cuzk.backends.cuda import CudaBackend
-
-    return CudaBackend()
-
-
-@pytest.fixture(scope="module")
-def cpu():
-    return CpuBackend()
 
 
 @pytest.fixture(scope="module", params=["warp", "seg"])
