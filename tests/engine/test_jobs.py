@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cuzk.engine.jobs import (
@@ -12,6 +14,7 @@ from cuzk.engine.jobs import (
     ProofKind,
     ProofRequest,
     RequestConflict,
+    StageClock,
 )
 
 
@@ -74,3 +77,27 @@ def test_prune_forgets_only_old_finished_jobs() -> None:
     new.state, new.finished_at = JobState.FAILED, 300.0
     assert reg.prune(200.0) == ["old"]
     assert {j.job_id for j in reg.all()} == {"new", "live"}
+
+
+def test_stage_clock_counts_overlapping_partitions_once() -> None:
+    clock = StageClock()
+    assert clock.add("gpu_compute", 10.0, 11.0) == pytest.approx(1.0)
+    # a second worker proving at the same time adds only what it extends
+    assert clock.add("gpu_compute", 10.5, 11.5) == pytest.approx(1.5)
+    # a disjoint span adds in full; one arriving out of order merges in place
+    assert clock.add("gpu_compute", 20.0, 21.0) == pytest.approx(2.5)
+    assert clock.add("gpu_compute", 11.4, 20.1) == pytest.approx(11.0)
+    # stages are separate; an inverted span counts as empty
+    assert clock.add("verify", 5.0, 4.0) == 0.0
+
+
+def test_job_stages_never_exceed_total() -> None:
+    reg = JobRegistry()
+    job, _ = reg.new_job(ProofRequest(ProofKind.WINNING_POST, vanilla_proofs=(b"a",)))
+    t0 = job.submitted_mono
+    assert t0 is not None
+    for start in (0.0, 0.001, 0.002):  # three partitions on two workers, overlapping
+        job.stage("gpu_compute", t0 + start, t0 + start + 0.004)
+    assert job.timings.gpu_compute_ms == pytest.approx(6.0)
+    time.sleep(0.01)
+    assert job.elapsed_ms() >= job.timings.gpu_compute_ms

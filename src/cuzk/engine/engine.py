@@ -307,7 +307,7 @@ class Engine:
             if job.state == JobState.QUEUED:
                 job.state = JobState.RUNNING
                 job.started_at = time.time()
-                job.timings.queue_wait_ms = (job.started_at - job.submitted_at) * 1000
+                job.timings.queue_wait_ms = job.elapsed_ms()
 
     def _on_partition(self, job: Job, item: WorkItem) -> None:
         with self.registry.lock:
@@ -334,7 +334,7 @@ class Engine:
         job.state = state
         job.error = error
         job.finished_at = time.time()
-        job.timings.total_ms = (job.finished_at - job.submitted_at) * 1000
+        job.timings.total_ms = job.elapsed_ms()
         job.partition_proofs = {} if state != JobState.COMPLETED else job.partition_proofs
         self.totals[state] += 1
         kind = job.kind.label
@@ -372,6 +372,7 @@ class Engine:
                 request=rec.request,
                 priority=rec.priority,
                 submitted_at=rec.submitted_at,
+                submitted_mono=None,
                 digest=rec.digest,
                 state=rec.state,
                 finished_at=rec.finished_at,

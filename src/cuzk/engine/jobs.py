@@ -158,7 +158,10 @@ class ProofRequest:
 class Timings:
     """Milliseconds per stage, as AwaitProofResponse reports them.
 
-    Partitions overlap in the pipeline, so the stage sums can exceed total.
+    Each stage figure is wall time during which at least one of the job's
+    partitions was in that stage (the union of their intervals, see
+    StageClock), so no stage exceeds ``total_ms`` even when partitions overlap
+    on several workers; the stages of different kinds may overlap each other.
     """
 
     queue_wait_ms: float = 0.0
@@ -167,6 +170,33 @@ class Timings:
     gpu_compute_ms: float = 0.0
     verify_ms: float = 0.0
     total_ms: float = 0.0
+
+
+class StageClock:
+    """Wall time per stage as the union of the intervals partitions spent there.
+
+    Two partitions proven at once on two GPU workers for 1 s each count as
+    1 s of ``gpu_compute_ms``, not 2 s. Times are ``time.monotonic()``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spans: dict[str, list[tuple[float, float]]] = {}
+
+    def add(self, stage: str, start: float, end: float) -> float:
+        """Record [start, end] for a stage; returns the stage's covered seconds."""
+        with self._lock:
+            spans = self._spans.setdefault(stage, [])
+            spans.append((start, max(start, end)))
+            spans.sort()
+            merged: list[tuple[float, float]] = []
+            for a, b in spans:
+                if merged and a <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+                else:
+                    merged.append((a, b))
+            self._spans[stage] = merged
+            return sum(b - a for a, b in merged)
 
 
 @dataclass
@@ -185,6 +215,10 @@ class Job:
     started_at: float | None = None  # first partition entered synthesis
     finished_at: float | None = None
     timings: Timings = field(default_factory=Timings)
+    clock: StageClock = field(default_factory=StageClock, repr=False)
+    # time.monotonic() at submission, so durations never see wall-clock steps; a job
+    # restored from the journal was submitted before this process and has None
+    submitted_mono: float | None = field(default_factory=time.monotonic)
     device: str = ""  # the device proving it now (for status)
     parsed: Any = None  # the kind's parsed request (partitions' inputs)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -192,6 +226,17 @@ class Job:
     @property
     def kind(self) -> ProofKind:
         return self.request.proof_kind
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since submission (monotonic; wall clock for a job restored from
+        the journal, whose submission predates this process)."""
+        if self.submitted_mono is None:
+            return max(0.0, (time.time() - self.submitted_at) * 1000)
+        return (time.monotonic() - self.submitted_mono) * 1000
+
+    def stage(self, name: str, start: float, end: float) -> None:
+        """Account [start, end] (time.monotonic) of one partition in a stage."""
+        setattr(self.timings, f"{name}_ms", self.clock.add(name, start, end) * 1000)
 
     @property
     def cancelled(self) -> bool:

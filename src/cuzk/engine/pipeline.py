@@ -165,15 +165,17 @@ class Pipeline:
         handler = self.kinds.handler(job.kind)
         working = handler.working_bytes(job.circuit_id)
         item.lease = self.srs.acquire_host(job.circuit_id, working, cancelled=lambda: job.finished)
-        job.timings.srs_load_ms += item.lease.load_ms
+        now = time.monotonic()
+        job.stage("srs_load", now - item.lease.load_ms / 1000, now)
         self.metrics.observe_stage("srs_load", kind, item.lease.load_ms / 1000)
         if job.finished:
             self.release(item)
             return
-        t = time.perf_counter()
+        t = time.monotonic()
         witness = handler.synthesize(job.circuit_id, PartitionInput(item.index, item.data))
-        dt = time.perf_counter() - t
-        job.timings.synthesis_ms += dt * 1000
+        end = time.monotonic()
+        dt = end - t
+        job.stage("synthesis", t, end)
         self.metrics.observe_stage("synthesis", kind, dt)
         item.witness = witness
         item.public_inputs = witness.public_inputs
@@ -211,17 +213,19 @@ class Pipeline:
         r1cs = self.kinds.handler(job.kind).r1cs(job.circuit_id)
         lease = self.srs.acquire_device(item.lease, device, cancelled=lambda: job.finished)
         try:
-            job.timings.srs_load_ms += lease.load_ms
+            now = time.monotonic()
+            job.stage("srs_load", now - lease.load_ms / 1000, now)
             if job.finished:
                 self.release(item)
                 return
-            t = time.perf_counter()
+            t = time.monotonic()
             with device.activate():
                 proof = prover.prove(lease.key, r1cs, item.witness.assignment)
-            dt = time.perf_counter() - t
+            end = time.monotonic()
+            dt = end - t
         finally:
             self.srs.release_device(lease)
-        job.timings.gpu_compute_ms += dt * 1000
+        job.stage("gpu_compute", t, end)
         self.metrics.observe_stage("gpu", job.kind.label, dt)
         item.proof = proof
         self.release(item)  # the witness and host working set are no longer needed
@@ -238,12 +242,13 @@ class Pipeline:
                 continue
             state.job_id, state.kind = job.job_id, job.kind.label
             try:
-                t = time.perf_counter()
+                t = time.monotonic()
                 vk = self.srs.verifying_key(job.circuit_id)
                 proof: Proof = item.proof
                 ok = verifier.verify(vk, list(item.public_inputs), proof)
-                dt = time.perf_counter() - t
-                job.timings.verify_ms += dt * 1000
+                end = time.monotonic()
+                dt = end - t
+                job.stage("verify", t, end)
                 self.metrics.observe_stage("verify", job.kind.label, dt)
                 if not ok:
                     # Never returned: a proof that does not verify is a bug or a bad key.
