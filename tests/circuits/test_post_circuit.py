@@ -4,7 +4,6 @@ witnesses (vectorised) that satisfy it — including the real 32GiB sector."""
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 import numpy as np
@@ -133,22 +132,18 @@ def test_fixture_sector_satisfies_its_part_of_the_window_post_circuit():
 @pytest.mark.slow
 def test_winning_post_32gib_end_to_end(circuit_cache):
     config = post_config(WINNING, "32GiB")
-    t0 = time.perf_counter()
     cc = load_or_compile(config.circuit_id, lambda: compile_post(config), circuit_cache)
     r1cs = load_or_build_r1cs(cc, circuit_cache)
-    compile_s = time.perf_counter() - t0
     assert r1cs.num_constraints == 370_723
     proof = generate_sector_proof(config, RND, 1234)
     w = witness(cc, config, [proof])
     assignment = fr_from_array(w)
     assert assignment[1:133] == public_inputs(config, RND, [(1234, proof.comm_r)])
     assert r1cs.is_satisfied(assignment)
-    # Second load comes from the cache.
-    t1 = time.perf_counter()
+    # Second load comes from the cache: a compile here would return None and fail.
     again = load_or_build_r1cs(
         load_or_compile(config.circuit_id, lambda: None, circuit_cache), circuit_cache
     )
-    assert time.perf_counter() - t1 < compile_s + 1
     assert np.array_equal(again.a.indices, r1cs.a.indices)
 
 

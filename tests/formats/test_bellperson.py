@@ -2,7 +2,6 @@
 
 import os
 import struct
-import time
 
 import numpy as np
 import pytest
@@ -104,7 +103,7 @@ def test_proofs_round_trip_and_refuse_infinity(demo, tmp_path):
 
 
 def test_opening_is_lazy_even_for_a_47_gib_file(demo, tmp_path):
-    """A sparse file with the section sizes of a 32 GiB PoRep key opens in well under a second."""
+    """A sparse file sized like a 32 GiB PoRep key opens without reading its points."""
     vk = demo[1].vk
     counts = {"h": 2**27 - 1, "l": 130_169_893, "a": 129_000_000, "b_g1": 60_000_000}
     counts["b_g2"] = counts["b_g1"]
@@ -119,11 +118,13 @@ def test_opening_is_lazy_even_for_a_47_gib_file(demo, tmp_path):
             pos += 4 + counts[name] * (192 if name == "b_g2" else 96)
         f.truncate(pos)
     assert os.path.getsize(path) > 47 * 2**30 * 0.95
-    t = time.perf_counter()
     mp = bp.MappedParams(path)
-    assert time.perf_counter() - t < 0.5
     assert mp.domain_size == 2**27
-    assert mp.raw("b_g2").shape == (counts["b_g2"], 192)
+    raw = mp.raw("b_g2")
+    assert raw.shape == (counts["b_g2"], 192)
+    # a view of the file's mapping, not a copy: opening read only the section headers
+    assert isinstance(raw.base, np.memmap) or isinstance(raw, np.memmap)
+    assert not raw.flags.owndata
     # the holes read as zeros: the check stops at the first point, (0, 0) is off the curve
     assert mp.check() == bp.ParamsProblem("h", 0, "not on the G1 curve")
 
