@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from cuzk.backends.cpu import CpuBackend
+from cuzk.backends.cuda.memory import DeviceBudget, Hold
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
@@ -72,5 +73,89 @@ def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
         while any(d.budget.reserved for d in devs):
             assert time.monotonic() < end
             time.sleep(0.01)
+    finally:
+        e.stop()
+
+
+class VramHandle:
+    """What a GPU backend returns for resident data: a hold on its device budget."""
+
+    def __init__(self, inner: object, hold: Hold) -> None:
+        self.inner, self.hold = inner, hold
+
+    def __len__(self) -> int:
+        return len(self.inner)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.hold.release()
+
+
+class BudgetedCpuBackend(CpuBackend):
+    """The CPU backend reserving from a DeviceBudget what a GPU backend would:
+    resident bases and matrices for as long as the key lives, MSM and sparse
+    product workspaces while they run."""
+
+    def __init__(self, vram: DeviceBudget) -> None:
+        super().__init__()
+        self.vram = vram
+
+    def prepare_g1(self, bases):
+        return VramHandle(super().prepare_g1(bases), self.vram.acquire(96 * len(bases), "G1 bases"))
+
+    def prepare_g2(self, bases):
+        return VramHandle(super().prepare_g2(bases), self.vram.acquire(192 * len(bases), "G2"))
+
+    def prepare_matrix(self, m):
+        return VramHandle(m, self.vram.acquire(8 * m.num_rows + 36 * m.nnz, "CSR"))
+
+    def spmv(self, m, w):
+        with self.vram.reserve(32 * (m.inner.num_rows + len(w)), "spmv"):
+            return super().spmv(m.inner, w)
+
+    def msm_g1(self, bases, scalars):
+        with self.vram.reserve(64 * len(scalars), "msm_g1 workspace"):
+            return super().msm_g1(bases.inner, scalars)
+
+    def msm_g2(self, bases, scalars):
+        with self.vram.reserve(128 * len(scalars), "msm_g2 workspace"):
+            return super().msm_g2(bases.inner, scalars)
+
+
+def test_backend_reservations_draw_from_the_engines(tmp_path: Path) -> None:
+    """The engine reserves a key and each partition once on a device; the backend's own
+    reservations for them come out of those (not on top), and evicting the key gives
+    every byte back. A budget of one key and one partition: counted twice, the
+    backend's holds would not fit and the proofs would fail."""
+    kind = demo.DemoKind()
+    cid = demo.circuit_id(B.rounds, B.words)
+    r1cs = kind.r1cs(cid)
+    probe = fake_gpu(0, 0)
+    csr = sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in (r1cs.a, r1cs.b, r1cs.c))
+    pk_bytes = 96 * (4 * r1cs.num_variables + 2 * r1cs.num_constraints) + 192 * r1cs.num_variables
+    limit = pk_bytes + csr + probe.working_bytes(r1cs)
+    vram = DeviceBudget(0, limit)
+    dev = Device(0, "budgeted GPU", BudgetedCpuBackend(vram), limit, None)
+    dev.budget = Budget("vram:0", limit, device_budget=vram)
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "1GiB", "eviction_min_idle": "0s"},
+        gpus={"gpu_workers_per_device": 2},
+    )
+    e = Engine(cfg, devices=[dev])
+    e.start()
+    try:
+        ids = [
+            e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(B, 3))).job_id
+            for _ in range(3)
+        ]
+        jobs = [e.await_job(j, 120)[0] for j in ids]
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        # every backend hold fitted inside the engine's reservations
+        assert vram.overdrawn_by_operation == {}
+        assert {"G1 bases", "G2", "CSR", "spmv", "msm_g1 workspace"} <= set(vram.peak_by_operation)
+        was, freed = e.evict(cid)
+        assert was and freed > 0
+        assert vram.reserved_bytes == 0 and dev.budget.reserved == 0
     finally:
         e.stop()

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from cuzk.algebra.arrays import fr_from_array
+from cuzk.backends.cuda.backend import CudaBackend
 from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
 from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS, default_proof, parse_size
 from cuzk.circuits.porep.sealer import seal_random
@@ -25,7 +26,7 @@ from cuzk.circuits.porep.witness import c1_public_inputs
 from cuzk.circuits.satisfy import compiled_unsatisfied_rows
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds import default_registry
-from cuzk.engine.kinds.porep import PoRepKind, compiled_for, partition_working_bytes
+from cuzk.engine.kinds.porep import PoRepKind, compiled_for
 from cuzk.errors import InputError
 
 V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
@@ -96,7 +97,8 @@ def test_sealed_2kib_witness_satisfies_the_circuit(sealed) -> None:
     assert w.assignment.shape == (cc.num_inputs + cc.num_aux, 4)
     assert [int(x) for x in fr_from_array(w.assignment[1 : cc.num_inputs])] == list(w.public_inputs)
     assert len(compiled_unsatisfied_rows(cc, w.assignment)) == 0
-    assert kind.working_bytes("porep-2k") == partition_working_bytes(cc) > w.assignment.nbytes
+    assert kind.shape("porep-2k") == (cc.num_constraints, len(w.assignment))
+    assert kind.working_bytes("porep-2k") > kind.synthesis_bytes("porep-2k") > w.assignment.nbytes
 
 
 def test_a_tampered_label_fails_synthesis_with_its_path(sealed) -> None:
@@ -142,4 +144,8 @@ def test_32gib_request_splits_into_ten_partitions() -> None:
     assert (cc.num_constraints, cc.num_inputs) == (130_278_869, 328)
     n = cc.num_inputs + cc.num_aux
     assert kind.working_bytes("porep-32g") >= 32 * n
+    # On a GPU the domain-sized vectors live in VRAM: a partition's host share is
+    # synthesis (the larger phase), about 12 GiB rather than the CPU model's 170
+    gpu = kind.working_bytes("porep-32g", CudaBackend.prove_host_bytes)
+    assert gpu == kind.synthesis_bytes("porep-32g") < 16 << 30
     assert np.log2(cc.domain_size) == 27

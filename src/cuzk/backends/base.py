@@ -23,6 +23,16 @@ FrArray = Any  # numpy.ndarray (n, 4) uint64, or a backend's device array of tha
 class Backend(Protocol):
     name: str
 
+    # --- memory ---------------------------------------------------------
+    @staticmethod
+    def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
+        """Host bytes one proof of this shape holds, the assignment included.
+
+        The engine reserves them in its host budget for every partition in
+        flight, so it is an upper bound; the prover's device memory, where it
+        has any, is the device budget's business.
+        """
+
     # --- arrays ---------------------------------------------------------
     def asarray(self, a: np.ndarray) -> FrArray:
         """A host Fr array in the backend's own array type (an upload on a GPU)."""
@@ -31,8 +41,12 @@ class Backend(Protocol):
         """Back to a host (n, 4) uint64 array."""
 
     # --- constraint evaluation -----------------------------------------
-    def spmv(self, m: SparseMatrix, w: FrArray) -> FrArray:
-        """m·w over Fr: one value per row."""
+    def prepare_matrix(self, m: SparseMatrix) -> Any:
+        """A matrix made ready for repeated products (on a GPU: resident, owned by
+        the caller, its memory given back by the handle's ``close()``)."""
+
+    def spmv(self, m: SparseMatrix | Any, w: FrArray) -> FrArray:
+        """m·w over Fr: one value per row; ``m`` as given or as :meth:`prepare_matrix` made it."""
 
     # --- polynomials ----------------------------------------------------
     def ntt(self, a: FrArray) -> FrArray:
@@ -75,7 +89,10 @@ class Backend(Protocol):
 
     # --- multi-scalar multiplication -------------------------------------
     def prepare_g1(self, bases: np.ndarray) -> Any:
-        """Bases (n, 2, 6) made ready for repeated MSMs (uploaded, converted)."""
+        """Bases (n, 2, 6) made ready for repeated MSMs (uploaded, converted).
+
+        A handle that holds device memory has ``close()`` to give it back.
+        """
 
     def prepare_g2(self, bases: np.ndarray) -> Any:
         """Bases (n, 2, 2, 6) made ready for repeated MSMs."""

@@ -158,6 +158,19 @@ class CpuBackend:
         self.native = _use_native(native)
 
     # --- arrays ---------------------------------------------------------
+    @staticmethod
+    def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
+        """Host bytes one proof of this shape holds beyond nothing (assignment included).
+
+        The reference keeps Fr values as Python integers (~60 bytes each with
+        their list slots) in its NTTs: a, b, c and their coset evaluations are
+        six domain-sized vectors alive at once, plus the assignment (numpy and
+        integer copies) and the witness builder's per-variable bookkeeping.
+        Calibrated against tracemalloc in tests/engine/test_kinds.py.
+        """
+        m = 1 << max(0, (num_constraints - 1).bit_length())
+        return 8 * 60 * m + 400 * num_variables + 400 * num_constraints + (1 << 20)
+
     def asarray(self, a: np.ndarray) -> np.ndarray:
         return _check_fr(np.ascontiguousarray(a, dtype=np.uint64))
 
@@ -165,6 +178,9 @@ class CpuBackend:
         return a
 
     # --- constraint evaluation -----------------------------------------
+    def prepare_matrix(self, m: SparseMatrix) -> SparseMatrix:
+        return m  # the host CSR is already what spmv reads
+
     def spmv(self, m: SparseMatrix, w: np.ndarray) -> np.ndarray:
         if self.native:
             return native_kernels.spmv(m, _check_fr(w, "witness"))

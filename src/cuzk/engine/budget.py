@@ -11,7 +11,9 @@ they need cannot deadlock.
 
 A device budget is backed by the CUDA backend's
 :class:`cuzk.backends.cuda.memory.DeviceBudget`: what the engine reserves
-there is what the device's allocator enforces.
+there is what the device's allocator enforces. The work a reservation was
+made for runs inside :meth:`Budget.lend`, so that the backend's own
+reservations for that work draw from it instead of counting it twice.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from cuzk.errors import CuzkError, ResourceError
@@ -83,12 +85,10 @@ class Budget:
             return None
         token = None
         if self._device_budget is not None:
-            cm: AbstractContextManager = self._device_budget.reserve(nbytes, what, wait=False)
             try:
-                cm.__enter__()
+                token = self._device_budget.acquire(nbytes, what, wait=False)
             except ResourceError:
                 return None  # something outside the engine holds device memory
-            token = cm
         self.reserved += nbytes
         self.peak = max(self.peak, self.reserved)
         return Reservation(self, nbytes, what, token)
@@ -100,8 +100,15 @@ class Budget:
             r._released = True
             self.reserved -= r.nbytes
             if r._token is not None:
-                r._token.__exit__(None, None, None)
+                r._token.release()
             self._cond.notify_all()
+
+    def lend(self, r: Reservation) -> AbstractContextManager[Any]:
+        """Run the work ``r`` was reserved for: on a device, the backend's
+        reservations made by this thread inside come out of ``r`` first."""
+        if self._device_budget is None or r._token is None:
+            return nullcontext()
+        return self._device_budget.drawing_from(r._token)
 
     def try_reserve(self, parts: Sequence[tuple[int, str]]) -> list[Reservation] | None:
         """All parts now, or none (without waiting)."""

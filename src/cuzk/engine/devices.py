@@ -57,6 +57,10 @@ class Device:
         csr = sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in (r1cs.a, r1cs.b, r1cs.c))
         return pk.nbytes() + csr
 
+    def host_prover_bytes(self, num_constraints: int, num_variables: int) -> int:
+        """Host memory a proof of this shape holds on this device (its backend's model)."""
+        return int(self.backend.prove_host_bytes(num_constraints, num_variables))
+
     def working_bytes(self, r1cs: R1CS) -> int:
         """Device memory one partition's proof needs beyond its key."""
         fn = getattr(self.backend, "prove_working_bytes", None)

@@ -18,6 +18,7 @@ partition held.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -157,13 +158,17 @@ class Pipeline:
             finally:
                 state.job_id = state.kind = ""
 
+    def _prover_host_bytes(self, num_constraints: int, num_variables: int) -> int:
+        """Host bytes a proof holds on whichever device takes it (the largest model)."""
+        return max(d.host_prover_bytes(num_constraints, num_variables) for d in self.devices)
+
     def _synthesize(self, item: WorkItem) -> None:
         job = item.job
         kind = job.kind.label
         self.metrics.observe_stage("queue", kind, time.monotonic() - item.enqueued_at)
         self.hooks.started(job)
         handler = self.kinds.handler(job.kind)
-        working = handler.working_bytes(job.circuit_id)
+        working = handler.working_bytes(job.circuit_id, self._prover_host_bytes)
         item.lease = self.srs.acquire_host(job.circuit_id, working, cancelled=lambda: job.finished)
         now = time.monotonic()
         job.stage("srs_load", now - item.lease.load_ms / 1000, now)
@@ -219,7 +224,9 @@ class Pipeline:
                 self.release(item)
                 return
             t = time.monotonic()
-            with device.activate():
+            # the backend's temporaries come out of the partition's device reservation
+            lent = device.budget.lend(lease.working) if lease.working is not None else None
+            with device.activate(), lent or contextlib.nullcontext():
                 proof = prover.prove(lease.key, r1cs, item.witness.assignment)
             end = time.monotonic()
             dt = end - t

@@ -376,7 +376,9 @@ class SrsManager:
                         cancelled=cancelled,
                     )
                     try:
-                        with device.activate():  # preload may run on any thread
+                        # preload may run on any thread; the backend's holds for the
+                        # key's bases and matrices come out of the key's reservation
+                        with device.activate(), device.budget.lend(key_res):
                             prepared = prover.prepare(pk, r1cs, device.backend)
                     except BaseException:
                         key_res.release()
@@ -412,7 +414,9 @@ class SrsManager:
 
     def _drop(self, e: SrsEntry, ordinal: int) -> int:
         """Called with the manager lock held."""
-        e.prepared.pop(ordinal, None)
+        prepared = e.prepared.pop(ordinal, None)
+        if prepared is not None:
+            prepared.close()  # the backend's memory (and holds) for it, before its reservation
         res = e.reservations.pop(ordinal, None)
         if res is None:
             return 0

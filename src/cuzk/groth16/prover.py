@@ -46,6 +46,25 @@ class PreparedKey:
     a_select: np.ndarray  # assignment indices feeding the a query
     b_select: np.ndarray  # assignment indices feeding the b queries
     num_inputs: int
+    r1cs: R1CS | None = None  # the circuit whose matrices follow
+    matrices: tuple[Any, ...] = ()  # A, B, C made ready on the backend
+
+    def spmv_operands(self, r1cs: R1CS) -> tuple[Any, ...]:
+        """A, B, C as the backend takes them: the prepared ones for the key's own circuit."""
+        if self.matrices and r1cs is self.r1cs:
+            return self.matrices
+        return (r1cs.a, r1cs.b, r1cs.c)
+
+    def close(self) -> None:
+        """Give back what the backend holds for this key (device memory); idempotent.
+
+        A closed key must not be used again.
+        """
+        for handle in (self.h, self.l, self.a, self.b_g1, self.b_g2, *self.matrices):
+            close = getattr(handle, "close", None)
+            if close is not None:
+                close()
+        self.matrices = ()
 
 
 def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
@@ -70,17 +89,33 @@ def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
                 name,
                 f"{have} points, the circuit needs {want}: key and circuit differ",
             )
+    handles: list[Any] = []
+    try:
+        for name in ("h", "l", "a", "b_g1"):
+            handles.append(backend.prepare_g1(getattr(pk, name)))
+        handles.append(backend.prepare_g2(pk.b_g2))
+        for m in (r1cs.a, r1cs.b, r1cs.c):
+            handles.append(backend.prepare_matrix(m))
+    except BaseException:
+        for handle in handles:  # what was made before the failure is given back
+            close = getattr(handle, "close", None)
+            if close is not None:
+                close()
+        raise
+    h, l_, a, b_g1, b_g2, *matrices = handles
     return PreparedKey(
         pk=pk,
         backend=backend,
-        h=backend.prepare_g1(pk.h),
-        l=backend.prepare_g1(pk.l),
-        a=backend.prepare_g1(pk.a),
-        b_g1=backend.prepare_g1(pk.b_g1),
-        b_g2=backend.prepare_g2(pk.b_g2),
+        h=h,
+        l=l_,
+        a=a,
+        b_g1=b_g1,
+        b_g2=b_g2,
         a_select=a_select,
         b_select=b_select,
         num_inputs=ni,
+        r1cs=r1cs,
+        matrices=tuple(matrices),
     )
 
 
@@ -120,9 +155,10 @@ def prove(
 
     t = time.perf_counter()
     w = be.asarray(assignment)
-    a = be.spmv(r1cs.a, w)
-    b = be.spmv(r1cs.b, w)
-    c = be.spmv(r1cs.c, w)
+    ma, mb, mc = key.spmv_operands(r1cs)
+    a = be.spmv(ma, w)
+    b = be.spmv(mb, w)
+    c = be.spmv(mc, w)
     t = times.mark("spmv", t)
     h = be.h_poly(a, b, c)
     del a, b, c

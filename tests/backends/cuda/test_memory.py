@@ -51,3 +51,46 @@ def test_waiting_reservation_proceeds_after_release():
     h.release()
     t.join(5)
     assert entered.is_set() and b.reserved_bytes == 0
+
+
+def test_envelope_lends_its_bytes_to_the_work_inside():
+    b = DeviceBudget(0, 100)
+    outer = b.acquire(60, "key")
+    with b.drawing_from(outer):
+        inner = b.acquire(40, "bases")  # out of the key's 60: nothing new reserved
+        assert b.reserved_bytes == 60 and outer.lent == 40
+        with b.reserve(30, "csr"):  # 20 left in the envelope, 10 from the free budget
+            assert b.reserved_bytes == 70
+            assert b.overdrawn_by_operation == {"key": 10}
+        assert b.reserved_bytes == 60 and outer.lent == 40
+    # another thread, or this one outside the scope, reserves from the free budget
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(b.acquire(30, "other")))
+    with b.drawing_from(outer):
+        t.start()
+        t.join(5)
+    assert b.reserved_bytes == 90 and outer.lent == 40
+    seen[0].release()
+    # releasing the envelope keeps what its inner hold still uses
+    outer.release()
+    assert b.reserved_bytes == 40
+    inner.release()
+    inner.release()
+    assert b.reserved_bytes == 0
+
+
+def test_envelope_of_another_device_is_refused():
+    a, other = DeviceBudget(0, 100), DeviceBudget(1, 100)
+    h = other.acquire(10, "key")
+    with pytest.raises(ValueError, match="GPU 1"), a.drawing_from(h):
+        pass
+
+
+def test_released_envelope_no_longer_lends():
+    b = DeviceBudget(0, 100)
+    outer = b.acquire(50, "partition")
+    with b.drawing_from(outer):
+        outer.release()
+        with b.reserve(50, "msm"):
+            assert b.reserved_bytes == 50  # from the free budget: the envelope is gone
+    assert b.reserved_bytes == 0

@@ -112,6 +112,21 @@ def test_matrix_stays_resident_and_is_released(backend):
     assert budget.reserved_bytes == before
 
 
+def test_prepared_matrix_is_the_owners_and_close_gives_it_back(backend, cpu):
+    """A key's matrices (prepare_matrix) bypass the per-matrix cache: the same
+    products, and close() returns every byte of the budget at once."""
+    rng = np.random.default_rng(secrets.randbits(32))
+    m = random_matrix(rng, 300, 80, 7)
+    w = fr_random(80, rng)
+    budget = backend.ctx.budget
+    before = budget.reserved_bytes
+    dev = backend.prepare_matrix(m)
+    assert budget.reserved_bytes > before
+    assert np.array_equal(backend.to_host(backend.spmv(dev, w)), cpu.spmv(m, w))
+    dev.close()
+    assert budget.reserved_bytes == before
+
+
 def test_long_rows_at_warp_edges(backend, cpu):
     """Long rows first in a warp, adjacent, last, and a partial last warp."""
     rng = np.random.default_rng(secrets.randbits(32))

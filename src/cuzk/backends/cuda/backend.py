@@ -20,7 +20,7 @@ from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly
 from cuzk.backends.cuda.memory import DeviceContext
 from cuzk.backends.cuda.ntt import NttEngine
-from cuzk.backends.cuda.spmv import SpmvEngine
+from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,16 @@ class CudaBackend:
         self.spmv_engine = SpmvEngine(self.ctx, self.fr)
         self._msm = None
 
+    @staticmethod
+    def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
+        """Host bytes one proof of this shape holds (assignment included).
+
+        Everything domain-sized lives in VRAM; the host keeps the assignment
+        (32 bytes a variable) and, one MSM at a time, the gathered scalars of
+        the a or b query (at most one more copy), plus staging slack.
+        """
+        return 2 * 32 * num_variables + (64 << 20)
+
     def _device(self):
         return self.cp.cuda.Device(self.ctx.device_id)
 
@@ -67,9 +77,15 @@ class CudaBackend:
         return np.ascontiguousarray(self.cp.asnumpy(a), dtype=np.uint64)
 
     # --- constraint evaluation -----------------------------------------
-    def spmv(self, m: SparseMatrix, w: Any):
+    def prepare_matrix(self, m: SparseMatrix) -> DeviceCsr:
+        """Resident for its owner (not the per-matrix cache): ``close()`` frees it."""
         with self._device():
-            return self.spmv_engine.matvec(self.spmv_engine.upload(m), w)
+            return self.spmv_engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+
+    def spmv(self, m: SparseMatrix | DeviceCsr, w: Any):
+        with self._device():
+            dev = m if isinstance(m, DeviceCsr) else self.spmv_engine.upload(m)
+            return self.spmv_engine.matvec(dev, w)
 
     # --- polynomials ----------------------------------------------------
     def ntt(self, a: Any):

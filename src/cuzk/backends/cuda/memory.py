@@ -6,6 +6,14 @@ and every operation first *reserves* its peak use: a reservation that does not
 fit fails up front with :class:`cuzk.errors.ResourceError` (or waits, for the
 engine's workers) instead of a CUDA out-of-memory error half way through.
 Peak use per operation is recorded for reporting.
+
+Envelopes: a hold can be lent to the work it was taken for. Inside
+``budget.drawing_from(hold)`` the calling thread's reservations come out of
+that hold first and out of the free budget only for what the hold lacks, so
+the engine reserves a key's or a partition's memory once and the backend's
+own reservations for the same memory do not count it again. Releasing an
+envelope gives back what its inner holds do not use; those stay reserved
+until they are released themselves.
 """
 
 from __future__ import annotations
@@ -24,15 +32,31 @@ class DeviceBudget:
     limit_bytes: int
     reserved_bytes: int = 0
     peak_by_operation: dict[str, int] = field(default_factory=dict)
+    overdrawn_by_operation: dict[str, int] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition, repr=False)
+    _local: threading.local = field(default_factory=threading.local, repr=False)
 
     @property
     def free_bytes(self) -> int:
         return self.limit_bytes - self.reserved_bytes
 
-    def _take(self, nbytes: int, what: str) -> None:
-        self.reserved_bytes += nbytes
-        self.peak_by_operation[what] = max(self.peak_by_operation.get(what, 0), nbytes)
+    def _envelope(self) -> Hold | None:
+        for hold in reversed(getattr(self._local, "stack", ())):
+            if not hold.released:
+                return hold
+        return None
+
+    @contextmanager
+    def drawing_from(self, envelope: Hold) -> Iterator[None]:
+        """This thread's reservations draw from ``envelope`` first (see the module doc)."""
+        if envelope.budget is not self:
+            raise ValueError(f"{envelope.what} is a hold on GPU {envelope.budget.device_id}")
+        stack = self._local.__dict__.setdefault("stack", [])
+        stack.append(envelope)
+        try:
+            yield
+        finally:
+            stack.remove(envelope)
 
     def acquire(self, nbytes: int, what: str, wait: bool = False) -> Hold:
         """Take ``nbytes`` of the budget until the returned hold is released.
@@ -47,19 +71,45 @@ class DeviceBudget:
                 f"the device budget is {self.limit_bytes / 2**30:.2f} GiB"
             )
         with self._cond:
-            while self.reserved_bytes + nbytes > self.limit_bytes:
+            env = self._envelope()
+            lent = 0 if env is None else min(nbytes, env.nbytes - env.lent)
+            outside = nbytes - lent
+            while self.reserved_bytes + outside > self.limit_bytes:
                 if not wait:
                     raise ResourceError(
-                        f"GPU {self.device_id}: {what} needs {nbytes / 2**30:.2f} GiB, "
-                        f"{self.free_bytes / 2**30:.2f} GiB of the budget is free"
+                        f"GPU {self.device_id}: {what} needs {nbytes / 2**30:.2f} GiB"
+                        + (f" ({outside / 2**30:.2f} beyond {env.what})" if env else "")
+                        + f", {self.free_bytes / 2**30:.2f} GiB of the budget is free"
                     )
                 self._cond.wait()
-            self._take(nbytes, what)
-        return Hold(self, nbytes, what)
+                env = self._envelope()  # an envelope may have been released meanwhile
+                lent = 0 if env is None else min(nbytes, env.nbytes - env.lent)
+                outside = nbytes - lent
+            self.reserved_bytes += outside
+            self.peak_by_operation[what] = max(self.peak_by_operation.get(what, 0), nbytes)
+            if env is not None:
+                env.lent += lent
+                if outside:
+                    # the envelope's estimate fell short: reported for calibration
+                    self.overdrawn_by_operation[env.what] = max(
+                        self.overdrawn_by_operation.get(env.what, 0), outside
+                    )
+        return Hold(self, nbytes, what, envelope=env, from_envelope=lent)
 
-    def _give_back(self, nbytes: int) -> None:
+    def _release(self, hold: Hold) -> None:
         with self._cond:
-            self.reserved_bytes -= nbytes
+            if hold.released:
+                return
+            hold.released = True
+            # What this hold lent to inner holds still in use stays reserved.
+            back = hold.nbytes - hold.from_envelope - hold.lent
+            env = hold.envelope
+            if env is not None and hold.from_envelope:
+                if env.released:
+                    back += hold.from_envelope  # its envelope is gone: the bytes are ours
+                else:
+                    env.lent -= hold.from_envelope
+            self.reserved_bytes -= back
             self._cond.notify_all()
 
     @contextmanager
@@ -77,19 +127,20 @@ class DeviceBudget:
             hold.release()
 
 
-@dataclass
+@dataclass(eq=False)
 class Hold:
     """A long-lived share of a device budget (see :meth:`DeviceBudget.acquire`)."""
 
     budget: DeviceBudget
     nbytes: int
     what: str
+    envelope: Hold | None = None  # the hold this one drew from, if any
+    from_envelope: int = 0  # bytes of this hold that came out of ``envelope``
+    lent: int = 0  # bytes of this hold lent to inner holds now
     released: bool = False
 
     def release(self) -> None:
-        if not self.released:
-            self.released = True
-            self.budget._give_back(self.nbytes)
+        self.budget._release(self)
 
 
 @dataclass

@@ -90,6 +90,14 @@ class DeviceCsr:
                 hold.release()
                 setattr(self, name, None)
 
+    def close(self) -> None:
+        """Free the device arrays and give their budget back (the matrix is unusable after)."""
+        for name in ("row_ptr", "cols", "coeffs", "codes", "dictionary", "long_rows"):
+            setattr(self, name, None)
+        for name in ("one_ptr", "one_cols", "one_rid", "rid"):
+            setattr(self, name, None)
+        self.release()
+
 
 def _aligned16(cp, a):
     """``a``, or a fresh copy when its device address is not 16-byte aligned

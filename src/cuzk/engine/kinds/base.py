@@ -11,13 +11,26 @@ Filecoin's multi-partition proofs are).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from cuzk.backends.cpu import CpuBackend
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.r1cs.system import R1CS
+
+# Host bytes a backend's prover holds for a circuit shape (num_constraints,
+# num_variables), the assignment included: ``Backend.prove_host_bytes``.
+ProverHostModel = Callable[[int, int], int]
+
+# Synthesis holds the assignment ((n, 4) uint64: 32 bytes a variable) and the
+# vectorised passes' lane vectors, a small fraction of the partition:
+# tracemalloc's peak is 48 bytes a variable for a 2KiB PoRep partition and the
+# process's RSS 37 for a 32GiB one (BENCHMARKS.md, Circuits); twice the larger
+# is reserved.
+SYNTHESIS_BYTES_PER_VARIABLE = 96
 
 
 @dataclass(frozen=True)
@@ -68,13 +81,28 @@ class ProofKindHandler(ABC):
     def synthesize(self, circuit_id: str, partition: PartitionInput) -> Witness:
         """One partition's witness."""
 
-    def working_bytes(self, circuit_id: str) -> int:
+    def shape(self, circuit_id: str) -> tuple[int, int]:
+        """(num_constraints, num_variables) of the circuit; kinds that know the
+        counts without building the matrices say so."""
+        r1cs = self.r1cs(circuit_id)
+        return r1cs.num_constraints, r1cs.num_variables
+
+    def synthesis_bytes(self, circuit_id: str) -> int:
+        """Host bytes synthesis of one partition peaks at, its assignment included."""
+        return SYNTHESIS_BYTES_PER_VARIABLE * self.shape(circuit_id)[1]
+
+    def working_bytes(
+        self, circuit_id: str, prover: ProverHostModel = CpuBackend.prove_host_bytes
+    ) -> int:
         """Host memory one partition holds from synthesis until its proof is made.
 
-        The default counts the assignment and the prover's temporaries from
-        the circuit's shape; kinds whose synthesis needs more say so.
+        Synthesis' temporaries are gone before proving starts, the assignment
+        (counted in both) stays: the larger of the two phases. ``prover`` is the
+        proving backend's host model; the CPU reference's, which holds every
+        domain-sized vector on the host, unless the engine says otherwise.
         """
-        return prover_host_bytes(self.r1cs(circuit_id))
+        nc, nv = self.shape(circuit_id)
+        return max(self.synthesis_bytes(circuit_id), prover(nc, nv))
 
     def assemble(self, partition_proofs: list[bytes]) -> bytes:
         """The proof bytes returned to the client: partitions in order, concatenated."""
@@ -83,24 +111,6 @@ class ProofKindHandler(ABC):
 
 def domain_size(num_constraints: int) -> int:
     return 1 << max(0, (num_constraints - 1).bit_length())
-
-
-def prover_host_bytes(r1cs: R1CS) -> int:
-    """Host bytes a partition needs with the CPU backend, from its shape.
-
-    The CPU reference keeps Fr values as Python integers (~60 bytes each with
-    their list slots) in its NTTs: a, b, c and their coset evaluations are
-    six domain-sized vectors alive at once, plus the assignment (numpy and
-    integer copies) and the witness builder's per-variable bookkeeping.
-    Calibrated against tracemalloc in tests/engine/test_kinds.py.
-    """
-    return host_bytes_for_shape(r1cs.num_constraints, r1cs.num_variables)
-
-
-def host_bytes_for_shape(num_constraints: int, num_variables: int) -> int:
-    """:func:`prover_host_bytes` from the counts alone (no matrices needed)."""
-    m = domain_size(num_constraints)
-    return 8 * 60 * m + 400 * num_variables + 400 * num_constraints + (1 << 20)
 
 
 def key_host_bytes(r1cs: R1CS) -> int:

@@ -30,7 +30,6 @@ from cuzk.engine.kinds.base import (
     PartitionInput,
     ProofKindHandler,
     Witness,
-    prover_host_bytes,
 )
 from cuzk.errors import InputError
 from cuzk.r1cs import ConstraintSystem
@@ -132,10 +131,10 @@ class DemoKind(ProofKindHandler):
             assignment=fr_to_array(cs.assignment()), public_inputs=tuple(cs.public_inputs())
         )
 
-    def working_bytes(self, cid: str) -> int:
+    def synthesis_bytes(self, cid: str) -> int:
         # Synthesis keeps each constraint's three linear combinations as dicts.
-        r1cs = self.r1cs(cid)
-        return prover_host_bytes(r1cs) + 1200 * r1cs.num_constraints
+        nc, nv = self.shape(cid)
+        return 1200 * nc + 400 * nv
 
 
 @functools.lru_cache(maxsize=16)

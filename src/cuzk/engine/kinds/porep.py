@@ -29,17 +29,11 @@ from cuzk.engine.kinds.base import (
     PartitionInput,
     ProofKindHandler,
     Witness,
-    host_bytes_for_shape,
 )
 from cuzk.errors import InputError
 from cuzk.r1cs.system import R1CS
 
 SOURCE = "c1.json"
-# Synthesis holds the assignment ((n, 4) uint64: 32 bytes a variable) and, per
-# vectorised pass, lane vectors of Python ints; the largest pass is a small
-# fraction of the partition. tracemalloc's peak for 2KiB is 48 bytes a variable
-# (c2.synthesize of a sealed sector); twice that is reserved.
-SYNTHESIS_BYTES_PER_VARIABLE = 96
 
 
 def compiled_for(cid: str) -> CompiledCircuit:
@@ -52,15 +46,10 @@ def _r1cs(cid: str) -> R1CS:
     return load_or_build_r1cs(compiled_for(cid))
 
 
-def partition_working_bytes(cc: CompiledCircuit) -> int:
-    """Host bytes of one partition from synthesis to proof, from the circuit's counts.
-
-    The prover's share is the engine's CPU model (:func:`host_bytes_for_shape`);
-    counted from the compiled templates so that no matrix is built to size it.
-    """
-    n = cc.num_inputs + cc.num_aux
-    prover = host_bytes_for_shape(cc.num_constraints, n)
-    return max(prover, SYNTHESIS_BYTES_PER_VARIABLE * n)
+def compiled_shape(cc: CompiledCircuit) -> tuple[int, int]:
+    """(num_constraints, num_variables) from the compiled templates: no matrix is
+    built to size a partition."""
+    return cc.num_constraints, cc.num_inputs + cc.num_aux
 
 
 class PoRepKind(ProofKindHandler):
@@ -109,8 +98,8 @@ class PoRepKind(ProofKindHandler):
         assignment, inputs = c2.synthesize(req, partition.index)
         return Witness(assignment=assignment, public_inputs=tuple(inputs))
 
-    def working_bytes(self, cid: str) -> int:
-        return partition_working_bytes(compiled_for(cid))
+    def shape(self, cid: str) -> tuple[int, int]:
+        return compiled_shape(compiled_for(cid))
 
 
 def register(registry: Any) -> None:

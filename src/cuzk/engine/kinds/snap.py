@@ -27,7 +27,7 @@ from cuzk.circuits.update.vanilla import read_partition_proof
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import ParsedRequest, PartitionInput, ProofKindHandler, Witness
 from cuzk.engine.kinds.envelopes import sector_size_name
-from cuzk.engine.kinds.porep import partition_working_bytes
+from cuzk.engine.kinds.porep import compiled_shape
 from cuzk.errors import InputError
 from cuzk.hashers.domain import fr_from_le_bytes
 from cuzk.r1cs.system import R1CS
@@ -121,8 +121,8 @@ class SnapKind(ProofKindHandler):
         )
         return Witness(assignment=assignment, public_inputs=tuple(inputs))
 
-    def working_bytes(self, cid: str) -> int:
-        return partition_working_bytes(compiled_for(cid))
+    def shape(self, cid: str) -> tuple[int, int]:
+        return compiled_shape(compiled_for(cid))
 
 
 def register(registry: Any) -> None:
