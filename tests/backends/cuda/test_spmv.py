@@ -6,6 +6,7 @@ import secrets
 
 import numpy as np
 import pytest
+from cuda_targets import to_numpy
 
 from cuzk.algebra.arrays import fr_random, fr_to_array
 from cuzk.algebra.fields import R
@@ -237,3 +238,47 @@ def test_unknown_kernel(backend):
 
     with pytest.raises(ValueError, match="sparse kernel"):
         SpmvEngine(backend.ctx, backend.fr, kernel="nope")
+
+
+def _csr_arrays(dev) -> dict:
+    names = ("row_ptr", "cols", "coeffs", "codes", "dictionary", "long_rows", "one_ptr", "one_cols")
+    return {n: None if getattr(dev, n) is None else to_numpy(getattr(dev, n)) for n in names}
+
+
+@pytest.mark.parametrize("chunk", [37, 300])
+@pytest.mark.parametrize("distinct", ["few", "all"])
+def test_chunked_upload_is_the_one_pass_upload(engine, cpu, chunk, distinct):
+    """Uploads in chunks of any size give the same resident matrix, bit for bit,
+    and the same products; coefficients need not be canonical (r + 1 is a one)."""
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 200, 120, 9)
+    coeffs = m.coeffs.copy()
+    if distinct == "all":
+        coeffs = fr_random(m.nnz, rng)
+    r_plus_1 = np.frombuffer((R + 1).to_bytes(32, "little"), dtype="<u8")
+    coeffs[5::17] = r_plus_1
+    m = SparseMatrix(m.indptr, m.indices, coeffs, m.num_cols)
+    w = weird_w(rng, 120)
+    budget = engine.ctx.budget
+    before = budget.reserved_bytes
+    whole = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+    assert m.nnz > 2 * chunk
+    default, engine.upload_chunk = engine.upload_chunk, chunk
+    try:
+        parts = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+    finally:
+        engine.upload_chunk = default
+    assert parts.mode == whole.mode and parts.one_code == whole.one_code
+    a, b = _csr_arrays(parts), _csr_arrays(whole)
+    for name in a:
+        assert (a[name] is None) == (b[name] is None), name
+        if a[name] is not None:
+            assert np.array_equal(a[name], b[name]), f"{name}, chunk {chunk}, seed {seed}"
+    want = cpu.spmv(m, w)
+    assert np.array_equal(to_numpy(engine.matvec(parts, w)), want), f"seed {seed}"
+    # every byte the matrices hold was reserved, and close() gives it all back
+    assert budget.reserved_bytes - before == parts.nbytes + whole.nbytes
+    parts.close()
+    whole.close()
+    assert budget.reserved_bytes == before

@@ -39,6 +39,11 @@ DEFAULT_KERNEL = "seg"
 SEG_ROWS = 256  # spmv.cu's SPMV_SEG_ROWS
 SEG_WARPS = 4  # spmv.cu's SPMV_SEG_WARPS
 SEG_MAX_ROW = 1 << 30  # the seg kernel's unreduced row sums hold fewer entries
+# Uploads convert this many entries at a time; each entry of a chunk costs at
+# most UPLOAD_BYTES_PER_ENTRY of temporaries (coefficients raw and reduced,
+# keys and their sort, codes, the exactness check, the split's masks and sums).
+UPLOAD_CHUNK = 1 << 24
+UPLOAD_BYTES_PER_ENTRY = 256
 NULL = np.uint64(0)
 _ONE_LIMBS = np.array([1, 0, 0, 0], dtype=np.uint64)
 
@@ -130,6 +135,13 @@ def split_ones(cp, dev: DeviceCsr) -> None:
     dev.codes = dev.codes[general]
 
 
+def _one_code(cp, dictionary) -> int:
+    """The code of the coefficient 1, or NO_ONE."""
+    _keys, values = dictionary
+    ones = cp.nonzero((values == cp.asarray(_ONE_LIMBS)).all(axis=1))[0]
+    return int(ones[0]) if len(ones) else NO_ONE
+
+
 def _coefficient_keys(xp, coeffs):
     """A 64-bit mix of each coefficient's limbs (equal values, equal keys)."""
     k = coeffs[:, 0].copy()
@@ -154,6 +166,7 @@ class SpmvEngine:
         self.ctx = ctx
         self.fr = fr
         self.kernel = kernel
+        self.upload_chunk = UPLOAD_CHUNK
         self.seg_rows = SEG_ROWS
         for opt in options:
             if opt.startswith("-DSPMV_SEG_ROWS="):
@@ -177,41 +190,167 @@ class SpmvEngine:
         return dev
 
     def from_arrays(self, indptr, indices, coeffs, num_cols: int) -> DeviceCsr:
-        """CSR arrays (host or device; coefficients standard form) → DeviceCsr."""
+        """CSR arrays (host or device; coefficients standard form) → DeviceCsr.
+
+        The entries are converted in chunks of ``upload_chunk``: one pass finds
+        the dictionary of distinct coefficients, a second checks that it codes
+        every entry exactly and counts the ones, a third writes the columns
+        and codes of the ones part and the general part. The final arrays are
+        reserved before they are allocated, and the passes' temporaries are
+        bounded by one chunk (``UPLOAD_BYTES_PER_ENTRY``) and reserved too, so
+        a matrix of any size uploads within its budget.
+        """
         cp = self.cp
         nrows = len(indptr) - 1
         nnz = len(indices)
+        if len(coeffs) != nnz:
+            raise ValueError(f"CSR with {nnz} column indices and {len(coeffs)} coefficients")
         if num_cols >= 2**32:
             raise ValueError(f"{num_cols} columns: the GPU CSR holds 32-bit column indices")
-        row_ptr = cp.asarray(indptr, dtype=cp.int64)
-        cols = cp.asarray(indices).astype(cp.uint32)
-        coeffs = cp.ascontiguousarray(cp.asarray(coeffs, dtype=cp.uint64))
-        if nnz:
-            coeffs = self.fr.reduce(coeffs)
-        dev = DeviceCsr(
-            nrows, num_cols, nnz, row_ptr, cols, RAW, long_rows=long_rows_of(cp, row_ptr)
-        )
-        if nnz:
-            keys = _coefficient_keys(cp, coeffs)
-            ukeys, first, inverse = cp.unique(keys, return_index=True, return_inverse=True)
-            dictionary = coeffs[first]
-            # Keys are a hash: accept the dictionary only if it reproduces every value.
-            exact = bool((dictionary[inverse.ravel()] == coeffs).all())
-            k = len(ukeys)
-            if exact and k * 32 < nnz * 28:
-                codes = inverse.ravel().astype(cp.uint16 if k <= 1 << 16 else cp.uint32)
-                ones = cp.nonzero((dictionary == cp.asarray(_ONE_LIMBS)).all(axis=1))[0]
-                dev.mode = CODE16 if k <= 1 << 16 else CODE32
-                dev.codes = codes
-                dev.dictionary = self.fr.to_mont(dictionary)
-                dev.one_code = int(ones[0]) if len(ones) else NO_ONE
-                split_ones(cp, dev)
+        chunk = max(1, min(nnz, self.upload_chunk))
+        what = f"CSR {nrows} x {num_cols}"
+        with self.ctx.budget.reserve(
+            16 * (nrows + 1) + UPLOAD_BYTES_PER_ENTRY * chunk, f"{what} upload"
+        ):
+            row_ptr = cp.asarray(indptr, dtype=cp.int64)
+            long_rows = long_rows_of(cp, row_ptr)
+            spans = [(lo, min(nnz, lo + chunk)) for lo in range(0, nnz, chunk)]
+            dictionary = self._dictionary(coeffs, spans, nnz) if nnz else None
+            ones = None if dictionary is None else self._count_ones(coeffs, spans, dictionary)
+            if nnz and ones is None:
+                dictionary = None  # not worth it, or a key collision: full coefficients
+            k = 0 if dictionary is None else len(dictionary[0])
+            code_t = cp.uint16 if k <= 1 << 16 else cp.uint32
+            n_one = sum(ones) if ones else 0
+            # exactly what the arrays below take (DeviceCsr.nbytes without the row ids)
+            if dictionary is None:
+                final = 8 * (nrows + 1) + 36 * nnz
             else:
-                dev.coeffs = self.fr.to_mont(coeffs)
-            log.debug("CSR %d x %d, %d entries, %d distinct coefficients", nrows, num_cols, nnz, k)
-        dev.hold = self.ctx.budget.acquire(dev.nbytes, f"CSR {nrows} x {num_cols}")
+                ptrs = 2 if ones else 1  # row_ptr, and one_ptr when the ones are split
+                item = cp.dtype(code_t).itemsize
+                final = 8 * ptrs * (nrows + 1) + 4 * nnz + item * (nnz - n_one) + 32 * k
+            final += int(long_rows.nbytes)
+            hold = self.ctx.budget.acquire(final, what)
+            try:
+                if dictionary is None:
+                    dev = self._fill_raw(indices, coeffs, spans, nrows, num_cols, row_ptr)
+                else:
+                    dev = self._fill_coded(
+                        indices, coeffs, spans, nrows, num_cols, row_ptr, dictionary, ones, code_t
+                    )
+            except BaseException:
+                hold.release()
+                raise
+            dev.long_rows = long_rows
+            dev.hold = hold
+            log.debug("%s, %d entries, %d distinct coefficients (mode %d)", what, nnz, k, dev.mode)
         if self.kernel == "seg":
             self.prepare_seg(dev)
+        return dev
+
+    def _chunk_coeffs(self, coeffs, lo: int, hi: int):
+        """Entries lo..hi's coefficients on the device, reduced mod r."""
+        cp = self.cp
+        return self.fr.reduce(cp.ascontiguousarray(cp.asarray(coeffs[lo:hi], dtype=cp.uint64)))
+
+    def _dictionary(self, coeffs, spans, nnz: int):
+        """(sorted keys, values) of the distinct coefficients, or None when a
+        dictionary would not pay (more than 7/8 of the full coefficients' size)."""
+        cp = self.cp
+        keys = cp.empty(0, dtype=cp.uint64)
+        values = cp.empty((0, 4), dtype=cp.uint64)
+        for lo, hi in spans:
+            c = self._chunk_coeffs(coeffs, lo, hi)
+            ck, first = cp.unique(_coefficient_keys(cp, c), return_index=True)
+            keys, pick = cp.unique(cp.concatenate([keys, ck]), return_index=True)
+            values = cp.concatenate([values, c[first]])[pick]
+            if len(keys) * 32 >= nnz * 28:
+                return None
+        return keys, values
+
+    def _codes(self, c, dictionary):
+        """Codes of one chunk's (reduced) coefficients; None if the dictionary
+        does not reproduce every value (two values with one key)."""
+        cp = self.cp
+        keys, values = dictionary
+        codes = cp.searchsorted(keys, _coefficient_keys(cp, c))
+        codes = cp.minimum(codes, len(keys) - 1)
+        if not bool((values[codes] == c).all()):
+            return None
+        return codes
+
+    def _count_ones(self, coeffs, spans, dictionary) -> list[int] | None:
+        """Entries with coefficient 1 per chunk ([] when 1 is not a coefficient);
+        None when the dictionary does not code every entry exactly."""
+        cp = self.cp
+        one = _one_code(cp, dictionary)
+        counts = []
+        for lo, hi in spans:
+            codes = self._codes(self._chunk_coeffs(coeffs, lo, hi), dictionary)
+            if codes is None:
+                return None
+            counts.append(0 if one == NO_ONE else int((codes == one).sum()))
+        return counts if one != NO_ONE else []
+
+    def _fill_raw(self, indices, coeffs, spans, nrows, num_cols, row_ptr) -> DeviceCsr:
+        cp = self.cp
+        nnz = len(indices)
+        cols = cp.empty(nnz, dtype=cp.uint32)
+        mont = cp.empty((nnz, 4), dtype=cp.uint64)
+        for lo, hi in spans:
+            cols[lo:hi] = cp.asarray(indices[lo:hi]).astype(cp.uint32)
+            mont[lo:hi] = self.fr.to_mont(self._chunk_coeffs(coeffs, lo, hi))
+        return DeviceCsr(nrows, num_cols, nnz, row_ptr, cols, RAW, coeffs=mont)
+
+    def _fill_coded(
+        self, indices, coeffs, spans, nrows, num_cols, row_ptr, dictionary, ones, code_t
+    ) -> DeviceCsr:
+        cp = self.cp
+        nnz = len(indices)
+        one = _one_code(cp, dictionary)
+        n_one = sum(ones)
+        mode = CODE16 if code_t == cp.uint16 else CODE32
+        cols = cp.empty(nnz - n_one, dtype=cp.uint32)
+        codes = cp.empty(nnz - n_one, dtype=code_t)
+        one_cols = cp.empty(n_one, dtype=cp.uint32) if one != NO_ONE else None
+        # ones before each row start: one_ptr[i] = #ones among entries < row_ptr[i]
+        one_ptr = cp.zeros(nrows + 1, dtype=cp.int64) if one != NO_ONE else None
+        g = o = 0
+        for lo, hi in spans:
+            ccodes = self._codes(self._chunk_coeffs(coeffs, lo, hi), dictionary)
+            ccols = cp.asarray(indices[lo:hi]).astype(cp.uint32)
+            if one == NO_ONE:
+                cols[lo:hi] = ccols
+                codes[lo:hi] = ccodes.astype(code_t)
+                continue
+            is_one = ccodes == one
+            before = cp.cumsum(is_one, dtype=cp.int64)  # ones in [lo, lo + j]
+            a = int(cp.searchsorted(row_ptr, lo, side="right"))
+            b = int(cp.searchsorted(row_ptr, hi, side="right"))
+            starts = row_ptr[a:b]  # rows starting inside (lo, hi]
+            inside = starts - lo - 1
+            one_ptr[a:b] = o + before[cp.maximum(inside, 0)] * (inside >= 0)
+            k1 = int(before[-1])
+            one_cols[o : o + k1] = ccols[is_one]
+            keep = ~is_one
+            cols[g : g + (hi - lo - k1)] = ccols[keep]
+            codes[g : g + (hi - lo - k1)] = ccodes[keep].astype(code_t)
+            o += k1
+            g += hi - lo - k1
+        _keys, values = dictionary
+        dev = DeviceCsr(
+            nrows,
+            num_cols,
+            nnz,
+            row_ptr if one_ptr is None else row_ptr - one_ptr,
+            cols,
+            mode,
+            codes=codes,
+            dictionary=self.fr.to_mont(values),
+            one_code=one,
+        )
+        if one_ptr is not None:
+            dev.one_ptr, dev.one_cols = one_ptr, one_cols
         return dev
 
     def prepare_seg(self, dev: DeviceCsr) -> bool:
