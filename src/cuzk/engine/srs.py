@@ -44,7 +44,7 @@ from cuzk.engine.budget import Budget, Reservation
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse
 from cuzk.engine.kinds import KindRegistry
-from cuzk.engine.kinds.base import ProofKindHandler, key_host_bytes
+from cuzk.engine.kinds.base import ProofKindHandler, key_gpu_setup_host_bytes, key_host_bytes
 from cuzk.errors import InputError, ResourceError
 from cuzk.groth16 import prover, setup
 from cuzk.groth16.keys import ProvingKey, VerifyingKey
@@ -235,8 +235,10 @@ class SrsManager:
                     f"INSECURE development key"
                 )
             r1cs = e.handler.r1cs(e.circuit_id)
+            on_gpu = self._setup_gpu() is not None
+            need = key_gpu_setup_host_bytes(r1cs) if on_gpu else key_host_bytes(r1cs)
             (res,) = self.host_budget.reserve(
-                [(key_host_bytes(r1cs), f"key generation {e.circuit_id}")],
+                [(need, f"key generation {e.circuit_id}")],
                 evict=self.evict_idle,
                 cancelled=cancelled,
             )
@@ -254,6 +256,10 @@ class SrsManager:
                 res.release()
             e.size_bytes = key_dir_bytes(e.directory)
 
+    def _setup_gpu(self) -> Device | None:
+        """The GPU development keys are made on (the first one), if any."""
+        return next((d for d in self.devices.values() if d.backend.name == "cuda"), None)
+
     def _dev_setup(self, r1cs: R1CS) -> ProvingKey:
         """A development key, its points made on the first GPU when there is one.
 
@@ -261,7 +267,7 @@ class SrsManager:
         GPU the fixed-base multiplications take seconds where the CPU takes
         minutes (2KiB PoRep: ~20 min in pure Python).
         """
-        gpu = next((d for d in self.devices.values() if d.backend.name == "cuda"), None)
+        gpu = self._setup_gpu()
         if gpu is None:
             return setup.setup(r1cs)
         from cuzk.backends.cuda.msm import MsmEngine

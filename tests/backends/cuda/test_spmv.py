@@ -282,3 +282,23 @@ def test_chunked_upload_is_the_one_pass_upload(engine, cpu, chunk, distinct):
     parts.close()
     whole.close()
     assert budget.reserved_bytes == before
+
+
+@pytest.mark.parametrize("distinct", ["few", "all"])
+def test_resident_bytes_estimate_covers_the_upload(engine, distinct):
+    """What the engine reserves for a key's matrices (no GPU needed to compute it)
+    covers what the upload really holds, and is not wildly above it."""
+    from cuzk.backends.cuda.spmv import resident_bytes_estimate
+
+    rng = np.random.default_rng(secrets.randbits(32))
+    m = random_matrix(rng, 400, 150, 5)
+    if distinct == "all":
+        m = SparseMatrix(m.indptr, m.indices, fr_random(m.nnz, rng), m.num_cols)
+    dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+    try:
+        est = resident_bytes_estimate(m)
+        assert dev.nbytes <= est
+        # the few-distinct estimate carries a 2 MiB dictionary allowance
+        assert est <= dev.nbytes + 9 * m.nnz + 32 * (1 << 16) + 16 * (m.num_rows + 1)
+    finally:
+        dev.close()

@@ -151,6 +151,30 @@ def _coefficient_keys(xp, coeffs):
     return k
 
 
+def resident_bytes_estimate(m: SparseMatrix, sample: int = 1 << 16) -> int:
+    """Device bytes :meth:`SpmvEngine.from_arrays` will hold for ``m`` (row ids included).
+
+    Exact for the layout; the coding is judged from an evenly strided sample of
+    the coefficients (a full count of distinct values would read every entry):
+    few distinct values there mean codes, counted at 4 bytes (the 32-bit
+    width, an upper bound) with a dictionary of up to 2^16 values, and
+    otherwise the full 32-byte coefficients. A matrix whose unsampled entries
+    hold many more distinct values can take more; the device budget's overdraw
+    report (``DeviceBudget.overdrawn_by_operation``) shows it.
+    """
+    nnz, rows = m.nnz, m.num_rows
+    lengths = np.diff(m.indptr)
+    long_rows = 8 * int((lengths > LONG_ROW).sum())
+    if nnz == 0:
+        return 8 * (rows + 1) + long_rows
+    picked = m.coeffs[:: max(1, nnz // sample)]
+    distinct = len(np.unique(picked, axis=0))
+    rid = nnz  # the seg kernel's row-id byte per entry
+    if distinct * 8 <= len(picked):
+        return 16 * (rows + 1) + 8 * nnz + 32 * max(distinct, 1 << 16) + rid + long_rows
+    return 8 * (rows + 1) + 36 * nnz + rid + long_rows
+
+
 class SpmvEngine:
     """Sparse products on one device with one kernel (``KERNELS``; None: the default)."""
 

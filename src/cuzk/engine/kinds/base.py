@@ -113,6 +113,20 @@ def domain_size(num_constraints: int) -> int:
     return 1 << max(0, (num_constraints - 1).bit_length())
 
 
+def key_gpu_setup_host_bytes(r1cs: R1CS) -> int:
+    """Host bytes a development key holds while the GPU makes its points.
+
+    The points arrive as raw affine arrays (96 bytes a G1 point, 192 a G2
+    point; counts as in :func:`key_host_bytes`), after the CPU's query scalars
+    (native kernels: 134 bytes a constraint at peak for a 2^24-constraint
+    circuit, BENCHMARKS.md "Setup query scalars"; 160 a domain point here).
+    """
+    m = domain_size(r1cs.num_constraints)
+    n = r1cs.num_variables
+    g1_points = (m - 1) + r1cs.num_aux + 2 * n
+    return 96 * g1_points + 192 * n + 160 * m + (1 << 20)
+
+
 def key_host_bytes(r1cs: R1CS) -> int:
     """Host bytes of a proving key for this circuit, prepared for the CPU backend.
 
