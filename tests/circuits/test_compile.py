@@ -71,6 +71,30 @@ def test_compiled_matches_inline_and_counts():
     assert {t.key for t in cc.templates()} >= {"poseidon/8", "merkle-level/poseidon/8"}
 
 
+def _query_sizes_of(r1cs) -> tuple[int, int]:
+    return r1cs.num_inputs + int(r1cs.a_aux_density().sum()), int(r1cs.b.column_mask().sum())
+
+
+def test_query_sizes_without_the_matrices():
+    """The key's a and b query sizes from the templates equal the prover's
+    selections on the materialised matrices (ports bound through calls,
+    aliased ports, inputs, copies)."""
+    for cc in (
+        compile_circuit("toy", TOY, copies=3),
+        compile_circuit("alias", Subcircuit("test/alias", (), _aliased), copies=2),
+    ):
+        assert cc.query_sizes() == _query_sizes_of(cc.to_r1cs())
+
+
+@pytest.mark.parametrize("kind", ["winning-post", "porep"])
+def test_query_sizes_of_filecoin_circuits(kind, circuit_cache):
+    from cuzk.circuits.cache import load_or_build_r1cs
+    from cuzk.circuits.catalog import compiled_circuit
+
+    cc = compiled_circuit(kind, "2KiB", circuit_cache, True)
+    assert cc.query_sizes() == _query_sizes_of(load_or_build_r1cs(cc, circuit_cache))
+
+
 @pytest.mark.parametrize("backend,proofs", [("object", 3), ("limb", 1)])
 def test_lane_witness_matches_scalar_witness(backend, proofs):
     rng = random.Random(7)

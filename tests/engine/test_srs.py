@@ -15,7 +15,7 @@ from cuzk.engine.budget import Budget, Cancelled
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse, ProofKind, ProofRequest
 from cuzk.engine.kinds import KindRegistry, demo
-from cuzk.engine.kinds.base import key_gpu_setup_host_bytes, key_host_bytes
+from cuzk.engine.kinds.base import key_gpu_setup_bytes, key_host_bytes, key_raw_bytes
 from cuzk.engine.srs import DEV_KEY_DIR, SrsManager, Tier, load_key
 from cuzk.errors import InputError, ResourceError
 from cuzk.groth16 import prover, verifier
@@ -184,7 +184,10 @@ def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(
     assert engines == [ctx] and len(calls) == 1
     # the host held raw points and scalars, not the CPU backend's prepared key
     r1cs_a = demo.DemoKind().r1cs(A)
-    assert host.peak == key_gpu_setup_host_bytes(r1cs_a) < key_host_bytes(r1cs_a)
+    pk = load_key(tmp_path / DEV_KEY_DIR / A)
+    raw = key_raw_bytes(r1cs_a.num_constraints, r1cs_a.num_aux, len(pk.a), len(pk.b_g1))
+    assert raw == pk.nbytes()  # the model is the key's exact size
+    assert host.peak == key_gpu_setup_bytes(r1cs_a.num_constraints, raw) < key_host_bytes(r1cs_a)
     # The key proves: a CPU proof with it verifies.
     kind = demo.DemoKind()
     r1cs = kind.r1cs(A)

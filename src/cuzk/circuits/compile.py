@@ -286,6 +286,50 @@ class TemplateBuilder:
 
 
 # --------------------------------------------------------------------------
+# Densities: which variables a matrix touches, template by template
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class _Density:
+    """Of one template, for one matrix: which of its own aux variables, ports
+    and own inputs occur in it (directly or in a callee), and whether ONE does."""
+
+    aux: np.ndarray
+    ports: np.ndarray
+    inputs: np.ndarray
+    one: bool = False
+
+    def mark(self, kind: np.ndarray, index: np.ndarray) -> None:
+        self.aux[index[kind == K_AUX]] = True
+        self.ports[index[kind == K_PORT]] = True
+        self.inputs[index[kind == K_INPUT]] = True
+        self.one = self.one or bool((kind == K_ONE).any())
+
+
+def _density(t: Template, m: int, memo: dict[int, _Density]) -> _Density:
+    got = memo.get(id(t))
+    if got is not None:
+        return got
+    d = _Density(
+        np.zeros(t.num_aux, dtype=bool),
+        np.zeros(t.num_ports, dtype=bool),
+        np.zeros(t.num_inputs, dtype=bool),
+    )
+    for _, seg in t.segments:
+        if isinstance(seg, Block):
+            d.mark(seg.kind[m], seg.index[m])
+            continue
+        c = _density(seg.template, m, memo)
+        d.aux[seg.aux_offset : seg.aux_offset + seg.template.num_aux] |= c.aux
+        d.inputs[seg.input_offset : seg.input_offset + seg.template.num_inputs] |= c.inputs
+        d.one = d.one or c.one
+        d.mark(seg.port_kind[c.ports], seg.port_index[c.ports])
+    memo[id(t)] = d
+    return d
+
+
+# --------------------------------------------------------------------------
 # Flattening: every call site expanded for all its instances at once
 # --------------------------------------------------------------------------
 
@@ -401,6 +445,23 @@ class CompiledCircuit:
 
     def templates(self) -> list[Template]:
         return list(self.top.walk())
+
+    def query_sizes(self) -> tuple[int, int]:
+        """Points of the proving key's a and b queries, without building A or B.
+
+        a: every input (each has its input constraint in A) and the aux
+        variables that occur in A; b: the variables (ONE and inputs included)
+        that occur in B — ``len(a_select)`` and ``len(b_select)`` of the
+        prover. Computed per template (which of its aux, ports and inputs a
+        matrix touches, through its calls too) and counted over the copies.
+        """
+        memo: dict[int, _Density] = {}
+        a = _density(self.top, 0, memo)
+        memo.clear()
+        b = _density(self.top, 1, memo)
+        a_points = self.num_inputs + self.copies * int(a.aux.sum())
+        b_points = int(b.one) + self.copies * (int(b.inputs.sum()) + int(b.aux.sum()))
+        return a_points, b_points
 
     @property
     def csr_bytes(self) -> int:

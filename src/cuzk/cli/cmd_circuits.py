@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="compile without the cache")
     p.set_defaults(func=run)
     register_bench(sub)
+    register_plan(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,6 +63,53 @@ def run(args: argparse.Namespace) -> int:
     print(f"non-zeros      A {a:,}  B {b:,}  C {c:,}")
     print(f"compiled in    {seconds:.2f} s ({info['templates']} templates)")
     return 0
+
+
+# --------------------------------------------------------------------------
+# memory-plan: what a circuit needs of a GPU and a host
+# --------------------------------------------------------------------------
+
+
+def register_plan(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "memory-plan",
+        help="the host and GPU memory a circuit's key and partitions take, and what fits",
+    )
+    p.add_argument("kind", choices=KINDS, help="which circuit")
+    p.add_argument("--sector-size", required=True, help="e.g. 2KiB, 512MiB, 32GiB")
+    p.add_argument("--backend", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--gpu-memory", default="141GB", help="one GPU's memory (default: H200)")
+    p.add_argument("--host-memory", default="auto", help="host RAM (auto: this machine's)")
+    p.add_argument("--config", type=Path, default=None, help="take the budgets' settings here")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--cache-dir", type=Path, default=None, help="compiled-circuit cache")
+    p.set_defaults(func=run_plan)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from cuzk.engine.config import Config, detect_system_memory, load_config, parse_size
+    from cuzk.engine.memplan import plan, render, shape_of
+
+    try:
+        cfg = load_config(args.config) if args.config else Config()
+        host = (
+            detect_system_memory()
+            if str(args.host_memory).lower() == "auto"
+            else parse_size(args.host_memory, "--host-memory", "host memory")
+        )
+        host_budget = (
+            max(0, host - cfg.memory.safety_margin)
+            if cfg.memory.total_budget.strip().lower() == "auto"
+            else cfg.memory.resolve_total_budget()
+        )
+        gpu = parse_size(args.gpu_memory, "--gpu-memory", "GPU memory")
+        cc = compiled_circuit(args.kind, args.sector_size, args.cache_dir, True)
+    except CuzkError as e:
+        print(f"error: {e}")
+        return 2
+    p = plan(shape_of(cc), args.backend, host_budget, int(gpu * cfg.gpus.vram_budget_fraction))
+    print(json.dumps(p.as_dict(), indent=2) if args.json else render(p))
+    return 0 if (p.fits_gpu and p.fits_host) else 1
 
 
 # --------------------------------------------------------------------------

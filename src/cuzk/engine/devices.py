@@ -63,12 +63,14 @@ class Device:
 
     def working_bytes(self, r1cs: R1CS) -> int:
         """Device memory one partition's proof needs beyond its key."""
-        fn = getattr(self.backend, "prove_working_bytes", None)
-        if fn is not None:
-            return int(fn(r1cs))
-        m = domain_size(r1cs.num_constraints)
-        # a, b, c and their coset images, the assignment, MSM buckets: with slack.
-        return 32 * (8 * m + 3 * r1cs.num_variables) + (64 << 20)
+        return gpu_working_bytes(r1cs.num_constraints, r1cs.num_variables)
+
+
+def gpu_working_bytes(num_constraints: int, num_variables: int) -> int:
+    """Device bytes one proof of this shape needs beyond its key: a, b, c and
+    their coset images, the assignment, MSM buckets, with slack."""
+    m = domain_size(num_constraints)
+    return 32 * (8 * m + 3 * num_variables) + (64 << 20)
 
 
 def _cuda_backend(ctx: Any) -> Backend:

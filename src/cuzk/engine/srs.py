@@ -44,7 +44,12 @@ from cuzk.engine.budget import Budget, Reservation
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse
 from cuzk.engine.kinds import KindRegistry
-from cuzk.engine.kinds.base import ProofKindHandler, key_gpu_setup_host_bytes, key_host_bytes
+from cuzk.engine.kinds.base import (
+    ProofKindHandler,
+    key_gpu_setup_bytes,
+    key_host_bytes,
+    key_raw_bytes,
+)
 from cuzk.errors import InputError, ResourceError
 from cuzk.groth16 import prover, setup
 from cuzk.groth16.keys import ProvingKey, VerifyingKey
@@ -235,8 +240,12 @@ class SrsManager:
                     f"INSECURE development key"
                 )
             r1cs = e.handler.r1cs(e.circuit_id)
-            on_gpu = self._setup_gpu() is not None
-            need = key_gpu_setup_host_bytes(r1cs) if on_gpu else key_host_bytes(r1cs)
+            if self._setup_gpu() is not None:
+                a_points, b_points = e.handler.query_sizes(e.circuit_id)
+                raw = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
+                need = key_gpu_setup_bytes(r1cs.num_constraints, raw)
+            else:
+                need = key_host_bytes(r1cs)
             (res,) = self.host_budget.reserve(
                 [(need, f"key generation {e.circuit_id}")],
                 evict=self.evict_idle,

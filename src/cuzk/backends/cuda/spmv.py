@@ -151,28 +151,38 @@ def _coefficient_keys(xp, coeffs):
     return k
 
 
-def resident_bytes_estimate(m: SparseMatrix, sample: int = 1 << 16) -> int:
-    """Device bytes :meth:`SpmvEngine.from_arrays` will hold for ``m`` (row ids included).
-
-    Exact for the layout; the coding is judged from an evenly strided sample of
-    the coefficients (a full count of distinct values would read every entry):
-    few distinct values there mean codes, counted at 4 bytes (the 32-bit
-    width, an upper bound) with a dictionary of up to 2^16 values, and
-    otherwise the full 32-byte coefficients. A matrix whose unsampled entries
-    hold many more distinct values can take more; the device budget's overdraw
-    report (``DeviceBudget.overdrawn_by_operation``) shows it.
-    """
-    nnz, rows = m.nnz, m.num_rows
-    lengths = np.diff(m.indptr)
-    long_rows = 8 * int((lengths > LONG_ROW).sum())
+def resident_bytes(rows: int, nnz: int, distinct: int, long_rows: int = 0) -> int:
+    """Device bytes :meth:`SpmvEngine.from_arrays` holds for a matrix of this shape
+    with ``distinct`` different coefficients (row ids of the seg kernel included;
+    the ones part counted at the general part's width, an upper bound)."""
     if nnz == 0:
-        return 8 * (rows + 1) + long_rows
+        return 8 * (rows + 1) + 8 * long_rows
+    extra = nnz + 8 * long_rows  # the seg kernel's row-id bytes, the long-row list
+    if distinct * 32 < nnz * 28:
+        width = 2 if distinct <= 1 << 16 else 4
+        return 16 * (rows + 1) + (4 + width) * nnz + 32 * distinct + extra
+    return 8 * (rows + 1) + 36 * nnz + extra
+
+
+def resident_bytes_estimate(m: SparseMatrix, sample: int = 1 << 16) -> int:
+    """:func:`resident_bytes` of a host matrix, judging its coefficients by a sample.
+
+    A full count of distinct values would read every entry; an evenly strided
+    sample with few distinct values is taken to mean codes, counted at the
+    32-bit width with a dictionary of up to 2^16 values, and otherwise the full
+    32-byte coefficients. A matrix whose unsampled entries hold many more
+    distinct values can take more; the device budget's overdraw report
+    (``DeviceBudget.overdrawn_by_operation``) shows it.
+    """
+    nnz = m.nnz
+    long_rows = int((np.diff(m.indptr) > LONG_ROW).sum())
+    if nnz == 0:
+        return resident_bytes(m.num_rows, 0, 0, long_rows)
     picked = m.coeffs[:: max(1, nnz // sample)]
     distinct = len(np.unique(picked, axis=0))
-    rid = nnz  # the seg kernel's row-id byte per entry
-    if distinct * 8 <= len(picked):
-        return 16 * (rows + 1) + 8 * nnz + 32 * max(distinct, 1 << 16) + rid + long_rows
-    return 8 * (rows + 1) + 36 * nnz + rid + long_rows
+    # few: the 32-bit width and a 2 MiB dictionary; many: full coefficients
+    distinct = max(distinct, (1 << 16) + 1) if distinct * 8 <= len(picked) else nnz
+    return resident_bytes(m.num_rows, nnz, distinct, long_rows)
 
 
 class SpmvEngine:

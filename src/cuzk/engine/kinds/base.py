@@ -87,6 +87,12 @@ class ProofKindHandler(ABC):
         r1cs = self.r1cs(circuit_id)
         return r1cs.num_constraints, r1cs.num_variables
 
+    def query_sizes(self, circuit_id: str) -> tuple[int, int]:
+        """Points of the circuit's key in its a and b queries (kinds with compiled
+        circuits count them from the templates)."""
+        r1cs = self.r1cs(circuit_id)
+        return r1cs.num_inputs + int(r1cs.a_aux_density().sum()), int(r1cs.b.column_mask().sum())
+
     def synthesis_bytes(self, circuit_id: str) -> int:
         """Host bytes synthesis of one partition peaks at, its assignment included."""
         return SYNTHESIS_BYTES_PER_VARIABLE * self.shape(circuit_id)[1]
@@ -113,30 +119,31 @@ def domain_size(num_constraints: int) -> int:
     return 1 << max(0, (num_constraints - 1).bit_length())
 
 
-def key_gpu_setup_host_bytes(r1cs: R1CS) -> int:
-    """Host bytes a development key holds while the GPU makes its points.
+def key_raw_bytes(num_constraints: int, num_aux: int, a_points: int, b_points: int) -> int:
+    """A proving key's points as raw affine arrays (its cache files, and what a GPU
+    holds): h (m − 1), l (one per aux variable), a and b_g1 in G1 at 96 bytes a
+    point, b_g2 in G2 at 192 (bellperson's layout)."""
+    m = domain_size(num_constraints)
+    return 96 * ((m - 1) + num_aux + a_points + b_points) + 192 * b_points
 
-    The points arrive as raw affine arrays (96 bytes a G1 point, 192 a G2
-    point; counts as in :func:`key_host_bytes`), after the CPU's query scalars
-    (native kernels: 134 bytes a constraint at peak for a 2^24-constraint
-    circuit, BENCHMARKS.md "Setup query scalars"; 160 a domain point here).
-    """
-    m = domain_size(r1cs.num_constraints)
-    n = r1cs.num_variables
-    g1_points = (m - 1) + r1cs.num_aux + 2 * n
-    return 96 * g1_points + 192 * n + 160 * m + (1 << 20)
+
+def key_gpu_setup_bytes(num_constraints: int, raw_bytes: int) -> int:
+    """Host bytes a development key holds while the GPU makes its points: the
+    raw points, after the CPU's query scalars (native kernels: 134 bytes a
+    constraint at peak for a 2^24-constraint circuit, BENCHMARKS.md "Setup
+    query scalars"; 160 a domain point here)."""
+    return raw_bytes + 160 * domain_size(num_constraints) + (1 << 20)
 
 
 def key_host_bytes(r1cs: R1CS) -> int:
-    """Host bytes of a proving key for this circuit, prepared for the CPU backend.
+    """Host bytes of a proving key for this circuit, prepared for the CPU backend."""
+    return key_host_bytes_for(r1cs.num_constraints, r1cs.num_variables, r1cs.num_aux)
 
-    Point counts as in bellperson's layout: h has m − 1, l one per aux
-    variable, a/b_g1/b_g2 one per dense variable (bounded here by all
-    variables). Each point is held twice: as raw affine limbs (96 or 192
-    bytes) and as the pairing library's object (~200 bytes with its slot).
-    """
-    m = domain_size(r1cs.num_constraints)
-    n = r1cs.num_variables
-    g1_points = (m - 1) + r1cs.num_aux + 2 * n
-    g2_points = n
-    return g1_points * (96 + 200) + g2_points * (192 + 300) + (1 << 20)
+
+def key_host_bytes_for(num_constraints: int, num_variables: int, num_aux: int) -> int:
+    """:func:`key_host_bytes` from the counts: a and b queries bounded by one point
+    per variable, each point held twice, as raw affine limbs (96 or 192 bytes)
+    and as the pairing library's object (~200 or ~300 bytes with its slot)."""
+    m = domain_size(num_constraints)
+    g1, g2 = (m - 1) + num_aux + 2 * num_variables, num_variables
+    return g1 * (96 + 200) + g2 * (192 + 300) + (1 << 20)

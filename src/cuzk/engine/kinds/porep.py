@@ -101,6 +101,9 @@ class PoRepKind(ProofKindHandler):
     def shape(self, cid: str) -> tuple[int, int]:
         return compiled_shape(compiled_for(cid))
 
+    def query_sizes(self, cid: str) -> tuple[int, int]:
+        return compiled_for(cid).query_sizes()
+
 
 def register(registry: Any) -> None:
     registry.register(PoRepKind())

@@ -136,6 +136,10 @@ class PoStKind(ProofKindHandler):
         cfg = self._cid_config(cid)
         return _r1cs(cfg.kind, cfg.sector_size)
 
+    def query_sizes(self, cid: str) -> tuple[int, int]:
+        cfg = self._cid_config(cid)
+        return _compiled(cfg.kind, cfg.sector_size).query_sizes()
+
     def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
         cfg, proofs, randomness, pidx = partition.data
         base = pidx * cfg.sector_count

@@ -1,0 +1,73 @@
+"""The memory plan: the engine's models from a compiled circuit's counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cuzk.backends.cuda.backend import CudaBackend
+from cuzk.circuits.cache import load_or_build_r1cs
+from cuzk.circuits.catalog import compiled_circuit
+from cuzk.cli.main import main
+from cuzk.engine.devices import gpu_working_bytes
+from cuzk.engine.kinds.base import key_raw_bytes
+from cuzk.engine.memplan import host_csr_bytes, plan, shape_of
+
+GIB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def winning(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("circuits")
+    cc = compiled_circuit("winning-post", "2KiB", cache, True)
+    return cc, load_or_build_r1cs(cc, cache)
+
+
+def test_plan_matches_the_materialised_circuit(winning) -> None:
+    cc, r1cs = winning
+    p = plan(shape_of(cc), "cuda", host_budget=8 * GIB, gpu_budget=8 * GIB)
+    a = r1cs.num_inputs + int(r1cs.a_aux_density().sum())
+    b = int(r1cs.b.column_mask().sum())
+    assert p.key_file_bytes == key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a, b)
+    assert p.r1cs_host_bytes == sum(
+        m.indptr.nbytes + m.indices.nbytes + m.coeffs.nbytes for m in (r1cs.a, r1cs.b, r1cs.c)
+    )
+    assert p.r1cs_host_bytes == sum(
+        host_csr_bytes(m.num_rows, m.nnz) for m in (r1cs.a, r1cs.b, r1cs.c)
+    )
+    # the GPU figures are what the engine reserves for this circuit
+    assert p.partition_device_bytes == gpu_working_bytes(r1cs.num_constraints, r1cs.num_variables)
+
+    class Key:  # a key of the exact size, as prepared_key_bytes reads it
+        def nbytes(self) -> int:
+            return p.key_file_bytes
+
+    # the same but for the list of long rows (8 bytes each), which needs the row lengths
+    engine = CudaBackend.prepared_key_bytes(Key(), r1cs)
+    assert p.key_device_bytes <= engine <= p.key_device_bytes + 8 * 3 * r1cs.num_constraints
+    assert p.fits_gpu and p.fits_host
+    assert p.partitions_at_once_gpu == (8 * GIB - p.key_device_bytes) // p.partition_device_bytes
+
+
+def test_plan_says_what_does_not_fit(winning) -> None:
+    cc, _ = winning
+    shape = shape_of(cc)
+    small = plan(shape, "cuda", host_budget=8 * GIB, gpu_budget=1 << 20)
+    assert not small.fits_gpu and small.partitions_at_once_gpu == 0
+    cpu = plan(shape, "cpu", host_budget=1 << 20)
+    assert not cpu.fits_host and cpu.key_device_bytes == 0 and cpu.key_host_bytes > 0
+    with pytest.raises(ValueError, match="backend"):
+        plan(shape, "tpu", host_budget=GIB)
+
+
+def test_memory_plan_command(capsys, tmp_path: Path) -> None:
+    args = ["memory-plan", "winning-post", "--sector-size", "2KiB", "--cache-dir", str(tmp_path)]
+    assert main([*args, "--host-memory", "16GiB", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["circuit_id"] == "winning-post/2KiB" and got["fits_gpu"] and got["fits_host"]
+    assert main([*args, "--host-memory", "16GiB", "--gpu-memory", "1MB"]) == 1
+    assert "does NOT fit the key and one partition" in capsys.readouterr().out
+    assert main([*args, "--host-memory", "lots"]) == 2
+    assert "--host-memory" in capsys.readouterr().out
