@@ -154,7 +154,45 @@ def test_cache_round_trip(tmp_path):
     r1 = cc.to_r1cs()
     _same_matrices(back.to_r1cs(), r1)
     save_r1cs(r1, tmp_path / "toy-r1cs.npz")
-    _same_matrices(load_r1cs(tmp_path / "toy-r1cs.npz"), r1)
+    mapped = load_r1cs(tmp_path / "toy-r1cs.npz")
+    _same_matrices(mapped, r1)
+    _same_matrices(load_r1cs(tmp_path / "toy-r1cs.npz", mmap=False), r1)
+    # mapped from the file, read-only: page cache, not the process's memory
+    for m in (mapped.a, mapped.b, mapped.c):
+        for arr in (m.indptr, m.indices, m.coeffs):
+            assert isinstance(arr, np.memmap) and not arr.flags.writeable
+
+
+def test_mapped_npz_members_past_zip64_headers(tmp_path):
+    """Members written with zip64 local headers (as files over 4 GiB have), and
+    compressed ones, load to the same arrays."""
+    import zipfile
+
+    from cuzk.circuits.cache import _MappedNpz
+
+    rng = np.random.default_rng(5)
+    arrays = {
+        "x": rng.integers(0, 2**63, size=(1000, 4), dtype=np.uint64),
+        "f": np.asfortranarray(rng.integers(0, 9, size=(7, 5))),
+        "e": np.zeros((0, 4), dtype=np.uint64),
+    }
+    path = tmp_path / "z.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, a in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, a)
+    with (
+        zipfile.ZipFile(tmp_path / "c.npz", "w", zipfile.ZIP_DEFLATED) as zf,
+        zf.open("c.npy", "w") as f,
+    ):
+        np.lib.format.write_array(f, arrays["x"])
+    with _MappedNpz(path) as z:
+        for name, a in arrays.items():
+            got = z[name]
+            assert got.dtype == a.dtype and np.array_equal(got, a), name
+        assert isinstance(z["x"], np.memmap)
+    with _MappedNpz(tmp_path / "c.npz") as z:
+        assert np.array_equal(z["c"], arrays["x"])
 
 
 def test_unsatisfied_when_a_sibling_is_wrong():

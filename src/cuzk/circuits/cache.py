@@ -23,9 +23,12 @@ import json
 import logging
 import os
 import re
+import struct
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -211,8 +214,16 @@ def save_r1cs(r1cs: R1CS, path: Path) -> None:
     _atomic_save(path, arrays)
 
 
-def load_r1cs(path: Path) -> R1CS:
-    with np.load(path) as z:
+def load_r1cs(path: Path, mmap: bool = True) -> R1CS:
+    """The matrices cached at ``path``; with ``mmap`` (the default) mapped from
+    the file read-only instead of read: they are page cache, which the kernel
+    can reclaim, not the process's own memory (a 32GiB PoRep partition's are
+    30 GiB), and opening takes no time."""
+    if mmap:
+        z: Any = _MappedNpz(path)
+    else:
+        z = np.load(path)
+    with z:
         n_in, n_aux = (int(x) for x in z["shape"])
         mats = [
             SparseMatrix(
@@ -224,6 +235,54 @@ def load_r1cs(path: Path) -> R1CS:
             for n in ("a", "b", "c")
         ]
     return R1CS(num_inputs=n_in, num_aux=n_aux, a=mats[0], b=mats[1], c=mats[2])
+
+
+class _MappedNpz:
+    """The arrays of an uncompressed ``.npz`` (as ``np.savez`` writes it), each
+    memory-mapped at its place in the zip file; compressed members are read."""
+
+    _LOCAL_HEADER = 30  # bytes before a zip member's name and extra field
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._zip = zipfile.ZipFile(self.path)
+
+    def __enter__(self) -> _MappedNpz:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._zip.close()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        info = self._zip.getinfo(f"{name}.npy")
+        if info.compress_type != zipfile.ZIP_STORED:
+            with self._zip.open(info) as f:
+                return np.lib.format.read_array(f)
+        with open(self.path, "rb") as f:
+            f.seek(info.header_offset)
+            head = f.read(self._LOCAL_HEADER)
+            if head[:4] != b"PK\x03\x04":
+                raise ValueError(f"{self.path}: member {name} has no local zip header")
+            name_len, extra_len = struct.unpack("<HH", head[26:30])
+            f.seek(info.header_offset + self._LOCAL_HEADER + name_len + extra_len)
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            offset = f.tell()
+        if dtype.hasobject:
+            raise ValueError(f"{self.path}: member {name} holds Python objects")
+        if int(np.prod(shape)) == 0:
+            return np.zeros(shape, dtype=dtype)
+        return np.memmap(
+            self.path,
+            dtype=dtype,
+            mode="r",
+            offset=offset,
+            shape=shape,
+            order="F" if fortran else "C",
+        )
 
 
 def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1CS:
@@ -238,4 +297,5 @@ def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1
         save_r1cs(r1cs, path)
     except OSError as e:
         log.warning("could not cache the matrices of %s: %s", cc.circuit_id, e)
-    return r1cs
+        return r1cs
+    return load_r1cs(path)  # mapped: the built copy is freed when the caller lets go
