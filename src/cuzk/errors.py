@@ -25,6 +25,9 @@ class InputError(CuzkError):
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self):  # pickled whole: raised in a synthesis worker process
+        return (type(self), (self.source, self.field, self.problem))
+
 
 class EncodingError(CuzkError):
     """A point or field element whose bytes are not a valid encoding.
@@ -42,6 +45,9 @@ class EncodingError(CuzkError):
     def __init__(self, reason: str, message: str) -> None:
         self.reason = reason
         super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (self.reason, str(self)))
 
 
 class UnsatisfiedError(CuzkError):

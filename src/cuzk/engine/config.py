@@ -125,6 +125,9 @@ class SchedulerConfig:
 @dataclass(frozen=True)
 class PipelineConfig:
     synthesis_concurrency: int = 1
+    # 0: synthesis runs in the synthesis workers' threads; N: in a pool of N
+    # worker processes (witnesses on N cores; see engine/synthpool.py)
+    synthesis_processes: int = 0
     synthesis_lookahead: int = 1  # synthesized partitions waiting for a GPU worker
     max_parallel_synthesis: int = 18
     epilogue_workers: int = 1
@@ -299,6 +302,8 @@ def _validate(cfg: Config, source: str) -> None:
         raise InputError(source, "gpus.gpu_workers_per_device", "must be at least 1")
     if cfg.pipeline.synthesis_concurrency < 1:
         raise InputError(source, "pipeline.synthesis_concurrency", "must be at least 1")
+    if cfg.pipeline.synthesis_processes < 0:
+        raise InputError(source, "pipeline.synthesis_processes", "must be 0 (threads) or more")
     if cfg.pipeline.epilogue_workers < 1:
         raise InputError(source, "pipeline.epilogue_workers", "must be at least 1")
     if cfg.scheduler.max_batch_size < 1:

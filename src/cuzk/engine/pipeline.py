@@ -2,7 +2,8 @@
 
 - Synthesis workers take the highest-priority partition, pin its key and
   reserve its host working set (waiting for memory, never over-committing),
-  and synthesize its witness.
+  and synthesize its witness (in their thread, or, with ``synthesis_processes``,
+  in a pool of worker processes: :mod:`cuzk.engine.synthpool`).
 - The synthesized partitions wait in a bounded queue (``synthesis_lookahead``)
   so that synthesis runs ahead of the GPUs by a fixed amount of memory.
 - ``gpu_workers_per_device`` workers per device take them (highest priority
@@ -34,6 +35,7 @@ from cuzk.engine.kinds.base import PartitionInput
 from cuzk.engine.metrics import EngineMetrics
 from cuzk.engine.scheduler import Closed, PartitionQueue, WorkItem
 from cuzk.engine.srs import SrsManager
+from cuzk.engine.synthpool import SynthesisPool
 from cuzk.groth16 import prover, verifier
 from cuzk.groth16.proof import Proof
 
@@ -69,6 +71,7 @@ class Pipeline:
     proven: PartitionQueue = field(init=False)
     workers: list[WorkerState] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
+    synth_pool: SynthesisPool | None = None
 
     def __post_init__(self) -> None:
         p = self.config.pipeline
@@ -80,6 +83,9 @@ class Pipeline:
     def start(self) -> None:
         p = self.config.pipeline
         n_synth = max(1, min(p.synthesis_concurrency, p.max_parallel_synthesis or 1))
+        if p.synthesis_processes:
+            self.synth_pool = SynthesisPool(p.synthesis_processes)
+            n_synth = max(n_synth, p.synthesis_processes)  # a thread waits on each process
         for i in range(n_synth):
             self._spawn(f"synth-{i}", self._synthesis_loop, None)
         for dev in self.devices:
@@ -109,6 +115,8 @@ class Pipeline:
         end = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.0, end - time.monotonic()))
+        if self.synth_pool is not None:
+            self.synth_pool.close()
 
     # --- helpers ------------------------------------------------------------
     def release(self, item: WorkItem) -> None:
@@ -177,7 +185,11 @@ class Pipeline:
             self.release(item)
             return
         t = time.monotonic()
-        witness = handler.synthesize(job.circuit_id, PartitionInput(item.index, item.data))
+        part = PartitionInput(item.index, item.data)
+        if self.synth_pool is not None:
+            witness = self.synth_pool.synthesize(handler, job.circuit_id, part)
+        else:
+            witness = handler.synthesize(job.circuit_id, part)
         end = time.monotonic()
         dt = end - t
         job.stage("synthesis", t, end)

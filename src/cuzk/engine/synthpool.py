@@ -1,0 +1,130 @@
+"""Synthesis in worker processes: witnesses on every core.
+
+A witness is Python and numpy work that mostly holds the interpreter lock,
+so synthesis threads of the daemon take turns on one core. With ``[pipeline]
+synthesis_processes = N`` the synthesis workers hand each partition to a
+pool of N processes instead and wait (without the lock) for its witness.
+
+The assignment comes back through a file in ``/dev/shm`` (memory, not disk;
+the system's temporary directory where there is none): the child writes it
+as a ``.npy`` file, the parent maps it and unlinks the name at once, so the
+memory lives exactly as long as the parent's array and no copy crosses a
+pipe. Errors raised in a child (an InputError naming the bad field) reach
+the parent as themselves. A child that dies (killed for memory, say) fails
+only its partition: the pool is made anew for the next one.
+
+The handler object is sent with each partition (its class is imported by
+name in the child), and the pool starts its children from a clean server
+process (``forkserver``): forking the daemon itself, which runs gRPC and
+worker threads, is not safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import tempfile
+import threading
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.engine.kinds.base import PartitionInput, ProofKindHandler, Witness
+from cuzk.errors import ResourceError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "cuzk-witness-"
+
+
+def scratch_dir() -> Path:
+    """Where children leave witnesses for the parent: memory-backed when possible."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm
+    return Path(tempfile.gettempdir())
+
+
+class SynthesisPool:
+    def __init__(self, processes: int, scratch: Path | None = None) -> None:
+        if processes < 1:
+            raise ValueError("a synthesis pool needs at least one process")
+        self.processes = processes
+        self.scratch = scratch or scratch_dir()
+        self._lock = threading.Lock()
+        self._pool = self._new_pool()
+        self._remove_stale()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        ctx = multiprocessing.get_context("forkserver")
+        return ProcessPoolExecutor(self.processes, mp_context=ctx)
+
+    def _remove_stale(self) -> None:
+        """Witness files whose writer died before handing them over."""
+        for path in self.scratch.glob(f"{PREFIX}*.npy"):
+            try:
+                pid = int(path.name[len(PREFIX) :].split("-", 1)[0])
+            except ValueError:
+                continue
+            if not _alive(pid):
+                path.unlink(missing_ok=True)
+
+    def synthesize(
+        self, handler: ProofKindHandler, circuit_id: str, partition: PartitionInput
+    ) -> Witness:
+        """One partition's witness, made in a worker process."""
+        with self._lock:
+            pool = self._pool
+        future = pool.submit(_child_synthesize, handler, circuit_id, partition, str(self.scratch))
+        try:
+            path, public_inputs = future.result()
+        except BrokenProcessPool as e:
+            with self._lock:
+                if self._pool is pool:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    self._pool = self._new_pool()
+            raise ResourceError(
+                f"the synthesis worker process for partition {partition.index} of "
+                f"{circuit_id} died (out of memory?): {e}"
+            ) from e
+        try:
+            assignment = np.load(path, mmap_mode="r")
+        finally:
+            os.unlink(path)  # the mapping keeps the memory until the array goes
+        return Witness(assignment=assignment, public_inputs=tuple(public_inputs))
+
+    def close(self) -> None:
+        with self._lock:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _child_synthesize(
+    handler: ProofKindHandler, circuit_id: str, partition: PartitionInput, scratch: str
+) -> tuple[str, tuple[int, ...]]:
+    w = handler.synthesize(circuit_id, partition)
+    path = Path(scratch) / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex}.npy"
+    try:
+        out = np.lib.format.open_memmap(
+            path, mode="w+", dtype=w.assignment.dtype, shape=w.assignment.shape
+        )
+        out[...] = w.assignment
+        out.flush()
+        del out
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return str(path), tuple(w.public_inputs)

@@ -1,0 +1,105 @@
+"""Synthesis in worker processes: the same witnesses, errors that name their field,
+a dead worker failing only its partition, and the engine proving through the pool."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.config import Config
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.kinds import demo
+from cuzk.engine.kinds.base import PartitionInput
+from cuzk.engine.synthpool import PREFIX, SynthesisPool
+from cuzk.errors import EncodingError, InputError, ResourceError
+
+C = DemoCircuit(rounds=20, words=2)
+CID = demo.circuit_id(C.rounds, C.words)
+
+
+class TroubledKind(demo.DemoKind):
+    """The demo kind, but partition 1's input is bad and partition 2 kills its worker."""
+
+    def synthesize(self, cid, partition):
+        if partition.index == 1:
+            raise InputError("demo vanilla proof", "partitions[1].x", "is not a field element")
+        if partition.index == 2:
+            os._exit(9)
+        return super().synthesize(cid, partition)
+
+
+def partitions(kind, n: int):
+    req = ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, n))
+    return kind.parse(req).partitions
+
+
+def test_errors_cross_the_process_boundary_whole() -> None:
+    e = pickle.loads(pickle.dumps(InputError("c1.json", "[2].comm_d", "wrong length")))
+    assert (e.source, e.field, e.problem) == ("c1.json", "[2].comm_d", "wrong length")
+    assert str(e) == "c1.json: [2].comm_d: wrong length"
+    g = pickle.loads(pickle.dumps(EncodingError(EncodingError.OFF_CURVE, "not on the curve")))
+    assert g.reason == EncodingError.OFF_CURVE and str(g) == "not on the curve"
+
+
+def test_pool_witnesses_equal_in_process_ones(tmp_path: Path) -> None:
+    kind = demo.DemoKind()
+    pool = SynthesisPool(2, scratch=tmp_path)
+    try:
+        for part in partitions(kind, 3):
+            here = kind.synthesize(CID, part)
+            there = pool.synthesize(kind, CID, part)
+            assert np.array_equal(there.assignment, here.assignment)
+            assert there.public_inputs == here.public_inputs
+        assert not list(tmp_path.iterdir())  # every hand-over file unlinked
+    finally:
+        pool.close()
+
+
+def test_bad_input_and_a_dead_worker_fail_only_their_partition(tmp_path: Path) -> None:
+    kind = TroubledKind()
+    parts = partitions(kind, 3)
+    stale = tmp_path / f"{PREFIX}999999999-0.npy"  # left by a writer that died
+    stale.write_bytes(b"x")
+    pool = SynthesisPool(1, scratch=tmp_path)
+    try:
+        assert not stale.exists()
+        with pytest.raises(InputError, match=r"partitions\[1\]\.x: is not a field element"):
+            pool.synthesize(kind, CID, parts[1])
+        with pytest.raises(ResourceError, match=r"worker process .* died"):
+            pool.synthesize(kind, CID, parts[2])
+        w = pool.synthesize(kind, CID, parts[0])  # a fresh pool took over
+        assert w.assignment.shape[1] == 4
+    finally:
+        pool.close()
+
+
+def test_engine_proves_through_worker_processes(tmp_path: Path) -> None:
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "2GiB"},
+        pipeline={"synthesis_processes": 2},
+    )
+    e = Engine(cfg)
+    e.start()
+    try:
+        assert e.pipeline.synth_pool is not None
+        ids = [
+            e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 2))).job_id
+            for _ in range(3)
+        ]
+        jobs = [e.await_job(j, 120)[0] for j in ids]
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+    finally:
+        e.stop()
+
+
+def test_partition_input_pickles() -> None:
+    part = partitions(demo.DemoKind(), 1)[0]
+    assert pickle.loads(pickle.dumps(part)) == PartitionInput(part.index, part.data)
