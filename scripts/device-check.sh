@@ -7,6 +7,9 @@
 # holding a c1.json to prove on the GPU:
 #   bash scripts/device-check.sh                      # GPU tests + full kernel benchmark
 #   CUZK_BENCH_ARGS=--quick CUZK_C1=.devpayload/c1-2k.json bash scripts/device-check.sh
+# A PoRep C2 of a size made there (a synthetic C1; its memory plan printed
+# first), witnesses in CUZK_PROCESSES worker processes (default: nproc / 2):
+#   CUZK_SKIP_TESTS=1 CUZK_SKIP_BENCH=1 CUZK_GEN_C1=32GiB CUZK_C1_LIMIT=540 bash scripts/device-check.sh
 # Logs and JSON go to $OUT. Each step has its own time limit (seconds):
 # CUZK_TEST_LIMIT (default 300), CUZK_C1_LIMIT (200), CUZK_BENCH_LIMIT (240).
 set -uo pipefail
@@ -25,19 +28,31 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 step "build native CPU kernels"
 python3 setup.py -q build_ext --inplace -j "$(nproc)" >"$OUT/build.log" 2>&1 || echo "native build failed: CPU reference falls back to Python ints (see build.log)"
-step "GPU tests"
-timeout "${CUZK_TEST_LIMIT:-300}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra" "$@" \
-  2>&1 | tee "$OUT/pytest-gpu.log" | tail -30
-status=${PIPESTATUS[0]}
-if [ -n "${CUZK_C1:-}" ]; then
-  step "prove-c1 on the GPU: $CUZK_C1"
-  timeout "${CUZK_C1_LIMIT:-200}" python3 -m cuzk.cli.bench prove-c1 --c1 "$CUZK_C1" --backend cuda --json \
-    2>&1 | tee "$OUT/prove-c1.log" | tail -30
+status=0
+if [ -z "${CUZK_SKIP_TESTS:-}" ]; then
+  step "GPU tests"
+  timeout "${CUZK_TEST_LIMIT:-300}" python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra" "$@" \
+    2>&1 | tee "$OUT/pytest-gpu.log" | tail -30
+  status=${PIPESTATUS[0]}
 fi
-step "kernel benchmark ${CUZK_BENCH_ARGS:-}"
-# shellcheck disable=SC2086
-timeout "${CUZK_BENCH_LIMIT:-240}" python3 -m cuzk.cli.bench kernels ${CUZK_BENCH_ARGS:-} --json "$OUT/kernels.json" \
-  2>"$OUT/bench.err" | tee "$OUT/bench.log"
-tail -3 "$OUT/bench.err"
+if [ -n "${CUZK_GEN_C1:-}" ]; then
+  step "memory plan and a synthetic $CUZK_GEN_C1 C1"
+  python3 -m cuzk.cli.main memory-plan porep --sector-size "$CUZK_GEN_C1" | tee "$OUT/memory-plan.txt"
+  CUZK_C1=/tmp/c1-$CUZK_GEN_C1.json
+  python3 -m cuzk.cli.bench gen-c1 --sector-size "$CUZK_GEN_C1" --out "$CUZK_C1" 2>&1 | tail -3
+fi
+if [ -n "${CUZK_C1:-}" ]; then
+  procs=${CUZK_PROCESSES:-$(( $(nproc) / 2 ))}
+  step "prove-c1 on the GPU: $CUZK_C1 (witnesses in $procs processes)"
+  timeout "${CUZK_C1_LIMIT:-200}" python3 -m cuzk.cli.bench prove-c1 --c1 "$CUZK_C1" --backend cuda \
+    --processes "$procs" --json 2>&1 | tee "$OUT/prove-c1.log" | tail -30
+fi
+if [ -z "${CUZK_SKIP_BENCH:-}" ]; then
+  step "kernel benchmark ${CUZK_BENCH_ARGS:-}"
+  # shellcheck disable=SC2086
+  timeout "${CUZK_BENCH_LIMIT:-240}" python3 -m cuzk.cli.bench kernels ${CUZK_BENCH_ARGS:-} --json "$OUT/kernels.json" \
+    2>"$OUT/bench.err" | tee "$OUT/bench.log"
+  tail -3 "$OUT/bench.err"
+fi
 step "done (tests exit $status)"
 exit "$status"
