@@ -358,45 +358,6 @@ def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[
     return out, phases
 
 
-def proof_rows(ctx, log_constraints: int) -> tuple[list[dict], dict]:
-    """A demo-circuit proof on the CUDA backend (key from the GPU setup), verified."""
-    import secrets
-
-    from cuzk.algebra.arrays import fr_to_array
-    from cuzk.backends.cuda import CudaBackend
-    from cuzk.circuits.demo import DemoCircuit
-    from cuzk.groth16 import prover, verifier
-    from cuzk.groth16.setup_gpu import setup_gpu
-    from cuzk.r1cs import ConstraintSystem
-
-    circuit = DemoCircuit.with_constraints(1 << log_constraints)
-    t = time.perf_counter()
-    cs0 = ConstraintSystem(witness=False)
-    circuit.synthesize(cs0, None, None)
-    r1cs = cs0.r1cs()
-    cs = ConstraintSystem()
-    circuit.synthesize(cs, 42, [secrets.randbits(64) for _ in range(circuit.words)])
-    assignment = fr_to_array(cs.assignment())
-    info = {"constraints": r1cs.num_constraints, "synthesis_s": time.perf_counter() - t}
-    t = time.perf_counter()
-    pk = setup_gpu(r1cs, seed=1)
-    info["setup_gpu_s"] = time.perf_counter() - t
-    be = CudaBackend(ctx=ctx)
-    key = prover.prepare(pk, r1cs, be)
-    prover.prove(key, r1cs, assignment)  # warm-up: kernels, tables
-    times = []
-    stages = prover.StageTimes()
-    for _ in range(3):
-        t = time.perf_counter()
-        proof = prover.prove(key, r1cs, assignment, times=stages)
-        times.append((time.perf_counter() - t) * 1e3)
-    info["stages_s"] = {k: round(v / 3, 4) for k, v in stages.seconds.items()}
-    info["verified"] = verifier.verify(pk.vk, cs.public_inputs(), proof)
-    ms = statistics.median(times)
-    log.info("proof of %d constraints: %.1f ms, %s", r1cs.num_constraints, ms, info)
-    return [_row("groth16_prove", r1cs.num_constraints, ms, ms, "ms/proof", 0.0)], info
-
-
 def rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     """The MSM rows of ``cuzk-bench kernels``."""
     from cuzk.backends.cuda.msm import MsmEngine
@@ -530,7 +491,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--explore", action="store_true", help="version 2 variants (G1 2^24, 2^26, G2 2^24)"
     )
-    p.add_argument("--proof", type=int, default=0, help="log2 constraints of a timed proof")
     p.add_argument("--skip-rows", action="store_true", help="no standard rows")
     p.add_argument("--parts", default="fq,msm,fixed", help="standard row groups to run")
     args = p.parse_args(argv)
@@ -558,13 +518,6 @@ def main(argv: list[str] | None = None) -> int:
             return out
 
         parts.append(explore)
-    if args.proof:
-
-        def proof() -> list[dict]:
-            out, extra["proof"] = proof_rows(ctx, args.proof)
-            return out
-
-        parts.append(proof)
     if not args.skip_rows:
         groups = {
             "fq": lambda: fq_mul_rows(ctx, {}),

@@ -1,0 +1,69 @@
+"""DESIGN.md's layers: every import of a cuzk module points down (or sideways
+within its own layer). An import that points up a layer is a bug."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "cuzk"
+
+# "may import" of DESIGN.md's table; what those may import is allowed too.
+MAY_IMPORT = {
+    "cli": {"service", "engine", "formats"},
+    "service": {"engine"},
+    "engine": {"groth16", "circuits", "backends"},
+    "circuits": {"gadgets", "hashers", "r1cs", "algebra"},
+    "gadgets": {"hashers", "r1cs", "algebra"},
+    "hashers": {"algebra"},
+    "groth16": {"r1cs", "backends", "algebra"},
+    "formats": {"groth16", "r1cs", "backends", "algebra"},
+    "backends": {"algebra"},
+    "r1cs": {"algebra"},
+    "algebra": set(),
+}
+# Edges with no layer of their own: errors (every layer), the package root.
+EVERYWHERE = {"errors", "__init__"}
+
+
+def allowed(layer: str) -> set[str]:
+    out, todo = set(), [layer]
+    while todo:
+        for below in MAY_IMPORT[todo.pop()]:
+            if below not in out:
+                out.add(below)
+                todo.append(below)
+    return out | {layer} | EVERYWHERE
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [(node.lineno, n) for n in names if n == "cuzk" or n.startswith("cuzk.")]
+    return found
+
+
+def test_every_layer_is_in_the_table() -> None:
+    layers = {p.stem if p.is_file() else p.name for p in SRC.iterdir() if p.name != "__pycache__"}
+    layers = {x for x in layers if not x.startswith("_") and x != "py"} - EVERYWHERE
+    assert layers <= set(MAY_IMPORT), layers - set(MAY_IMPORT)
+
+
+def test_imports_point_down() -> None:
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        layer = path.relative_to(SRC).parts[0].removesuffix(".py")
+        if layer not in MAY_IMPORT:
+            continue
+        ok = allowed(layer)
+        for line, name in imports(path):
+            target = name.split(".")[1] if "." in name else "__init__"
+            if target not in ok:
+                bad.append(f"{path.relative_to(SRC)}:{line} imports {name} ({layer} → {target})")
+    assert not bad, "\n".join(bad)
