@@ -14,6 +14,7 @@ from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
 from cuzk.engine.kinds import demo
+from cuzk.engine.kinds.base import key_raw_bytes
 
 A = DemoCircuit(rounds=20, words=1)
 B = DemoCircuit(rounds=26, words=1)
@@ -100,6 +101,8 @@ class BudgetedCpuBackend(CpuBackend):
         self.vram = vram
 
     def prepare_g1(self, bases):
+        # as the MSM engine decides resident vs streamed bases: by the room it sees
+        assert self.vram.free_bytes >= 96 * len(bases), "no room seen for resident bases"
         return VramHandle(super().prepare_g1(bases), self.vram.acquire(96 * len(bases), "G1 bases"))
 
     def prepare_g2(self, bases):
@@ -131,8 +134,9 @@ def test_backend_reservations_draw_from_the_engines(tmp_path: Path) -> None:
     r1cs = kind.r1cs(cid)
     probe = fake_gpu(0, 0)
     csr = sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in (r1cs.a, r1cs.b, r1cs.c))
-    pk_bytes = 96 * (4 * r1cs.num_variables + 2 * r1cs.num_constraints) + 192 * r1cs.num_variables
-    limit = pk_bytes + csr + probe.working_bytes(r1cs)
+    a_points, b_points = kind.query_sizes(cid)
+    pk_bytes = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
+    limit = pk_bytes + csr + probe.working_bytes(r1cs)  # not a byte to spare
     vram = DeviceBudget(0, limit)
     dev = Device(0, "budgeted GPU", BudgetedCpuBackend(vram), limit, None)
     dev.budget = Budget("vram:0", limit, device_budget=vram)

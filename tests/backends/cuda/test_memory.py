@@ -56,9 +56,11 @@ def test_waiting_reservation_proceeds_after_release():
 def test_envelope_lends_its_bytes_to_the_work_inside():
     b = DeviceBudget(0, 100)
     outer = b.acquire(60, "key")
+    assert b.free_bytes == 40
     with b.drawing_from(outer):
+        assert b.free_bytes == 100  # the envelope's 60 are this thread's to use
         inner = b.acquire(40, "bases")  # out of the key's 60: nothing new reserved
-        assert b.reserved_bytes == 60 and outer.lent == 40
+        assert b.reserved_bytes == 60 and outer.lent == 40 and b.free_bytes == 60
         with b.reserve(30, "csr"):  # 20 left in the envelope, 10 from the free budget
             assert b.reserved_bytes == 70
             assert b.overdrawn_by_operation == {"key": 10}

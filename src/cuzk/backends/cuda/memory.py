@@ -38,7 +38,12 @@ class DeviceBudget:
 
     @property
     def free_bytes(self) -> int:
-        return self.limit_bytes - self.reserved_bytes
+        """What the calling thread can reserve now: the free budget, plus what its
+        envelope (see :meth:`drawing_from`) has not lent yet. Backends size their
+        work by it (resident or streamed bases, an MSM's window)."""
+        env = self._envelope()
+        spare = 0 if env is None else env.nbytes - env.lent
+        return self.limit_bytes - self.reserved_bytes + spare
 
     def _envelope(self) -> Hold | None:
         for hold in reversed(getattr(self._local, "stack", ())):
