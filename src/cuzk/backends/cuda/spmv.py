@@ -261,7 +261,7 @@ class SpmvEngine:
                 final = 8 * (nrows + 1) + 36 * nnz
             else:
                 ptrs = 2 if ones else 1  # row_ptr, and one_ptr when the ones are split
-                item = cp.dtype(code_t).itemsize
+                item = np.dtype(code_t).itemsize
                 final = 8 * ptrs * (nrows + 1) + 4 * nnz + item * (nnz - n_one) + 32 * k
             final += int(long_rows.nbytes)
             hold = self.ctx.budget.acquire(final, what)
@@ -269,8 +269,16 @@ class SpmvEngine:
                 if dictionary is None:
                     dev = self._fill_raw(indices, coeffs, spans, nrows, num_cols, row_ptr)
                 else:
+                    host_ptr = indptr if isinstance(indptr, np.ndarray) else cp.asnumpy(row_ptr)
                     dev = self._fill_coded(
-                        indices, coeffs, spans, nrows, num_cols, row_ptr, dictionary, ones, code_t
+                        indices,
+                        coeffs,
+                        spans,
+                        (row_ptr, host_ptr),
+                        num_cols,
+                        dictionary,
+                        ones,
+                        code_t,
                     )
             except BaseException:
                 hold.release()
@@ -337,9 +345,12 @@ class SpmvEngine:
         return DeviceCsr(nrows, num_cols, nnz, row_ptr, cols, RAW, coeffs=mont)
 
     def _fill_coded(
-        self, indices, coeffs, spans, nrows, num_cols, row_ptr, dictionary, ones, code_t
+        self, indices, coeffs, spans, ptrs, num_cols, dictionary, ones, code_t
     ) -> DeviceCsr:
+        """The coded parts; ``ptrs``: the row pointers on the device and on the host."""
         cp = self.cp
+        row_ptr, host_ptr = ptrs
+        nrows = len(row_ptr) - 1
         nnz = len(indices)
         one = _one_code(cp, dictionary)
         n_one = sum(ones)
@@ -359,9 +370,10 @@ class SpmvEngine:
                 continue
             is_one = ccodes == one
             before = cp.cumsum(is_one, dtype=cp.int64)  # ones in [lo, lo + j]
-            a = int(cp.searchsorted(row_ptr, lo, side="right"))
-            b = int(cp.searchsorted(row_ptr, hi, side="right"))
-            starts = row_ptr[a:b]  # rows starting inside (lo, hi]
+            # rows starting inside (lo, hi], found on the host copy of the pointers
+            a = int(np.searchsorted(host_ptr, lo, side="right"))
+            b = int(np.searchsorted(host_ptr, hi, side="right"))
+            starts = row_ptr[a:b]
             inside = starts - lo - 1
             one_ptr[a:b] = o + before[cp.maximum(inside, 0)] * (inside >= 0)
             k1 = int(before[-1])
