@@ -237,8 +237,12 @@ class Pipeline:
                 return
             t = time.monotonic()
             # the backend's temporaries come out of the partition's device reservation
-            lent = device.budget.lend(lease.working) if lease.working is not None else None
-            with device.activate(), lent or contextlib.nullcontext():
+            lent = (
+                device.budget.lend(lease.working)
+                if lease.working is not None
+                else contextlib.nullcontext()
+            )
+            with device.activate(), lent:
                 proof = prover.prove(lease.key, r1cs, item.witness.assignment)
             end = time.monotonic()
             dt = end - t

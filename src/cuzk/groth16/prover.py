@@ -65,11 +65,16 @@ class PreparedKey:
 
         A closed key must not be used again.
         """
-        for handle in (self.h, self.l, self.a, self.b_g1, self.b_g2, *self.matrices):
-            close = getattr(handle, "close", None)
-            if close is not None:
-                close()
+        _close_all((self.h, self.l, self.a, self.b_g1, self.b_g2, *self.matrices))
         self.matrices = ()
+
+
+def _close_all(handles) -> None:
+    """close() the backend handles that hold memory (the CPU's hold none)."""
+    for handle in handles:
+        close = getattr(handle, "close", None)
+        if close is not None:
+            close()
 
 
 def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
@@ -102,10 +107,7 @@ def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
         for m in (r1cs.a, r1cs.b, r1cs.c):
             handles.append(backend.prepare_matrix(m))
     except BaseException:
-        for handle in handles:  # what was made before the failure is given back
-            close = getattr(handle, "close", None)
-            if close is not None:
-                close()
+        _close_all(handles)  # what was made before the failure is given back
         raise
     h, l_, a, b_g1, b_g2, *matrices = handles
     return PreparedKey(

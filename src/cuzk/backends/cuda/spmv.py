@@ -97,9 +97,8 @@ class DeviceCsr:
 
     def close(self) -> None:
         """Free the device arrays and give their budget back (the matrix is unusable after)."""
-        for name in ("row_ptr", "cols", "coeffs", "codes", "dictionary", "long_rows"):
-            setattr(self, name, None)
-        for name in ("one_ptr", "one_cols", "one_rid", "rid"):
+        arrays = ("row_ptr", "cols", "coeffs", "codes", "dictionary", "long_rows")
+        for name in (*arrays, "one_ptr", "one_cols", "one_rid", "rid"):
             setattr(self, name, None)
         self.release()
 
