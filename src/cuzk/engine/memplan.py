@@ -42,7 +42,7 @@ class Shape:
     num_aux: int
     nnz: tuple[int, int, int]
     distinct_coefficients: int  # over all three matrices: a bound for each
-    a_points: int  # the key's a query (None-free: see CompiledCircuit.query_sizes)
+    a_points: int  # the key's a query (CompiledCircuit.query_sizes)
     b_points: int  # its b_g1 and b_g2 queries
 
     @property
