@@ -206,3 +206,13 @@ def test_unsatisfied_when_a_sibling_is_wrong():
     _toy(cs, [], (root, pors))
     cc = compile_circuit("toy", TOY, copies=1)
     assert not cc.to_r1cs().is_satisfied(cs.assignment())
+
+
+def test_r1cs_build_bytes_until_the_matrices_are_cached(tmp_path):
+    from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
+
+    cc = compile_circuit("toy", TOY, copies=3)
+    assert r1cs_build_bytes(cc, tmp_path) == cc.csr_bytes * 5 // 4 > 0
+    r1 = load_or_build_r1cs(cc, tmp_path)
+    assert r1cs_build_bytes(cc, tmp_path) == 0  # mapped from the cache from now on
+    assert isinstance(r1.a.indices, np.memmap)

@@ -197,3 +197,47 @@ def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(
     )
     key = prover.prepare(load_key(tmp_path / DEV_KEY_DIR / A), r1cs, CpuBackend())
     assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
+
+
+class BuildCounting(demo.DemoKind):
+    """The demo kind, its matrices taking ``build`` bytes to build, builds counted."""
+
+    def __init__(self, build: int) -> None:
+        self.build = build
+        self.builds: list[str] = []
+
+    def r1cs_build_bytes(self, cid: str) -> int:
+        return self.build
+
+    def r1cs(self, cid: str):
+        self.builds.append(cid)
+        return super().r1cs(cid)
+
+
+def test_matrices_are_built_once_within_the_host_budget(tmp_path: Path) -> None:
+    kind = BuildCounting(5000)
+    reg = KindRegistry()
+    reg.register(kind)
+    host = Budget("host", 1 << 30)
+    m = SrsManager(tmp_path, reg, host, [Device(0, "cpu", CpuBackend(), 0, None)], 0.0, False)
+    threads = [threading.Thread(target=m.ensure_r1cs, args=(A,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert kind.builds == [A]  # four callers at once: one build
+    assert host.peak == 5000 and host.reserved == 0  # reserved while building only
+    m.ensure_r1cs(A)
+    assert kind.builds == [A]
+
+
+def test_matrices_too_big_for_the_budget_are_refused_with_the_reason(tmp_path: Path) -> None:
+    kind = BuildCounting(2 << 30)
+    reg = KindRegistry()
+    reg.register(kind)
+    m = SrsManager(
+        tmp_path, reg, Budget("host", 1 << 30), [Device(0, "cpu", CpuBackend(), 0, None)]
+    )
+    with pytest.raises(ResourceError, match=f"matrices of {A} needs"):
+        m.ensure_r1cs(A)
+    assert kind.builds == []

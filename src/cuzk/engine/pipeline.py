@@ -176,6 +176,7 @@ class Pipeline:
         self.metrics.observe_stage("queue", kind, time.monotonic() - item.enqueued_at)
         self.hooks.started(job)
         handler = self.kinds.handler(job.kind)
+        self.srs.ensure_r1cs(job.circuit_id, cancelled=lambda: job.finished)
         working = handler.working_bytes(job.circuit_id, self._prover_host_bytes)
         item.lease = self.srs.acquire_host(job.circuit_id, working, cancelled=lambda: job.finished)
         now = time.monotonic()

@@ -199,6 +199,8 @@ class SrsManager:
         self._entries: dict[str, SrsEntry] = {}
         self._lock = threading.RLock()
         self._gen_locks: dict[str, threading.Lock] = {}
+        self._r1cs_locks: dict[str, threading.Lock] = {}
+        self._r1cs_ready: set[str] = set()
 
     # --- entries ------------------------------------------------------------
     def entry(self, circuit_id: str) -> SrsEntry:
@@ -225,6 +227,34 @@ class SrsManager:
                 except InputError:
                     log.info("key cache holds %s, which no registered kind owns", d.name)
 
+    def ensure_r1cs(self, circuit_id: str, cancelled: Any = None) -> None:
+        """Make the circuit's matrices available, building them at most once and
+        within the host budget (the build of a 32GiB circuit's takes 30-60 GiB;
+        once cached they are mapped from disk and count nowhere)."""
+        if circuit_id in self._r1cs_ready:
+            return
+        e = self.entry(circuit_id)
+        with self._lock:
+            lock = self._r1cs_locks.setdefault(circuit_id, threading.Lock())
+        with lock:
+            if circuit_id in self._r1cs_ready:
+                return
+            need = e.handler.r1cs_build_bytes(circuit_id)
+            if need:
+                log.info("building the matrices of %s (%.1f GiB)", circuit_id, need / 2**30)
+                (res,) = self.host_budget.reserve(
+                    [(need, f"matrices of {circuit_id}")],
+                    evict=self.evict_idle,
+                    cancelled=cancelled,
+                )
+                try:
+                    e.handler.r1cs(circuit_id)
+                finally:
+                    res.release()
+            else:
+                e.handler.r1cs(circuit_id)
+            self._r1cs_ready.add(circuit_id)
+
     def _ensure_on_disk(self, e: SrsEntry, cancelled: Any = None) -> None:
         if (e.directory / "meta.json").exists():
             return
@@ -239,6 +269,7 @@ class SrsManager:
                     f"parameters there, or set [srs] generate_dev_keys = true for an "
                     f"INSECURE development key"
                 )
+            self.ensure_r1cs(e.circuit_id, cancelled)
             r1cs = e.handler.r1cs(e.circuit_id)
             if self._setup_gpu() is not None:
                 a_points, b_points = e.handler.query_sizes(e.circuit_id)

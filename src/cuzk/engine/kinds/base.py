@@ -81,6 +81,12 @@ class ProofKindHandler(ABC):
     def synthesize(self, circuit_id: str, partition: PartitionInput) -> Witness:
         """One partition's witness."""
 
+    def r1cs_build_bytes(self, circuit_id: str) -> int:
+        """Host bytes the first :meth:`r1cs` of this circuit takes to build its
+        matrices (0: cached, or too small to count). The SRS manager reserves
+        them and builds each circuit once (:meth:`SrsManager.ensure_r1cs`)."""
+        return 0
+
     def shape(self, circuit_id: str) -> tuple[int, int]:
         """(num_constraints, num_variables) of the circuit; kinds that know the
         counts without building the matrices say so."""

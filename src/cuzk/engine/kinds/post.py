@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
-from cuzk.circuits.cache import load_or_build_r1cs
+from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
 from cuzk.circuits.catalog import compiled_circuit
 from cuzk.circuits.post.circuit import public_inputs, witness
 from cuzk.circuits.post.config import (
@@ -139,6 +139,10 @@ class PoStKind(ProofKindHandler):
     def query_sizes(self, cid: str) -> tuple[int, int]:
         cfg = self._cid_config(cid)
         return _compiled(cfg.kind, cfg.sector_size).query_sizes()
+
+    def r1cs_build_bytes(self, cid: str) -> int:
+        cfg = self._cid_config(cid)
+        return r1cs_build_bytes(_compiled(cfg.kind, cfg.sector_size))
 
     def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
         cfg, proofs, randomness, pidx = partition.data

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from cuzk.circuits.cache import load_or_build_r1cs
+from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.update import c2
 from cuzk.circuits.update.params import REGISTERED_UPDATE_PROOFS, UpdateParams
@@ -126,6 +126,9 @@ class SnapKind(ProofKindHandler):
 
     def query_sizes(self, cid: str) -> tuple[int, int]:
         return compiled_for(cid).query_sizes()
+
+    def r1cs_build_bytes(self, cid: str) -> int:
+        return r1cs_build_bytes(compiled_for(cid))
 
 
 def register(registry: Any) -> None:
