@@ -18,12 +18,15 @@ until they are released themselves.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from cuzk.errors import ResourceError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -96,9 +99,19 @@ class DeviceBudget:
                 env.lent += lent
                 if outside:
                     # the envelope's estimate fell short: reported for calibration
+                    first = env.what not in self.overdrawn_by_operation
                     self.overdrawn_by_operation[env.what] = max(
                         self.overdrawn_by_operation.get(env.what, 0), outside
                     )
+                    if first:
+                        log.warning(
+                            "GPU %d: %s needs %.3f GiB beyond the %s reservation (its "
+                            "estimate is short; taken from the free budget)",
+                            self.device_id,
+                            what,
+                            outside / 2**30,
+                            env.what,
+                        )
         return Hold(self, nbytes, what, envelope=env, from_envelope=lent)
 
     def _release(self, hold: Hold) -> None:
