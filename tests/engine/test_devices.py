@@ -157,9 +157,46 @@ def test_backend_reservations_draw_from_the_engines(tmp_path: Path) -> None:
         assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
         # every backend hold fitted inside the engine's reservations
         assert vram.overdrawn_by_operation == {}
+        snap = e.status().budgets["vram:0"]
+        assert snap["overdrawn_bytes"] == 0 and snap["device_reserved_bytes"] > 0  # the key
         assert {"G1 bases", "G2", "CSR", "spmv", "msm_g1 workspace"} <= set(vram.peak_by_operation)
         was, freed = e.evict(cid)
         assert was and freed > 0
         assert vram.reserved_bytes == 0 and dev.budget.reserved == 0
+        assert e.status().budgets["vram:0"]["device_reserved_bytes"] == 0
+    finally:
+        e.stop()
+
+
+def test_overdrawn_reservations_show_in_status_and_metrics(tmp_path: Path) -> None:
+    """A backend that needs more than the engine reserved for a partition takes the
+    rest from the free budget; /status and the metrics say by how much."""
+
+    cid = demo.circuit_id(A.rounds, A.words)
+    r1cs = demo.DemoKind().r1cs(cid)
+
+    class Greedy(BudgetedCpuBackend):
+        def msm_g1(self, bases, scalars):
+            # more than the partition's whole reservation
+            with self.vram.reserve(probe.working_bytes(r1cs) + 1, "msm_g1 extra"):
+                return super().msm_g1(bases, scalars)
+
+    probe = fake_gpu(0, 0)
+    vram = DeviceBudget(0, 1 << 30)
+    dev = Device(0, "greedy GPU", Greedy(vram), 1 << 30, Budget("vram:0", 1 << 30, vram))
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "1GiB"},
+    )
+    e = Engine(cfg, devices=[dev])
+    e.start()
+    try:
+        job = e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(A, 1)))
+        done, _ = e.await_job(job.job_id, 120)
+        assert done.state == JobState.COMPLETED, done.error
+        snap = e.status().budgets["vram:0"]
+        assert snap["overdrawn_bytes"] > 0
+        assert 'cuzk_memory_overdrawn_bytes{budget="vram:0"}' in e.metrics_text()
     finally:
         e.stop()

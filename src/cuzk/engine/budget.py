@@ -162,13 +162,22 @@ class Budget:
                     self._cond.wait(poll_s)
 
     def snapshot(self) -> dict[str, int]:
+        """Limit, reserved, peak and waits; for a device also what its allocator
+        holds (the engine's reservations and the backend's own long-lived data)
+        and the largest overdraw of a reservation by the backend (0 when every
+        estimate held: see DeviceBudget.overdrawn_by_operation)."""
         with self._cond:
-            return {
+            snap = {
                 "limit_bytes": self.limit,
                 "reserved_bytes": self.reserved,
                 "peak_bytes": self.peak,
                 "waits": self.waits,
             }
+        dev = self._device_budget
+        if dev is not None:
+            snap["device_reserved_bytes"] = int(dev.reserved_bytes)
+            snap["overdrawn_bytes"] = max(dev.overdrawn_by_operation.values(), default=0)
+        return snap
 
 
 def _gib(n: int) -> str:

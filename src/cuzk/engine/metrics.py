@@ -86,15 +86,23 @@ class _Live(Collector):
         waits = CounterMetricFamily(
             "cuzk_memory_waits", "Reservations that had to wait for memory", labels=["budget"]
         )
+        overdrawn = GaugeMetricFamily(
+            "cuzk_memory_overdrawn_bytes",
+            "Largest overdraw of an engine reservation by the backend (its estimate was short)",
+            labels=["budget"],
+        )
         for name, b in s.budgets.items():
             limit.add_metric([name], b["limit_bytes"])
             used.add_metric([name], b["reserved_bytes"])
             peak.add_metric([name], b["peak_bytes"])
             waits.add_metric([name], b["waits"])
+            if "overdrawn_bytes" in b:
+                overdrawn.add_metric([name], b["overdrawn_bytes"])
         yield limit
         yield used
         yield peak
         yield waits
+        yield overdrawn
         srs = GaugeMetricFamily(
             "cuzk_srs_bytes", "Proving key size by tier", labels=["circuit_id", "tier"]
         )
