@@ -414,5 +414,8 @@ def run_prove_c1(args: argparse.Namespace) -> int:
         "seconds": times,
         "peak_mib": round(_peak_mib()),
     }
+    peaks = getattr(backend, "peak_bytes_by_operation", None)
+    if peaks is not None:  # a GPU: the largest reservation of each operation, for calibration
+        report["device_peak_bytes"] = peaks()
     print(json.dumps(report, indent=2 if args.json else None))
     return 0
