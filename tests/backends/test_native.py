@@ -437,3 +437,27 @@ def test_setup_and_prove_agree_with_the_python_path(monkeypatch):
     ]
     assert proofs[0].to_bytes() == proofs[1].to_bytes()
     assert verifier.verify(pk_native.vk, cs.public_inputs(), proofs[0])
+
+
+@pytest.mark.parametrize("op", ["fr_spmv", "fr_rmatvec"])
+def test_sparse_kernels_name_a_broken_csr(op):
+    """Both sparse entry points check a CSR the same way and say where it breaks."""
+    lib = native._lib()
+    coeffs = np.ones((3, 4), dtype=np.uint64)
+    vec = np.zeros((2, 4), dtype=np.uint64)  # 2 columns for spmv, 2 rows for rmatvec
+    out = np.zeros((2, 4), dtype=np.uint64)
+
+    def call(indptr, indices):
+        args = [np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int64)]
+        args += [coeffs, vec, out]
+        getattr(lib, op)(*args, *([None] if op == "fr_rmatvec" else []))
+
+    call([0, 1, 3], [0, 1, 1])  # well formed
+    with pytest.raises(ValueError, match=r"CSR of 2 rows needs 3 row pointers \(has 2\)"):
+        call([0, 3], [0, 1, 1])
+    with pytest.raises(ValueError, match=r"end at the entry count \(3\); broken at row 0"):
+        call([0, 2, 1], [0, 1, 1])  # ends short of the entries
+    with pytest.raises(ValueError, match=r"never decrease .* broken at row 1"):
+        call([0, 4, 3], [0, 1, 1])  # row 1 runs backwards
+    with pytest.raises(ValueError, match=r"CSR entry 2: column outside \[0, 2\)"):
+        call([0, 1, 3], [0, 1, 5])

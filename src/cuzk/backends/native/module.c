@@ -240,6 +240,38 @@ static PyObject *py_fr_h_odd_coset(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* A CSR's row pointers and indices agree with its rows and coefficients; else a
+ * ValueError is set and 0 returned. */
+static int csr_shape_ok(Py_ssize_t rows, Py_ssize_t nptr, Py_ssize_t nidx, Py_ssize_t nnz)
+{
+    if (nptr == rows + 1 && nidx == nnz)
+        return 1;
+    PyErr_Format(PyExc_ValueError,
+                 "CSR of %zd rows needs %zd row pointers (has %zd) and as many "
+                 "indices as coefficients (%zd, %zd)",
+                 rows, rows + 1, nptr, nidx, nnz);
+    return 0;
+}
+
+/* The Python exception for a sparse kernel's result code (none for SPMV_OK). */
+static void csr_error(int rc, Py_ssize_t nnz, Py_ssize_t ncols, size_t where)
+{
+    switch (rc) {
+    case SPMV_OK:
+        break;
+    case SPMV_BAD_INDPTR:
+        PyErr_Format(PyExc_ValueError,
+                     "CSR indptr must start at 0, never decrease and end at the "
+                     "entry count (%zd); broken at row %zu", nnz, where);
+        break;
+    case SPMV_BAD_COLUMN:
+        PyErr_Format(PyExc_ValueError, "CSR entry %zu: column outside [0, %zd)", where, ncols);
+        break;
+    default:
+        PyErr_NoMemory();
+    }
+}
+
 /* fr_spmv(indptr, indices, coeffs, w, out). */
 static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
 {
@@ -257,33 +289,14 @@ static PyObject *py_fr_spmv(PyObject *self, PyObject *args)
         check_size(&out, FR_BYTES, "output", &rows)) {
         nnz = fk.n;
         ncols = fw.n;
-        if (nptr != rows + 1 || nidx != nnz) {
-            PyErr_Format(PyExc_ValueError,
-                         "CSR of %zd rows needs %zd row pointers (has %zd) and as many "
-                         "indices as coefficients (%zd, %zd)",
-                         rows, rows + 1, nptr, nidx, nnz);
-        } else {
+        if (csr_shape_ok(rows, nptr, nidx, nnz)) {
             size_t where = 0;
             Py_BEGIN_ALLOW_THREADS
             rc = fr_spmv((const int64_t *)indptr.buf, (size_t)rows, (const int64_t *)indices.buf,
                          fk.data, (size_t)nnz, fw.data, (size_t)ncols, (u64 *)out.buf, &where,
                          g_threads);
             Py_END_ALLOW_THREADS
-            switch (rc) {
-            case SPMV_OK:
-                break;
-            case SPMV_BAD_INDPTR:
-                PyErr_Format(PyExc_ValueError,
-                             "CSR indptr must start at 0, never decrease and end at the "
-                             "entry count (%zd); broken at row %zu", nnz, where);
-                break;
-            case SPMV_BAD_COLUMN:
-                PyErr_Format(PyExc_ValueError, "CSR entry %zu: column outside [0, %zd)", where,
-                             ncols);
-                break;
-            default:
-                PyErr_NoMemory();
-            }
+            csr_error(rc, nnz, ncols, where);
         }
     }
     free(fk.owned);
@@ -365,12 +378,7 @@ static PyObject *py_fr_rmatvec(PyObject *self, PyObject *args)
         if (mask.obj && mask.len != ncols) {
             PyErr_Format(PyExc_ValueError, "column mask of %zd bytes for %zd columns", mask.len,
                          ncols);
-        } else if (nptr != rows + 1 || nidx != nnz) {
-            PyErr_Format(PyExc_ValueError,
-                         "CSR of %zd rows needs %zd row pointers (has %zd) and as many "
-                         "indices as coefficients (%zd, %zd)",
-                         rows, rows + 1, nptr, nidx, nnz);
-        } else {
+        } else if (csr_shape_ok(rows, nptr, nidx, nnz)) {
             size_t where = 0;
             Py_BEGIN_ALLOW_THREADS
             rc = fr_rmatvec((const int64_t *)indptr.buf, (size_t)rows,
@@ -378,21 +386,7 @@ static PyObject *py_fr_rmatvec(PyObject *self, PyObject *args)
                             (size_t)ncols, (u64 *)out.buf, mask.obj ? (uint8_t *)mask.buf : NULL,
                             &where, g_threads);
             Py_END_ALLOW_THREADS
-            switch (rc) {
-            case SPMV_OK:
-                break;
-            case SPMV_BAD_INDPTR:
-                PyErr_Format(PyExc_ValueError,
-                             "CSR indptr must start at 0, never decrease and end at the "
-                             "entry count (%zd); broken at row %zu", nnz, where);
-                break;
-            case SPMV_BAD_COLUMN:
-                PyErr_Format(PyExc_ValueError, "CSR entry %zu: column outside [0, %zd)", where,
-                             ncols);
-                break;
-            default:
-                PyErr_NoMemory();
-            }
+            csr_error(rc, nnz, ncols, where);
         }
     }
     free(fk.owned);
