@@ -50,6 +50,24 @@ class EncodingError(CuzkError):
         return (type(self), (self.reason, str(self)))
 
 
+class BadPoint(CuzkError):
+    """A point of a stream of key points that a backend refused while loading it.
+
+    ``index`` counts from the first point of the stream (one query of a key),
+    ``reason`` is one of :class:`EncodingError`'s reasons; the loader that
+    knows the file turns it into an :class:`InputError` naming file and offset.
+    """
+
+    def __init__(self, index: int, reason: str, problem: str) -> None:
+        self.index = index
+        self.reason = reason
+        self.problem = problem
+        super().__init__(f"point {index}: {problem}")
+
+    def __reduce__(self):
+        return (type(self), (self.index, self.reason, self.problem))
+
+
 class UnsatisfiedError(CuzkError):
     """A witness that does not satisfy its constraint system."""
 

@@ -95,3 +95,95 @@ def g2_from_array(a: np.ndarray) -> list[Affine]:
         c = [int.from_bytes(raw[i + j : i + j + 48], "little") for j in range(0, 192, 48)]
         out.append(None if not any(c) else (Fq2(c[0], c[1]), Fq2(c[2], c[3])))
     return out
+
+
+# --- the zcash encoding, whole arrays at once ---------------------------------
+#
+# Uncompressed zcash points (bellperson's .params and .vk files, see
+# cuzk.algebra.encoding) are big-endian coordinates with three flag bits on
+# top of the first byte, G2 as x.c1 ‖ x.c0 ‖ y.c1 ‖ y.c0. Converting to and
+# from the limb layout above is a byte shuffle. The functions take the array
+# module ``xp`` (numpy, or CuPy for device arrays), so the same code encodes
+# points where they were made.
+
+ZCASH_INFINITY = 0x40
+ZCASH_FLAGS = 0xE0
+
+
+def _be_coords_to_limbs(xp, raw, n: int, k: int):
+    """(n, k·48) big-endian coordinates → (n, k, 6) little-endian limbs."""
+    cells = raw.reshape(n, k, 48)[:, :, ::-1]
+    return xp.ascontiguousarray(cells).view(xp.uint64).reshape(n, k, 6)
+
+
+def g1_from_zcash(raw, xp=np):
+    """Uncompressed zcash G1 points ((n, 96) or n·96 bytes) to (n, 2, 6) limbs.
+
+    A byte shuffle that clears the flag bits; flagged-infinity points become
+    all zeros. Nothing is checked (:func:`zcash_first_flagged` and the
+    backends' loaders check).
+    """
+    raw = xp.asarray(raw, dtype=xp.uint8).reshape(-1, 96)
+    n = len(raw)
+    clean = raw.copy()
+    clean[:, 0] &= 0x1F
+    out = _be_coords_to_limbs(xp, clean, n, 2)
+    out[(raw[:, 0] & ZCASH_INFINITY) != 0] = 0
+    return out
+
+
+def g2_from_zcash(raw, xp=np):
+    """Uncompressed zcash G2 points ((n, 192) bytes) to (n, 2, 2, 6) limbs."""
+    raw = xp.asarray(raw, dtype=xp.uint8).reshape(-1, 192)
+    n = len(raw)
+    clean = raw.copy()
+    clean[:, 0] &= 0x1F
+    limbs = _be_coords_to_limbs(xp, clean, n, 4)[:, [1, 0, 3, 2], :]  # c1 c0 → c0 c1
+    out = xp.ascontiguousarray(limbs).reshape(n, 2, 2, 6)
+    out[(raw[:, 0] & ZCASH_INFINITY) != 0] = 0
+    return out
+
+
+def to_zcash(a, group: str, xp=np):
+    """(n, 2, 6) G1 or (n, 2, 2, 6) G2 limbs → (n, 96 | 192) uint8 uncompressed
+    zcash points, the point at infinity (all-zero limbs) flagged as such."""
+    k = 2 if group == "G1" else 4
+    cells = xp.ascontiguousarray(a, dtype=xp.uint64).reshape(-1, k, 6)
+    if group == "G2":
+        cells = xp.ascontiguousarray(cells[:, [1, 0, 3, 2], :])
+    n = len(cells)
+    be = cells.view(xp.uint8).reshape(n, k, 48)[:, :, ::-1].reshape(n, 48 * k)
+    be = xp.ascontiguousarray(be)
+    inf = ~cells.reshape(n, -1).any(axis=1)
+    be[inf] = 0
+    be[inf, 0] = ZCASH_INFINITY
+    return be
+
+
+def g1_to_zcash(a) -> bytes:
+    """(n, 2, 6) limbs → uncompressed zcash bytes (infinity flagged)."""
+    return to_zcash(a, "G1").tobytes()
+
+
+def g2_to_zcash(a) -> bytes:
+    """(n, 2, 2, 6) limbs → uncompressed zcash bytes."""
+    return to_zcash(a, "G2").tobytes()
+
+
+def zcash_first_flagged(raw, size: int) -> tuple[int, str] | None:
+    """The first uncompressed point (rows of ``size`` bytes) whose flag bits are
+    not those of a plain finite point, and what is wrong with it, or None.
+
+    Keys never hold the point at infinity (bellperson drops those), so its
+    flag is a problem here too.
+    """
+    flags = np.asarray(raw, dtype=np.uint8).reshape(-1, size)[:, 0] & ZCASH_FLAGS
+    bad = np.flatnonzero(flags)
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    if flags[i] & 0x80:
+        return i, "compression flag set in an uncompressed encoding"
+    if flags[i] & ZCASH_INFINITY:
+        return i, "point at infinity (bellperson never stores one)"
+    return i, "sign flag set in an uncompressed encoding"

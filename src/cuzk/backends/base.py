@@ -10,6 +10,7 @@ holds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,6 +19,13 @@ from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
 
 FrArray = Any  # numpy.ndarray (n, 4) uint64, or a backend's device array of that shape
+
+# read(lo, hi, out): fill ``out``, a (hi − lo, 96 | 192) uint8 buffer, with points
+# lo … hi − 1 of a stream of key points in the uncompressed zcash encoding
+# (cuzk.algebra.encoding: big-endian coordinates, G2 as x.c1 ‖ x.c0 ‖ y.c1 ‖ y.c0).
+PointReader = Callable[[int, int, np.ndarray], None]
+# progress(points_done) after each chunk a backend has loaded
+LoadProgress = Callable[[int], None]
 
 
 class Backend(Protocol):
@@ -96,6 +104,19 @@ class Backend(Protocol):
 
     def prepare_g2(self, bases: np.ndarray) -> Any:
         """Bases (n, 2, 2, 6) made ready for repeated MSMs."""
+
+    def load_g1(self, count: int, read: PointReader, progress: LoadProgress | None = None) -> Any:
+        """``count`` G1 bases streamed in from ``read`` (a key file, or a generator),
+        made ready as :meth:`prepare_g1` makes them, without a full-size copy of
+        the stream anywhere but the result. The backend owns the buffers
+        ``read`` fills, a chunk at a time. Every point is checked: flag bits of
+        a finite uncompressed point, coordinates below q, on the curve; the
+        first bad one raises :class:`cuzk.errors.BadPoint` with its index in
+        the stream, and nothing of the load stays allocated.
+        """
+
+    def load_g2(self, count: int, read: PointReader, progress: LoadProgress | None = None) -> Any:
+        """:meth:`load_g1` for G2 bases (192-byte points)."""
 
     def msm_g1(self, bases: Any, scalars: FrArray) -> Affine:
         """Σ s_i·P_i over prepared G1 bases; len(scalars) may be < len(bases)."""

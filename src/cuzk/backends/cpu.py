@@ -29,15 +29,31 @@ from operator import add
 import numpy as np
 
 from cuzk.algebra import pairing
-from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.algebra.arrays import (
+    fr_from_array,
+    fr_to_array,
+    g1_from_zcash,
+    g2_from_zcash,
+    zcash_first_flagged,
+)
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_TWO_ADICITY, R
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends import native as native_kernels
+from cuzk.backends.base import LoadProgress, PointReader
+from cuzk.errors import BadPoint, EncodingError
 
 log = logging.getLogger(__name__)
 _warned_unbuilt = False
+LOAD_CHUNK = 1 << 16  # points read and converted at a time while loading bases
+_NATIVE_REASON = {
+    native_kernels.PREPARE_NOT_CANONICAL: (
+        EncodingError.NON_CANONICAL,
+        "a coordinate is not below q",
+    ),
+    native_kernels.PREPARE_OFF_CURVE: (EncodingError.OFF_CURVE, "not on the {group} curve"),
+}
 
 
 def _use_native(native: bool | None) -> bool:
@@ -262,6 +278,48 @@ class CpuBackend:
         raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
         make = pairing.G2Point.from_xy_bytes_unchecked_le
         return CpuBases("G2", points=[make(raw[i : i + 192]) for i in range(0, len(raw), 192)])
+
+    def load_g1(self, count: int, read: PointReader, progress: LoadProgress | None = None):
+        return self._load("G1", count, read, progress)
+
+    def load_g2(self, count: int, read: PointReader, progress: LoadProgress | None = None):
+        return self._load("G2", count, read, progress)
+
+    def _load(
+        self, group: str, count: int, read: PointReader, progress: LoadProgress | None
+    ) -> CpuBases:
+        """Bases read chunk by chunk into their resident form (see the contract):
+        the only full-size array is the result itself."""
+        size, decode = (96, g1_from_zcash) if group == "G1" else (192, g2_from_zcash)
+        buf = np.empty((min(max(count, 1), LOAD_CHUNK), size), dtype=np.uint8)
+        out = np.empty((count, 2, 6) if group == "G1" else (count, 2, 2, 6), np.uint64)
+        points: list = []
+        make = (pairing.G1Point if group == "G1" else pairing.G2Point).from_xy_bytes_le
+        for lo in range(0, count, LOAD_CHUNK):
+            hi = min(count, lo + LOAD_CHUNK)
+            raw = buf[: hi - lo]
+            read(lo, hi, raw)
+            flagged = zcash_first_flagged(raw, size)
+            if flagged is not None:
+                raise BadPoint(lo + flagged[0], EncodingError.FLAGS, flagged[1])
+            limbs = decode(raw)
+            if self.native:
+                bad, why = native_kernels.prepare_into(limbs, out[lo:hi])
+                if bad >= 0:
+                    reason, problem = _NATIVE_REASON[why]
+                    raise BadPoint(lo + bad, reason, problem.format(group=group))
+            else:
+                flat = limbs.reshape(hi - lo, -1).tobytes()
+                for i in range(hi - lo):
+                    try:  # the library's checked constructor: curve and subgroup
+                        points.append(make(flat[i * size : (i + 1) * size]))
+                    except ValueError as e:
+                        raise BadPoint(lo + i, EncodingError.OFF_CURVE, str(e)) from None
+            if progress is not None:
+                progress(hi)
+        if self.native:
+            return CpuBases(group, native=out)
+        return CpuBases(group, points=points)
 
     def msm_g1(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
         if bases.native is not None:

@@ -24,6 +24,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk.algebra import pairing
+from cuzk.algebra.arrays import (  # noqa: F401  (this module's public names since before)
+    g1_from_zcash,
+    g1_to_zcash,
+    g2_from_zcash,
+    g2_to_zcash,
+    zcash_first_flagged,
+)
 from cuzk.algebra.fields import Q, R
 
 FQ_MONT_INV = pow(1 << 384, -1, Q)  # undoes snarkjs's Fq Montgomery factor
@@ -202,79 +209,7 @@ def fr_first_noncanonical(a: np.ndarray) -> int | None:
 
 # --- zcash uncompressed (bellperson) <-> limbs ---------------------------------
 
-_FLAGS = 0xE0
-_INFINITY = 0x40
-_COMPRESSED = 0x80
-
-
-def _be_coords_to_limbs(raw: np.ndarray, n: int, k: int) -> np.ndarray:
-    """(n, k·48) big-endian coordinates → (n, k, 6) little-endian limbs (byte reversal)."""
-    cells = raw.reshape(n, k, 48)[:, :, ::-1]
-    return np.ascontiguousarray(cells).view("<u8").reshape(n, k, 6)
-
-
-def g1_from_zcash(raw: np.ndarray) -> np.ndarray:
-    """Uncompressed zcash G1 points (n·96 bytes, flags clear) to (n, 2, 6) limbs.
-
-    A pure byte shuffle, no checks (see :func:`zcash_flag_problem` and the
-    point check of :mod:`cuzk.formats.bellperson`).
-    """
-    raw = np.asarray(raw, dtype=np.uint8).reshape(-1, 96)
-    n = len(raw)
-    clean = raw.copy()
-    clean[:, 0] &= 0x1F
-    out = _be_coords_to_limbs(clean, n, 2)
-    out[(raw[:, 0] & _INFINITY) != 0] = 0
-    return out
-
-
-def g2_from_zcash(raw: np.ndarray) -> np.ndarray:
-    """Uncompressed zcash G2 points (n·192 bytes) to (n, 2, 2, 6) limbs."""
-    raw = np.asarray(raw, dtype=np.uint8).reshape(-1, 192)
-    n = len(raw)
-    clean = raw.copy()
-    clean[:, 0] &= 0x1F
-    # zcash order x.c1, x.c0, y.c1, y.c0 → ours x.c0, x.c1, y.c0, y.c1
-    limbs = _be_coords_to_limbs(clean, n, 4)[:, [1, 0, 3, 2], :]
-    out = np.ascontiguousarray(limbs).reshape(n, 2, 2, 6)
-    out[(raw[:, 0] & _INFINITY) != 0] = 0
-    return out
-
-
-def g1_to_zcash(a: np.ndarray) -> bytes:
-    """(n, 2, 6) limbs → uncompressed zcash bytes (infinity flagged)."""
-    a = np.ascontiguousarray(a, dtype="<u8").reshape(-1, 2, 6)
-    n = len(a)
-    be = a.view(np.uint8).reshape(n, 2, 48)[:, :, ::-1].reshape(n, 96).copy()
-    inf = ~a.reshape(n, -1).any(axis=1)
-    be[inf] = 0
-    be[inf, 0] = _INFINITY
-    return be.tobytes()
-
-
-def g2_to_zcash(a: np.ndarray) -> bytes:
-    """(n, 2, 2, 6) limbs → uncompressed zcash bytes."""
-    a = np.ascontiguousarray(a, dtype="<u8").reshape(-1, 4, 6)[:, [1, 0, 3, 2], :]
-    n = len(a)
-    a = np.ascontiguousarray(a)
-    be = a.view(np.uint8).reshape(n, 4, 48)[:, :, ::-1].reshape(n, 192).copy()
-    inf = ~a.reshape(n, -1).any(axis=1)
-    be[inf] = 0
-    be[inf, 0] = _INFINITY
-    return be.tobytes()
-
-
 def zcash_flag_problem(raw: np.ndarray, size: int) -> PointProblem | None:
     """The first uncompressed point whose flag bits are not a plain finite point."""
-    first = np.asarray(raw, dtype=np.uint8).reshape(-1, size)[:, 0]
-    flags = first & _FLAGS
-    comp = (flags & _COMPRESSED) != 0
-    if comp.any():
-        return PointProblem(first_true(comp), "compression flag set in an uncompressed encoding")
-    inf = (flags & _INFINITY) != 0
-    if inf.any():
-        return PointProblem(first_true(inf), "point at infinity (bellperson never stores one)")
-    sign = flags != 0
-    if sign.any():
-        return PointProblem(first_true(sign), "sign flag set in an uncompressed encoding")
-    return None
+    found = zcash_first_flagged(raw, size)
+    return None if found is None else PointProblem(*found)

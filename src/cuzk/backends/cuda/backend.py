@@ -134,6 +134,14 @@ class CudaBackend:
         with self._device():
             return self._msm_engine().prepare_g2(bases)
 
+    def load_g1(self, count: int, read: Any, progress: Any = None) -> Any:
+        with self._device():
+            return self._msm_engine().load_g1(count, read, progress)
+
+    def load_g2(self, count: int, read: Any, progress: Any = None) -> Any:
+        with self._device():
+            return self._msm_engine().load_g2(count, read, progress)
+
     def msm_g1(self, bases: Any, scalars: Any) -> Affine:
         with self._device():
             return self._msm_engine().msm_g1(bases, scalars)

@@ -41,7 +41,7 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.fields import Fq2, Q
-from cuzk.errors import InputError
+from cuzk.errors import BadPoint, EncodingError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -624,7 +624,8 @@ class PreparedBases:
     spec: CurveSpec
     n: int
     device: Any = None  # flat uint32 Montgomery affine words (cupy), when resident
-    pinned: np.ndarray | None = None  # (n, affine_words) uint32 standard form, when streamed
+    pinned: np.ndarray | None = None  # (n, affine_words) uint32, when streamed
+    pinned_montgomery: bool = False  # the pinned words are in Montgomery form already
     chunk: int = 0  # points per streamed chunk
     _hold: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
 
@@ -642,6 +643,16 @@ class PreparedBases:
         self._hold.close()
 
 
+# Bytes of key points per chunk while loading (two pinned host buffers of this).
+LOAD_CHUNK_BYTES = 192 << 20
+# msm.cu's load_zcash status codes → (EncodingError reason, problem).
+_LOAD_PROBLEMS = {
+    1: (EncodingError.FLAGS, "flag bits set (infinity, compressed or sign) in a key point"),
+    2: (EncodingError.NON_CANONICAL, "a coordinate is not below q"),
+    3: (EncodingError.OFF_CURVE, "not on the {group} curve"),
+}
+
+
 class MsmEngine:
     """G1 / G2 MSMs on one device, all memory through its :class:`DeviceContext` budget."""
 
@@ -651,8 +662,10 @@ class MsmEngine:
         tuning: Tuning = Tuning(),
         stream_chunk: int | None = None,
         defines: tuple[str, ...] = (),
+        load_chunk: int | None = None,
     ) -> None:
         self.ctx = ctx
+        self._load_chunk = load_chunk  # points per chunk while loading bases (tests)
         self.tuning = tuning
         self.defines = defines  # extra compile flags (kernel variants, for measurements)
         self._stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
@@ -712,6 +725,112 @@ class MsmEngine:
             handle.chunk,
         )
         return handle
+
+    # --- bases from a key file ------------------------------------------------------
+    def load_g1(self, count: int, read, progress=None) -> PreparedBases:
+        """G1 bases streamed from ``read`` (the backend contract's ``load_g1``)."""
+        return self._load(G1_SPEC, count, read, progress)
+
+    def load_g2(self, count: int, read, progress=None) -> PreparedBases:
+        return self._load(G2_SPEC, count, read, progress)
+
+    def _load(self, spec: CurveSpec, n: int, read, progress) -> PreparedBases:
+        """Read, upload and convert the bases a chunk at a time (kernel ``load_zcash``).
+
+        Two pinned host buffers of one chunk each are the only host memory: the
+        next chunk is read from the file while the device converts the last.
+        Resident when the bases (and the smallest workspace of an MSM over
+        them) fit the free budget, as :meth:`_prepare` decides; else the
+        converted words go to pinned host memory and MSMs stream them.
+        """
+        import cupy
+
+        aw, psize = spec.affine_words, spec.affine_bytes
+        chunk = max(1, min(n, self._load_chunk or LOAD_CHUNK_BYTES // psize))
+        staging = 2 * chunk * (psize + 4)  # raw chunks and their status words, two of each
+        nbytes = n * psize
+        budget = self.ctx.budget
+        least = workspace_bytes(spec, max(n, 1), tuning=_least(self.tuning))
+        resident = self._stream_chunk is None and nbytes + staging + least <= budget.free_bytes
+        handle = PreparedBases(spec, n)
+        try:
+            with (
+                cupy.cuda.Device(self.ctx.device_id),
+                budget.reserve(
+                    staging + (0 if resident else chunk * psize), f"{spec.name} bases loading"
+                ),
+            ):
+                if resident:
+                    handle._hold.enter_context(
+                        budget.reserve(nbytes, f"{spec.name} bases (resident)")
+                    )
+                    dest = cupy.empty(max(n, 1) * aw, dtype=_U32)
+                else:
+                    mem = cupy.cuda.alloc_pinned_memory(max(nbytes, 1))
+                    handle._hold.callback(lambda: mem)
+                    handle.pinned = np.frombuffer(mem, dtype=_U32, count=n * aw).reshape(n, aw)
+                    handle.pinned_montgomery = True
+                    handle.chunk = self._stream_chunk or self._fit_chunk(spec, n)
+                    dest = cupy.empty(chunk * aw, dtype=_U32)
+                self._load_chunks(spec, n, chunk, read, progress, dest, handle, resident)
+                if resident:
+                    handle.device = dest
+        except BaseException:
+            handle.close()
+            raise
+        log.info(
+            "%s bases loaded: %d points, %.2f GiB, %s",
+            spec.name,
+            n,
+            nbytes / 2**30,
+            "resident" if resident else f"streamed in chunks of {handle.chunk}",
+        )
+        return handle
+
+    def _load_chunks(self, spec, n, chunk, read, progress, dest, handle, resident) -> None:
+        import cupy
+
+        aw, psize = spec.affine_words, spec.affine_bytes
+        k = self.kernels(spec)
+        host = []
+        for _ in range(2):
+            mem = cupy.cuda.alloc_pinned_memory(chunk * psize)
+            host.append(
+                np.frombuffer(mem, dtype=np.uint8, count=chunk * psize).reshape(chunk, psize)
+            )
+        raw = [cupy.empty(chunk * aw, dtype=_U32) for _ in range(2)]
+        status = [cupy.empty(chunk, dtype=_U32) for _ in range(2)]
+        stream = cupy.cuda.Stream(non_blocking=True)
+
+        def finish(lo: int, hi: int, b: int) -> None:
+            stream.synchronize()
+            bad = cupy.flatnonzero(status[b][: hi - lo])
+            if len(bad):
+                i = int(bad[0])
+                code = int(status[b][i])
+                reason, problem = _LOAD_PROBLEMS[code]
+                raise BadPoint(lo + i, reason, problem.format(group=spec.name))
+            if not resident:
+                handle.pinned[lo:hi] = dest[: (hi - lo) * aw].reshape(hi - lo, aw).get()
+            if progress is not None:
+                progress(hi)
+
+        pending = None
+        for i, lo in enumerate(range(0, n, chunk)):
+            hi = min(n, lo + chunk)
+            b = i % 2
+            read(lo, hi, host[b][: hi - lo])  # the file read overlaps the last chunk's upload
+            if pending is not None:
+                finish(*pending)
+            with stream:
+                raw[b][: (hi - lo) * aw].set(
+                    host[b][: hi - lo].view(_U32).reshape(-1), stream=stream
+                )
+                out = dest[lo * aw : hi * aw] if resident else dest
+                k.launch("load_zcash", hi - lo, (raw[b], _U32(hi - lo), out, status[b]))
+            pending = (lo, hi, b)
+        if pending is not None:
+            finish(*pending)
 
     def _fit_chunk(self, spec: CurveSpec, n: int) -> int:
         free = self.ctx.budget.free_bytes
@@ -848,7 +967,8 @@ class MsmEngine:
                 compute.wait_event(uploaded[b])
                 if i + 1 < len(starts):
                     upload(i + 1)  # overlaps the arithmetic below
-                self._to_montgomery(spec, staging[b], hi - lo)
+                if not handle.pinned_montgomery:
+                    self._to_montgomery(spec, staging[b], hi - lo)
                 part = scalars[lo:hi]
                 s = (
                     cupy.asarray(np.ascontiguousarray(part))

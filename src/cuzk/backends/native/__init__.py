@@ -270,6 +270,23 @@ def prepare_g2(bases: np.ndarray) -> np.ndarray:
     return out
 
 
+PREPARE_NOT_CANONICAL = 1  # kernels.h: a coordinate not below q
+PREPARE_OFF_CURVE = 2  # not on the curve
+
+
+def prepare_into(bases: np.ndarray, out: np.ndarray) -> tuple[int, int]:
+    """Standard-form affine points ((n, 2, 6) G1 or (n, 2, 2, 6) G2) into ``out``
+    in Montgomery form, checked: (−1, 0), or the index of the first point with
+    a coordinate not below q or off the curve and PREPARE_NOT_CANONICAL /
+    PREPARE_OFF_CURVE (``out`` is then partly written)."""
+    src = np.ascontiguousarray(bases, dtype=_U64)
+    fn = _lib().g2_prepare if src.ndim == 4 else _lib().g1_prepare
+    if src.shape[1:] not in ((2, 6), (2, 2, 6)) or out.shape != src.shape:
+        raise ValueError(f"bases: shapes {src.shape} in, {out.shape} out")
+    bad, why = fn(src, out, True)
+    return int(bad), int(why)
+
+
 def _limbs_to_int(limbs: np.ndarray) -> int:
     return int.from_bytes(limbs.astype(_U64).tobytes(), "little")
 

@@ -472,25 +472,29 @@ static void bad_point(const char *what, const char *group, long long bad, int wh
                      bad);
 }
 
+/* prepare(in, out[, report]): with report true, a bad point is returned as
+ * (index, why) rather than raised ((-1, 0) when every point is good), so a
+ * loader can name the file offset of the point. */
 static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, const char *what,
                          const char *group)
 {
     Py_buffer in = {0}, out = {0};
     Py_buffer *views[] = {&in, &out, NULL};
-    if (!PyArg_ParseTuple(args, "y*w*", &in, &out))
+    int report = 0;
+    if (!PyArg_ParseTuple(args, "y*w*|p", &in, &out, &report))
         return NULL;
     Py_ssize_t n, nout;
     int ok = 0;
+    long long bad = -1;
+    int why = 0;
     if (check_size(&in, point_bytes, what, &n) && check_size(&out, point_bytes, what, &nout)) {
         if (n != nout) {
             PyErr_Format(PyExc_ValueError, "%s: %zd points in, room for %zd", what, n, nout);
         } else {
-            long long bad;
-            int why = 0;
             Py_BEGIN_ALLOW_THREADS
             bad = fn((const u64 *)in.buf, (u64 *)out.buf, (size_t)n, &why);
             Py_END_ALLOW_THREADS
-            if (bad >= 0)
+            if (bad >= 0 && !report)
                 bad_point(what, group, bad, why);
             else
                 ok = 1;
@@ -499,6 +503,8 @@ static PyObject *prepare(PyObject *args, Py_ssize_t point_bytes, prepare_fn fn, 
     release_all(views);
     if (!ok)
         return NULL;
+    if (report)
+        return Py_BuildValue("(Li)", bad, bad >= 0 ? why : 0);
     Py_RETURN_NONE;
 }
 
@@ -712,8 +718,8 @@ static PyMethodDef methods[] = {
     {"fr_qap_combine", py_fr_qap_combine, METH_VARARGS,
      "fr_qap_combine(a, b, c, beta, alpha, scale, out): (beta a + alpha b + c) scale; "
      "first zero or -1"},
-    {"g1_prepare", py_g1_prepare, METH_VARARGS, "g1_prepare(in, out): bases to Montgomery form"},
-    {"g2_prepare", py_g2_prepare, METH_VARARGS, "g2_prepare(in, out): bases to Montgomery form"},
+    {"g1_prepare", py_g1_prepare, METH_VARARGS, "g1_prepare(in, out[, report]): bases to Montgomery form"},
+    {"g2_prepare", py_g2_prepare, METH_VARARGS, "g2_prepare(in, out[, report]): bases to Montgomery form"},
     {"g1_msm", py_g1_msm, METH_VARARGS, "g1_msm(prepared, scalars, out): affine result"},
     {"g2_msm", py_g2_msm, METH_VARARGS, "g2_msm(prepared, scalars, out): affine result"},
     {"g1_fixed_table_bytes", py_g1_fixed_table_bytes, METH_VARARGS,

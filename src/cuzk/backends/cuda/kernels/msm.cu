@@ -619,3 +619,80 @@ extern "C" __global__ void batch_to_affine(const uint32_t* xyzz, uint32_t n, uin
         store_affine(out + (j - 1) * AFFINE_WORDS, a);
     }
 }
+
+// --- key loading ------------------------------------------------------------------
+
+// Points of a key file (bellperson .params: uncompressed zcash encoding, each
+// coordinate 48 big-endian bytes, flags in the top three bits of the first
+// byte, G2 as x.c1 ‖ x.c0 ‖ y.c1 ‖ y.c0) → affine Montgomery words, as the MSM
+// keeps its bases, each point checked. status[i]: LOAD_OK, or why point i is
+// unusable (its words are then zero). Every file point is one thread.
+#define LOAD_OK 0u
+#define LOAD_FLAGS 1u  // a flag bit set: keys hold no infinity and no compressed point
+#define LOAD_RANGE 2u  // a coordinate not below q
+#define LOAD_CURVE 3u  // y² ≠ x³ + b
+
+static __device__ __forceinline__ uint32_t bswap32(uint32_t x) {
+    return (x >> 24) | ((x >> 8) & 0xff00u) | ((x << 8) & 0xff0000u) | (x << 24);
+}
+
+// One coordinate's 12 stored words (big-endian bytes) → limbs, least significant first.
+static __device__ __forceinline__ fq_t be_coordinate(const uint32_t* p) {
+    fq_t a;
+#pragma unroll
+    for (int w = 0; w < 12; w++) a.l[w] = bswap32(p[11 - w]);
+    return a;
+}
+
+static __device__ __forceinline__ bool below_q(const fq_t& a) { return eq(reduce_once(a), a); }
+
+static __device__ __forceinline__ fq_t fq_four() {
+    fq_t b = fq_zero();
+    b.l[0] = 4;
+    return to_mont(b);
+}
+
+#ifdef CUZK_G2
+static __device__ __forceinline__ field curve_b() { return {fq_four(), fq_four()}; }  // 4(1 + u)
+static __device__ __forceinline__ field to_mont_field(const field& a) {
+    return {to_mont(a.c0), to_mont(a.c1)};
+}
+#else
+static __device__ __forceinline__ field curve_b() { return fq_four(); }
+static __device__ __forceinline__ field to_mont_field(const field& a) { return to_mont(a); }
+#endif
+
+extern "C" __global__ void load_zcash(const uint32_t* raw, uint32_t n, uint32_t* out,
+                                      uint32_t* status) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    const uint32_t* p = raw + i * AFFINE_WORDS;
+    const int FQS = AFFINE_WORDS / 12;  // coordinates (Fq elements) per point: 2 or 4
+    fq_t c[4];
+    uint32_t code = (bswap32(p[0]) >> 29) ? LOAD_FLAGS : LOAD_OK;
+    for (int k = 0; k < FQS; k++) {
+        c[k] = be_coordinate(p + 12 * k);
+        if (k == 0) c[k].l[11] &= 0x1fffffffu;  // the flag bits
+        if (!below_q(c[k]) && code == LOAD_OK) code = LOAD_RANGE;
+    }
+    affine a;
+#ifdef CUZK_G2
+    a.x = {c[1], c[0]};
+    a.y = {c[3], c[2]};
+#else
+    a.x = c[0];
+    a.y = c[1];
+#endif
+    if (code == LOAD_OK) {
+        a.x = to_mont_field(a.x);
+        a.y = to_mont_field(a.y);
+        const field rhs = add(mul_call(sqr_call(a.x), a.x), curve_b());
+        if (!eq(sqr_call(a.y), rhs)) code = LOAD_CURVE;
+    }
+    if (code != LOAD_OK) {
+        a.x = field_zero<field>();
+        a.y = field_zero<field>();
+    }
+    store_affine(out + i * AFFINE_WORDS, a);
+    status[i] = code;
+}
