@@ -24,6 +24,7 @@ one by one only by :meth:`MappedParams.check`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections import deque
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from cuzk.algebra import pairing
+from cuzk.algebra.arrays import zcash_first_flagged
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.encoding import (
     G1_UNCOMPRESSED,
@@ -48,12 +50,10 @@ from cuzk.errors import EncodingError, InputError
 from cuzk.formats.points import (
     first_true,
     g1_from_zcash,
-    g1_to_zcash,
     g2_from_zcash,
-    g2_to_zcash,
     zcash_flag_problem,
 )
-from cuzk.groth16.keys import ProvingKey, VerifyingKey
+from cuzk.groth16.keys import ArraySource, KeySource, ProvingKey, VerifyingKey
 from cuzk.groth16.proof import PROOF_BYTES, Proof, decode_proofs, encode_proofs
 
 _U32 = struct.Struct(">I")
@@ -197,12 +197,59 @@ def write_params(path: str | os.PathLike, pk: ProvingKey) -> None:
         bad = first_true(~flat.any(axis=1)) if len(arr) else None
         if bad is not None:
             raise ValueError(f"{name}[{bad}] is the point at infinity: bellperson cannot store it")
-    with open(path, "wb") as f:
-        f.write(vk_to_bytes(pk.vk))
-        for name in SECTIONS:
-            arr = getattr(pk, name)
-            f.write(_U32.pack(len(arr)))
-            f.write(g2_to_zcash(arr) if name == "b_g2" else g1_to_zcash(arr))
+    write_params_from(path, ArraySource(pk))
+
+
+WRITE_CHUNK_POINTS = 1 << 18
+
+
+def write_params_from(
+    path: str | os.PathLike,
+    source: KeySource,
+    vk_path: str | os.PathLike | None = None,
+    progress: ProgressFn | None = None,
+    chunk_points: int = WRITE_CHUNK_POINTS,
+) -> int:
+    """Write a key source as a bellperson .params file (and its .vk when
+    ``vk_path`` is given), a chunk of points at a time: a key of any size is
+    written with one chunk of host memory. Each file appears whole or not at
+    all (written beside, then renamed). Returns the .params file's size.
+    ``progress(section, done, total)`` after each chunk.
+    """
+    path = Path(path)
+    vk = vk_to_bytes(source.vk)
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(vk)
+            for name in SECTIONS:
+                n = source.count(name)
+                f.write(_U32.pack(n))
+                size = _size("G2" if name == "b_g2" else "G1")
+                buf = np.empty((max(1, min(n, chunk_points)), size), dtype=np.uint8)
+                read = source.reader(name)
+                for lo in range(0, n, chunk_points):
+                    hi = min(n, lo + chunk_points)
+                    part = buf[: hi - lo]
+                    read(lo, hi, part)
+                    flagged = zcash_first_flagged(part, size)
+                    if flagged is not None:  # bellperson cannot store the point at infinity
+                        raise ValueError(f"{name}[{lo + flagged[0]}]: {flagged[1]}")
+                    f.write(memoryview(part).cast("B"))
+                    if progress is not None:
+                        progress(name, hi, n)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        if vk_path is not None:
+            vk_tmp = Path(vk_path).with_name(f".{Path(vk_path).name}.partial")
+            vk_tmp.write_bytes(vk)
+            os.replace(vk_tmp, vk_path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return path.stat().st_size
 
 
 @dataclass(frozen=True)
@@ -244,6 +291,7 @@ class MappedParams:
             raise InputError(self.path, "", "empty file")
         self._data = np.memmap(path, dtype=np.uint8, mode="r")
         self.vk, pos = _decode_vk(self._data, self.path)
+        vk_end = pos
         sections = {}
         for name in SECTIONS:
             group = "G2" if name == "b_g2" else "G1"
@@ -273,6 +321,9 @@ class MappedParams:
                 "or its sections are out of order",
             )
         self.sections: dict[str, ParamsSection] = sections
+        self.size = size
+        self.vk_bytes = self._data[:vk_end].tobytes()
+        self.name = self.path
         self._check_shape()
 
     def _check_shape(self) -> None:
@@ -300,6 +351,42 @@ class MappedParams:
                 f"{s['a'].count} points, fewer than the {len(self.vk.ic)} public inputs "
                 "that come first in it (sections out of order?)",
             )
+
+    # --- a key source (cuzk.groth16.keys.KeySource) -----------------------
+    def count(self, query: str) -> int:
+        return self.sections[query].count
+
+    def reader(self, query: str):
+        """Points of a section read straight into the caller's buffer (no mapped
+        pages kept): a key streams to a device with one chunk of host memory."""
+        sec = self.sections[query]
+
+        def read(lo: int, hi: int, out: np.ndarray) -> None:
+            want = (hi - lo) * sec.point_size
+            if not (0 <= lo <= hi <= sec.count) or out.nbytes != want:
+                raise ValueError(f"{query}: points [{lo}, {hi}) into a {out.nbytes}-byte buffer")
+            view = memoryview(out).cast("B")
+            offset = sec.offset + lo * sec.point_size
+            got = 0
+            with open(self.path, "rb", buffering=0) as f:
+                with contextlib.suppress(AttributeError, OSError):
+                    os.posix_fadvise(f.fileno(), offset, want, os.POSIX_FADV_SEQUENTIAL)
+                while got < want:
+                    n = os.preadv(f.fileno(), [view[got:]], offset + got)
+                    if n <= 0:
+                        raise InputError(
+                            self.path,
+                            f"{query}[{lo + got // sec.point_size}]",
+                            f"the file ends at byte {offset + got} while reading (it was "
+                            f"{self.size} bytes when opened): truncated while in use",
+                        )
+                    got += n
+
+        return read
+
+    def where(self, query: str, index: int) -> str:
+        sec = self.sections[query]
+        return f"byte offset {sec.offset + index * sec.point_size}"
 
     # --- access ----------------------------------------------------------
     @property
@@ -409,5 +496,20 @@ def _classify(message: str, group: str) -> str:
     return "a coordinate is not below q"
 
 
-def open_params(path: str | os.PathLike) -> MappedParams:
-    return MappedParams(path)
+def open_params(path: str | os.PathLike, vk_path: str | os.PathLike | None = None) -> MappedParams:
+    """A .params file, opened lazily; with ``vk_path``, the verifying key is the
+    .vk file's, which must be the one the .params file starts with (a proof is
+    then verified against the key its parameters came with)."""
+    params = MappedParams(path)
+    if vk_path is not None:
+        data = _read_bytes(vk_path)
+        vk = vk_from_bytes(data, str(vk_path))
+        if data != params.vk_bytes:
+            raise InputError(
+                str(vk_path),
+                "",
+                f"is not the verifying key {params.path} starts with: the two files belong "
+                "to different keys (a partial download, or files of two versions)",
+            )
+        params.vk = vk
+    return params

@@ -209,6 +209,7 @@ def fr_first_noncanonical(a: np.ndarray) -> int | None:
 
 # --- zcash uncompressed (bellperson) <-> limbs ---------------------------------
 
+
 def zcash_flag_problem(raw: np.ndarray, size: int) -> PointProblem | None:
     """The first uncompressed point whose flag bits are not a plain finite point."""
     found = zcash_first_flagged(raw, size)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +27,8 @@ import numpy as np
 from cuzk.algebra import pairing
 from cuzk.algebra.fields import R
 from cuzk.backends.base import Backend
-from cuzk.errors import InputError
-from cuzk.groth16.keys import ProvingKey, VerifyingKey
+from cuzk.errors import BadPoint, InputError
+from cuzk.groth16.keys import QUERIES, KeySource, ProvingKey, VerifyingKey, point_bytes
 from cuzk.groth16.proof import Proof
 from cuzk.r1cs.system import R1CS
 
@@ -77,33 +78,103 @@ def _close_all(handles) -> None:
             close()
 
 
+@dataclass(frozen=True)
+class KeyLayout:
+    """What a proving key for an R1CS must hold: the points of each query, and
+    which assignment entries feed the a and b queries (their density masks)."""
+
+    counts: dict[str, int]  # points per query, and "ic" (the inputs, ONE included)
+    a_select: np.ndarray
+    b_select: np.ndarray
+
+    @staticmethod
+    def of(r1cs: R1CS) -> KeyLayout:
+        ni = r1cs.num_inputs
+        a_select = np.concatenate(
+            [np.arange(ni), ni + np.flatnonzero(r1cs.a_aux_density())]
+        ).astype(np.int64)
+        b_select = np.flatnonzero(r1cs.b.column_mask()).astype(np.int64)
+        counts = {
+            "h": _domain_size(r1cs.num_constraints) - 1,
+            "l": r1cs.num_aux,
+            "a": len(a_select),
+            "b_g1": len(b_select),
+            "b_g2": len(b_select),
+            "ic": ni,
+        }
+        return KeyLayout(counts, a_select, b_select)
+
+    def check(self, have: dict[str, int], source: str) -> None:
+        """InputError naming the first query whose count differs from the circuit's."""
+        for name, want in self.counts.items():
+            if have[name] != want:
+                raise InputError(
+                    source,
+                    name,
+                    f"{have[name]} points, the circuit needs {want}: key and circuit differ "
+                    "(a key for another circuit, or another version of it)",
+                )
+
+
 def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
-    """Check that a key fits an R1CS and load its bases into a backend."""
-    ni = r1cs.num_inputs
-    a_select = np.concatenate([np.arange(ni), ni + np.flatnonzero(r1cs.a_aux_density())]).astype(
-        np.int64
-    )
-    b_select = np.flatnonzero(r1cs.b.column_mask()).astype(np.int64)
-    expected = {
-        "h": (len(pk.h), _domain_size(r1cs.num_constraints) - 1),
-        "l": (len(pk.l), r1cs.num_aux),
-        "a": (len(pk.a), len(a_select)),
-        "b_g1": (len(pk.b_g1), len(b_select)),
-        "b_g2": (len(pk.b_g2), len(b_select)),
-        "ic": (len(pk.vk.ic), ni),
-    }
-    for name, (have, want) in expected.items():
-        if have != want:
+    """Check that a key in memory fits an R1CS and load its bases into a backend."""
+    layout = KeyLayout.of(r1cs)
+    have = {name: len(getattr(pk, name)) for name in QUERIES} | {"ic": len(pk.vk.ic)}
+    layout.check(have, "proving key")
+
+    def make(query: str) -> Any:
+        arr = getattr(pk, query)
+        return backend.prepare_g2(arr) if query == "b_g2" else backend.prepare_g1(arr)
+
+    return _prepared(pk.vk, layout, r1cs, backend, make)
+
+
+def load(
+    source: KeySource,
+    r1cs: R1CS,
+    backend: Backend,
+    progress: Callable[[int, int], None] | None = None,
+) -> PreparedKey:
+    """Prepare a key from a :class:`KeySource` (a .params file, a development
+    key), streamed into the backend a chunk at a time.
+
+    The source's counts are checked against the circuit before any point is
+    read; a bad point is an InputError naming the source, the query, the
+    point and where it lives (a file offset). ``progress(bytes_done,
+    bytes_total)`` follows the points read.
+    """
+    layout = KeyLayout.of(r1cs)
+    have = {name: source.count(name) for name in QUERIES} | {"ic": len(source.vk.ic)}
+    layout.check(have, source.name)
+    total = sum(source.count(q) * point_bytes(q) for q in QUERIES)
+    done_before = 0
+
+    def make(query: str) -> Any:
+        nonlocal done_before
+        base, size = done_before, point_bytes(query)
+        step = None if progress is None else (lambda pts: progress(base + pts * size, total))
+        fn = backend.load_g2 if query == "b_g2" else backend.load_g1
+        try:
+            handle = fn(source.count(query), source.reader(query), step)
+        except BadPoint as e:
             raise InputError(
-                "proving key",
-                name,
-                f"{have} points, the circuit needs {want}: key and circuit differ",
-            )
+                source.name,
+                f"{query}[{e.index}]",
+                f"{e.problem} ({source.where(query, e.index)}): the file is damaged, or not a key",
+            ) from None
+        done_before += source.count(query) * size
+        return handle
+
+    return _prepared(source.vk, layout, r1cs, backend, make)
+
+
+def _prepared(
+    vk: VerifyingKey, layout: KeyLayout, r1cs: R1CS, backend: Backend, make
+) -> PreparedKey:
     handles: list[Any] = []
     try:
-        for name in ("h", "l", "a", "b_g1"):
-            handles.append(backend.prepare_g1(getattr(pk, name)))
-        handles.append(backend.prepare_g2(pk.b_g2))
+        for query in QUERIES:
+            handles.append(make(query))
         for m in (r1cs.a, r1cs.b, r1cs.c):
             handles.append(backend.prepare_matrix(m))
     except BaseException:
@@ -111,16 +182,16 @@ def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
         raise
     h, l_, a, b_g1, b_g2, *matrices = handles
     return PreparedKey(
-        vk=pk.vk,
+        vk=vk,
         backend=backend,
         h=h,
         l=l_,
         a=a,
         b_g1=b_g1,
         b_g2=b_g2,
-        a_select=a_select,
-        b_select=b_select,
-        num_inputs=ni,
+        a_select=layout.a_select,
+        b_select=layout.b_select,
+        num_inputs=r1cs.num_inputs,
         r1cs=r1cs,
         matrices=tuple(matrices),
     )

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import random
 import secrets
+import time
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,15 +24,15 @@ from cuzk.algebra.arrays import (
     fr_to_array,
     g1_from_array,
     g1_to_array,
-    g2_from_array,
     g2_to_array,
+    to_zcash,
 )
 from cuzk.algebra.curves import G1, G2
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
 from cuzk.backends import native
 from cuzk.errors import SynthesisError
-from cuzk.groth16.keys import ProvingKey, VerifyingKey
+from cuzk.groth16.keys import ProvingKey, VerifyingKey, query_group
 from cuzk.r1cs.system import R1CS
 
 log = logging.getLogger(__name__)
@@ -215,33 +217,116 @@ def _fr_array(values: list[int]) -> np.ndarray:
     return fr_to_array(values) if values else np.zeros((0, 4), np.uint64)
 
 
+class PointMaker(Protocol):
+    """Multiples of the generators for a setup: ``g1(scalars)`` → (n, 2, 6) and
+    ``g2(scalars)`` → (n, 2, 2, 6) affine limbs, arrays of ``xp`` (numpy, or
+    CuPy when the points are made on a GPU)."""
+
+    xp: Any
+
+    def g1(self, scalars: np.ndarray) -> Any: ...
+
+    def g2(self, scalars: np.ndarray) -> Any: ...
+
+
+class CpuPoints:
+    """The CPU's fixed-base multiplications (native tables, or arkworks)."""
+
+    xp = np
+
+    def __init__(self, g1_count: int, g2_count: int) -> None:
+        self._g1 = _fixed_base("G1", g1_count)
+        self._g2 = _fixed_base("G2", g2_count)
+
+    def g1(self, scalars: np.ndarray) -> np.ndarray:
+        return _g1_rows(self._g1, scalars)
+
+    def g2(self, scalars: np.ndarray) -> np.ndarray:
+        return _g2_rows(self._g2, scalars)
+
+
+def _host(xp: Any, a: Any) -> np.ndarray:
+    return a if xp is np else a.get()
+
+
+class DevParams:
+    """Development parameters of an R1CS (INSECURE) as a key source
+    (:class:`cuzk.groth16.keys.KeySource`): the query scalars are computed once,
+    the points a chunk at a time as they are read, by ``points`` (the CPU's
+    fixed-base tables by default, a GPU's through
+    :class:`cuzk.groth16.setup_gpu.GpuPoints`).
+
+    The same stream feeds a device (:func:`cuzk.groth16.prover.load`), a
+    ``.params`` file (:func:`cuzk.formats.bellperson.write_params_from`) or an
+    in-memory key (:meth:`proving_key`), so a development key reaches the
+    prover exactly as a file's key does. Host memory: the query scalars, 32
+    bytes a point, never the points (96 / 192 bytes each) beyond one chunk.
+    """
+
+    def __init__(
+        self,
+        r1cs: R1CS,
+        seed: int | None = None,
+        waste: ToxicWaste | None = None,
+        points: PointMaker | None = None,
+        name: str = "development key",
+    ) -> None:
+        self.name = name
+        self.waste = waste or ToxicWaste.draw(seed)
+        t = time.perf_counter()
+        q = query_scalars(r1cs, self.waste)
+        log.info("setup: query scalars in %.1f s", time.perf_counter() - t)
+        self._scalars = {"h": q.h, "l": q.l, "a": q.a, "b_g1": q.b, "b_g2": q.b}
+        if points is None:
+            points = CpuPoints(
+                3 + len(q.ic) + len(q.l) + len(q.h) + len(q.a) + len(q.b), 3 + len(q.b)
+            )
+        self.points = points
+        w = self.waste
+        self.vk = VerifyingKey(
+            alpha_g1=pairing.g1_mul(G1.generator, w.alpha),
+            beta_g1=pairing.g1_mul(G1.generator, w.beta),
+            beta_g2=pairing.g2_mul(G2.generator, w.beta),
+            gamma_g2=pairing.g2_mul(G2.generator, w.gamma),
+            delta_g1=pairing.g1_mul(G1.generator, w.delta),
+            delta_g2=pairing.g2_mul(G2.generator, w.delta),
+            ic=tuple(g1_from_array(self._points("G1", q.ic, host=True))),
+        )
+
+    def _points(self, group: str, scalars: np.ndarray, host: bool = False) -> Any:
+        xp = self.points.xp
+        if not len(scalars):
+            shape = (0, 2, 6) if group == "G1" else (0, 2, 2, 6)
+            return np.zeros(shape, np.uint64)
+        made = self.points.g1(scalars) if group == "G1" else self.points.g2(scalars)
+        return _host(xp, made) if host else made
+
+    def count(self, query: str) -> int:
+        return len(self._scalars[query])
+
+    def reader(self, query: str):
+        scalars = self._scalars[query]
+        group = query_group(query)
+        xp = self.points.xp
+
+        def read(lo: int, hi: int, out: np.ndarray) -> None:
+            pts = self._points(group, scalars[lo:hi])
+            enc = to_zcash(pts, group, xp=xp) if len(pts) else np.zeros(out.shape, np.uint8)
+            out[...] = _host(xp, enc)
+
+        return read
+
+    def where(self, query: str, index: int) -> str:
+        return f"point {index} of the generated {query} query"
+
+    def proving_key(self) -> ProvingKey:
+        """Every point, in memory (small circuits: tests, benchmarks)."""
+        return ProvingKey(
+            vk=self.vk,
+            **{q: self._points(query_group(q), s, host=True) for q, s in self._scalars.items()},
+        )
+
+
 def setup(r1cs: R1CS, seed: int | None = None, waste: ToxicWaste | None = None) -> ProvingKey:
     """Generate a proving key (which contains its verifying key) for an R1CS."""
-    q = query_scalars(r1cs, waste or ToxicWaste.draw(seed))
-    w = q.waste
-    g1 = _fixed_base("G1", 3 + len(q.ic) + len(q.l) + len(q.h) + len(q.a) + len(q.b))
-    g2 = _fixed_base("G2", 3 + len(q.b))
-    ic = g1_from_array(_g1_rows(g1, q.ic))
-    alpha_g1, beta_g1, delta_g1 = g1_from_array(
-        _g1_rows(g1, fr_to_array([w.alpha, w.beta, w.delta]))
-    )
-    beta_g2, gamma_g2, delta_g2 = g2_from_array(
-        _g2_rows(g2, fr_to_array([w.beta, w.gamma, w.delta]))
-    )
-    vk = VerifyingKey(
-        alpha_g1=alpha_g1,
-        beta_g1=beta_g1,
-        beta_g2=beta_g2,
-        gamma_g2=gamma_g2,
-        delta_g1=delta_g1,
-        delta_g2=delta_g2,
-        ic=tuple(ic),
-    )
-    return ProvingKey(
-        vk=vk,
-        h=_g1_rows(g1, q.h),
-        l=_g1_rows(g1, q.l),
-        a=_g1_rows(g1, q.a),
-        b_g1=_g1_rows(g1, q.b),
-        b_g2=_g2_rows(g2, q.b),
-    )
+    return DevParams(r1cs, seed, waste).proving_key()
