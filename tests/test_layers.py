@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "cuzk"
 MAY_IMPORT = {
     "cli": {"service", "engine", "formats"},
     "service": {"engine"},
-    "engine": {"groth16", "circuits", "backends"},
+    "engine": {"groth16", "circuits", "formats", "backends"},
     "circuits": {"gadgets", "hashers", "r1cs", "algebra"},
     "gadgets": {"hashers", "r1cs", "algebra"},
     "hashers": {"algebra"},

@@ -1,23 +1,26 @@
-"""The SRS manager: dev-key cache, tiers, reference counts, LRU eviction within the budget."""
+"""The SRS manager: keys as .params/.vk files (found, checked, or generated as
+development parameters), tiers, reference counts, LRU eviction within the budget."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
+from cuzk.circuits.parameters import file_digest
+from cuzk.engine import keygen
 from cuzk.engine.budget import Budget, Cancelled
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse, ProofKind, ProofRequest
 from cuzk.engine.kinds import KindRegistry, demo
-from cuzk.engine.kinds.base import key_gpu_setup_bytes, key_host_bytes, key_raw_bytes
-from cuzk.engine.srs import DEV_KEY_DIR, SrsManager, Tier, load_key
+from cuzk.engine.kinds.base import KeyFiles, key_host_bytes
+from cuzk.engine.srs import SrsManager, Tier
 from cuzk.errors import InputError, ResourceError
+from cuzk.formats.bellperson import open_params
 from cuzk.groth16 import prover, verifier
 
 A = demo.circuit_id(20, 1)
@@ -29,6 +32,7 @@ class FakePost(demo.DemoKind):
 
     kind = ProofKind.WINNING_POST
     dev_keys_by_default = False
+    published_vk_digest: str | None = None  # set by a test: the "published" .vk digest
 
     def owns(self, cid: str) -> bool:
         return cid == "winning-test"
@@ -36,14 +40,26 @@ class FakePost(demo.DemoKind):
     def _circuit(self, cid: str) -> DemoCircuit:
         return DemoCircuit(5, 1)
 
+    def key_files(self, cid: str) -> KeyFiles:
+        if self.published_vk_digest is None:
+            return KeyFiles.development(cid)
+        return KeyFiles(cid, "v28-test.params", "v28-test.vk", "0" * 32, self.published_vk_digest)
 
-def manager(tmp_path: Path, limit: int = 1 << 30, min_idle: float = 0.0, dev: bool = False):
+
+def manager(
+    tmp_path: Path,
+    limit: int = 1 << 30,
+    min_idle: float = 0.0,
+    dev: bool = False,
+    post: FakePost | None = None,
+    search: list[Path] | None = None,
+):
     reg = KindRegistry()
     reg.register(demo.DemoKind())
-    reg.register(FakePost())
+    reg.register(post or FakePost())
     budget = Budget("host", limit)
     cpu = Device(0, "cpu", CpuBackend(), 0, None)
-    return SrsManager(tmp_path, reg, budget, [cpu], min_idle, dev), budget
+    return SrsManager(tmp_path, reg, budget, [cpu], min_idle, dev, search_dirs=search), budget
 
 
 def status(m: SrsManager, cid: str):
@@ -51,24 +67,28 @@ def status(m: SrsManager, cid: str):
     return s
 
 
-def test_dev_key_is_generated_once_and_cached(tmp_path: Path) -> None:
+def demo_witness(cid: str = A):
+    kind = demo.DemoKind()
+    body = demo.make_vanilla(DemoCircuit(20, 1), 1)
+    part = kind.parse(ProofRequest(ProofKind.DEMO, vanilla_proof=body)).partitions[0]
+    return kind.r1cs(cid), kind.synthesize(cid, part)
+
+
+def test_dev_key_is_written_as_params_files_and_reused(tmp_path: Path) -> None:
     m, _ = manager(tmp_path)
     vk = m.verifying_key(A)
-    meta = json.loads((tmp_path / DEV_KEY_DIR / A / "meta.json").read_text())
-    assert meta["insecure_development_key"] is True and meta["circuit_id"] == A
+    files = KeyFiles.development(A)
+    params, vk_file = tmp_path / files.params, tmp_path / files.vk
+    assert params.is_file() and vk_file.is_file()
+    assert status(m, A).development and status(m, A).file == str(params)
     m2, _ = manager(tmp_path)
     m2.discover_cached()
-    assert status(m2, A).tier == Tier.COLD and status(m2, A).size_bytes > 0
+    assert status(m2, A).tier == Tier.COLD and status(m2, A).size_bytes == params.stat().st_size
     assert m2.verifying_key(A) == vk
-    assert json.loads((tmp_path / DEV_KEY_DIR / A / "meta.json").read_text()) == meta
-    pk = load_key(tmp_path / DEV_KEY_DIR / A, mmap=False)
-    kind = demo.DemoKind()
-    key = prover.prepare(pk, kind.r1cs(A), CpuBackend())
-    part = kind.parse(
-        type("R", (), {"vanilla_proof": demo.make_vanilla(DemoCircuit(20, 1), 1)})()
-    ).partitions[0]
-    w = kind.synthesize(A, part)
-    assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, kind.r1cs(A), w.assignment))
+    assert status(m2, A).tier == Tier.WARM  # opened, nothing loaded
+    r1cs, w = demo_witness()
+    key = prover.load(open_params(params, vk_file), r1cs, CpuBackend())
+    assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
 
 
 def test_tiers_refcounts_and_evict(tmp_path: Path) -> None:
@@ -130,9 +150,12 @@ def test_a_key_in_use_is_never_evicted_for_another(tmp_path: Path) -> None:
 
 
 def test_filecoin_kinds_need_consent_for_dev_keys(tmp_path: Path) -> None:
-    m, _ = manager(tmp_path)
-    with pytest.raises(ResourceError, match=r"no proving key for winning-test.*generate_dev_keys"):
+    m, _ = manager(tmp_path, search=[tmp_path / "elsewhere"])
+    with pytest.raises(ResourceError) as e:
         m.acquire_host("winning-test", 100)
+    message = str(e.value)
+    assert "no parameters for winning-test" in message and "generate_dev_keys" in message
+    assert str(tmp_path / "elsewhere") in message  # every folder searched is named
     assert status(m, "winning-test").ref_count == 0
     m2, _ = manager(tmp_path, dev=True)
     m2.release_host(m2.acquire_host("winning-test", 100))
@@ -140,63 +163,168 @@ def test_filecoin_kinds_need_consent_for_dev_keys(tmp_path: Path) -> None:
         m.preload("porep-32g")
 
 
-def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """With a CUDA device the key's points come from setup_gpu, bound to that
-    device's context (here a stand-in engine computes them on the CPU)."""
+def write_post_params(directory: Path, post: FakePost) -> KeyFiles:
+    """Development parameters of the fake PoSt circuit under its "published" names."""
+    files = post.key_files("winning-test")
+    keygen.write_dev_params(post.r1cs("winning-test"), files, directory, seed=5)
+    return files
+
+
+def test_published_keys_are_told_from_development_files_by_the_vk_digest(tmp_path: Path) -> None:
+    fetched = tmp_path / "filecoin-proof-parameters"
+    post = FakePost()
+    post.published_vk_digest = "f" * 32
+    files = write_post_params(fetched, post)
+    m, _ = manager(tmp_path / "cache", post=post, search=[fetched])
+    with pytest.raises(InputError) as e:  # not the published .vk: refused by default
+        m.verifying_key("winning-test")
+    assert str(fetched / files.vk) in str(e.value) and "not Filecoin's parameters" in str(e.value)
+    m, _ = manager(tmp_path / "cache", post=post, search=[fetched], dev=True)
+    m.verifying_key("winning-test")
+    assert status(m, "winning-test").development  # allowed, and reported as such
+    post.published_vk_digest = file_digest(fetched / files.vk)  # as if it were the real file
+    m, _ = manager(tmp_path / "cache", post=post, search=[fetched])
+    m.release_host(m.acquire_host("winning-test", 100))
+    s = status(m, "winning-test")
+    assert not s.development and s.file == str(fetched / files.params)
+    assert not (tmp_path / "cache").exists()  # found, not generated
+
+
+def test_param_cache_is_searched_before_the_other_folders(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    for d in (first, second):
+        keygen.write_dev_params(demo.DemoKind().r1cs(A), KeyFiles.development(A), d, seed=1)
+    m, _ = manager(first, search=[second])
+    m.verifying_key(A)
+    assert status(m, A).file == str(first / KeyFiles.development(A).params)
+    (first / KeyFiles.development(A).params).unlink()
+    m, _ = manager(first, search=[second])
+    m.verifying_key(A)
+    assert status(m, A).file == str(second / KeyFiles.development(A).params)
+
+
+def damage(path: Path, how: str) -> str:
+    """Damage a demo key file; returns what the error must name."""
+    files = KeyFiles.development(A)
+    params = path / files.params
+    data = bytearray(params.read_bytes())
+    source = open_params(params)
+    if how == "truncated":
+        params.write_bytes(bytes(data[: len(data) - 1000]))
+        return "truncated"
+    if how == "bit-flip":
+        sec = source.sections["l"]
+        at = sec.offset + 3 * 96 + 95  # the last byte of l[3]'s y
+        data[at] ^= 0x01
+        params.write_bytes(bytes(data))
+        return f"l[3]: not on the G1 curve (byte offset {sec.offset + 3 * 96})"
+    if how == "wrong-circuit":
+        other = KeyFiles.development(B)
+        keygen.write_dev_params(demo.DemoKind().r1cs(B), other, path, seed=2)
+        (path / other.params).replace(params)
+        (path / other.vk).replace(path / files.vk)
+        return "key and circuit differ"
+    if how == "other-vk":
+        other = KeyFiles.development(B)
+        keygen.write_dev_params(demo.DemoKind().r1cs(B), other, path, seed=2)
+        (path / files.vk).write_bytes((path / other.vk).read_bytes())
+        return "is not the verifying key"
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["truncated", "bit-flip", "wrong-circuit", "other-vk"])
+def test_a_bad_key_file_is_named_and_the_others_still_serve(tmp_path: Path, how: str) -> None:
+    keygen.write_dev_params(demo.DemoKind().r1cs(A), KeyFiles.development(A), tmp_path, seed=1)
+    must_name = damage(tmp_path, how)
+    m, budget = manager(tmp_path)
+    with pytest.raises(InputError) as e:
+        m.acquire_host(A, 100)
+    assert str(tmp_path) in str(e.value) and must_name in str(e.value)
+    assert status(m, A).ref_count == 0 and budget.reserved == 0  # nothing held
+    m.release_host(m.acquire_host(B, 100))  # another circuit's key still serves
+    assert status(m, B).tier == Tier.HOT
+    for f in KeyFiles.development(A).params, KeyFiles.development(A).vk:
+        (tmp_path / f).unlink()
+    m.release_host(m.acquire_host(A, 100))  # fixed on disk (here: made again): served
+    assert status(m, A).tier == Tier.HOT
+
+
+class ArkFixedBase:
+    """MsmEngine's fixed-base interface, computed with the pairing library."""
+
+    def fixed_base_g1(self, point, scalars, to_host=True):
+        from cuzk.algebra import pairing
+        from cuzk.algebra.arrays import fr_from_array, g1_to_array
+
+        return g1_to_array([pairing.g1_mul(point, k) for k in fr_from_array(scalars)])
+
+    def fixed_base_g2(self, point, scalars, to_host=True):
+        from cuzk.algebra import pairing
+        from cuzk.algebra.arrays import fr_from_array, g2_to_array
+
+        return g2_to_array([pairing.g2_mul(point, k) for k in fr_from_array(scalars)])
+
+
+def fake_gpu_manager(tmp_path: Path, monkeypatch, made: list):
+    """A manager whose one device says it is a GPU; its points are made by a
+    stand-in for the GPU's fixed-base kernels (arkworks on the CPU)."""
     from types import SimpleNamespace
 
-    from cuzk.algebra import pairing
-    from cuzk.algebra.arrays import fr_from_array, g1_to_array, g2_to_array
-    from cuzk.groth16 import setup_gpu
+    import cuzk.engine.srs as srs
+    from cuzk.groth16.setup_gpu import GpuPoints
 
-    ctx = SimpleNamespace(device_id=0)
     gpu = Device(
-        0, "fake gpu", SimpleNamespace(name="cuda", ctx=ctx), 1 << 30, Budget("v", 1 << 30)
+        0, "fake gpu", SimpleNamespace(name="cuda", ctx=None), 1 << 30, Budget("v", 1 << 30)
     )
-    monkeypatch.setattr(Device, "activate", lambda self: contextlib.nullcontext())
-    engines = []
-
-    class CpuFixedBase:  # MsmEngine's fixed-base interface, computed with the pairing library
-        def __init__(self, c) -> None:
-            engines.append(c)
-
-        def fixed_base_g1(self, point, scalars):
-            return g1_to_array([pairing.g1_mul(point, k) for k in fr_from_array(scalars)])
-
-        def fixed_base_g2(self, point, scalars):
-            return g2_to_array([pairing.g2_mul(point, k) for k in fr_from_array(scalars)])
-
-    import cuzk.backends.cuda.msm as msm
-
-    monkeypatch.setattr(msm, "MsmEngine", CpuFixedBase)
-    calls = []
-    real = setup_gpu.setup_gpu
     monkeypatch.setattr(
-        setup_gpu, "setup_gpu", lambda r1cs, **kw: calls.append(kw) or real(r1cs, **kw)
+        srs, "gpu_points", lambda d: made.append(d) or GpuPoints(ArkFixedBase(), np)
     )
     reg = KindRegistry()
     reg.register(demo.DemoKind())
     host = Budget("host", 1 << 30)
-    m = SrsManager(tmp_path, reg, host, [gpu], 0.0, False)
+    return SrsManager(tmp_path, reg, host, [gpu], 0.0, False), host, gpu
+
+
+def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(tmp_path: Path, monkeypatch):
+    made: list = []
+    m, host, gpu = fake_gpu_manager(tmp_path, monkeypatch, made)
     vk = m.verifying_key(A)
-    assert engines == [ctx] and len(calls) == 1
-    # the host held raw points and scalars, not the CPU backend's prepared key
-    r1cs_a = demo.DemoKind().r1cs(A)
-    pk = load_key(tmp_path / DEV_KEY_DIR / A)
-    raw = key_raw_bytes(r1cs_a.num_constraints, r1cs_a.num_aux, len(pk.a), len(pk.b_g1))
-    assert raw == pk.nbytes()  # the model is the key's exact size
-    assert host.peak == key_gpu_setup_bytes(r1cs_a.num_constraints, raw) < key_host_bytes(r1cs_a)
-    # The key proves: a CPU proof with it verifies.
-    kind = demo.DemoKind()
-    r1cs = kind.r1cs(A)
-    body = demo.make_vanilla(DemoCircuit(20, 1))
-    w = kind.synthesize(
-        A, kind.parse(ProofRequest(ProofKind.DEMO, vanilla_proof=body)).partitions[0]
-    )
-    key = prover.prepare(load_key(tmp_path / DEV_KEY_DIR / A), r1cs, CpuBackend())
+    assert made == [gpu]
+    r1cs, w = demo_witness()
+    # the host held the query scalars and a chunk, not the key's points
+    assert host.peak == keygen.dev_setup_host_bytes(r1cs.num_constraints) and host.reserved == 0
+    files = KeyFiles.development(A)
+    key = prover.load(open_params(tmp_path / files.params, tmp_path / files.vk), r1cs, CpuBackend())
     assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
+
+
+def test_a_dev_key_too_big_for_the_disk_is_made_in_gpu_memory(tmp_path: Path, monkeypatch):
+    import cuzk.engine.srs as srs
+
+    monkeypatch.setattr(srs, "disk_free", lambda d: 0)
+    made: list = []
+    m, host, _ = fake_gpu_manager(tmp_path, monkeypatch, made)
+    vk = m.verifying_key(A)
+    assert list(tmp_path.iterdir()) == []  # no file
+    assert status(m, A).development and status(m, A).file == ""
+    assert host.reserved == 0  # its scalars were given back
+    assert m.verifying_key(A) == vk
+    # made again (same toxic waste) when a device loads it: the same key
+    source = m._source(m.entry(A))
+    r1cs, w = demo_witness()
+    key = prover.load(source, r1cs, CpuBackend())
+    m._loaded(m.entry(A))
+    assert host.reserved == 0
+    assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
+
+
+def test_a_dev_key_that_fits_neither_disk_nor_a_gpu_is_refused(tmp_path: Path, monkeypatch):
+    import cuzk.engine.srs as srs
+
+    monkeypatch.setattr(srs, "disk_free", lambda d: 0)
+    m, _ = manager(tmp_path)
+    with pytest.raises(ResourceError, match=f"development parameters of {A} need"):
+        m.verifying_key(A)
 
 
 class BuildCounting(demo.DemoKind):

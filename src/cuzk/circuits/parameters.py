@@ -325,6 +325,14 @@ def parameter_file(circuit_id: str) -> ParameterFile:
         ) from None
 
 
+def circuit_for_params_name(name: str) -> str | None:
+    """The served circuit whose published ``.params`` file has this name, if any."""
+    for p in _FILES.values():
+        if p.params_name == name:
+            return p.circuit_id
+    return None
+
+
 def file_digest(path: str | os.PathLike[str], chunk: int = DEFAULT_CHUNK) -> str:
     """A file's digest as ``parameters.json`` records it: BLAKE2b-512, first 32 hex digits.
 

@@ -133,15 +133,38 @@ class PipelineConfig:
     epilogue_workers: int = 1
 
 
+# Where Filecoin's parameter tools (paramfetch, curio fetch-params) put the files.
+FIL_PARAMETER_CACHE_ENV = "FIL_PROOFS_PARAMETER_CACHE"
+FIL_PARAMETER_CACHE_DEFAULT = "/var/tmp/filecoin-proof-parameters"
+
+
 @dataclass(frozen=True)
 class SrsConfig:
     param_cache: str = ""  # "" = $CUZK_HOME/params
-    # Development keys (INSECURE, single-party setup) are generated on first use
-    # for the demo kind always, and for Filecoin kinds only when this is true.
+    # Development parameters (INSECURE, single-party setup) are generated on
+    # first use for the demo kind always; for Filecoin kinds only when this is
+    # true, which also lets the daemon prove with development files found
+    # under Filecoin's names (their .vk is not the published one).
     generate_dev_keys: bool = False
 
     def cache_dir(self) -> Path:
+        """The first folder searched for keys, and where generated ones are written."""
         return Path(self.param_cache) if self.param_cache else cuzk_home() / "params"
+
+    def search_dirs(self) -> list[Path]:
+        """Folders searched for a key's .params / .vk files, in order:
+        ``param_cache`` (or $CUZK_HOME/params), ``$FIL_PROOFS_PARAMETER_CACHE``,
+        then /var/tmp/filecoin-proof-parameters."""
+        dirs = [self.cache_dir()]
+        env = os.environ.get(FIL_PARAMETER_CACHE_ENV)
+        if env:
+            dirs.append(Path(env))
+        dirs.append(Path(FIL_PARAMETER_CACHE_DEFAULT))
+        out: list[Path] = []
+        for d in dirs:
+            if d not in out:
+                out.append(d)
+        return out
 
 
 @dataclass(frozen=True)

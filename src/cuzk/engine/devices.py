@@ -18,7 +18,6 @@ from cuzk.backends.base import Backend
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import GpusConfig
 from cuzk.engine.kinds.base import domain_size
-from cuzk.groth16.keys import ProvingKey
 from cuzk.r1cs.system import R1CS
 
 log = logging.getLogger(__name__)
@@ -49,13 +48,14 @@ class Device:
 
         return cupy.cuda.Device(self.ordinal)
 
-    def key_bytes(self, pk: ProvingKey, r1cs: R1CS) -> int:
-        """Device memory a prepared key and its circuit's matrices occupy."""
+    def key_bytes(self, point_bytes: int, r1cs: R1CS) -> int:
+        """Device memory a prepared key (its points: ``point_bytes`` as raw affine
+        limbs) and its circuit's matrices occupy, the load's staging included."""
         fn = getattr(self.backend, "prepared_key_bytes", None)
         if fn is not None:
-            return int(fn(pk, r1cs))
+            return int(fn(point_bytes, r1cs))
         csr = sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in (r1cs.a, r1cs.b, r1cs.c))
-        return pk.nbytes() + csr
+        return point_bytes + csr
 
     def host_prover_bytes(self, num_constraints: int, num_variables: int) -> int:
         """Host memory a proof of this shape holds on this device (its backend's model)."""

@@ -111,6 +111,8 @@ class EngineStatus:
                     "ref_count": s.ref_count,
                     "devices": list(s.devices),
                     "idle_seconds": round(s.idle_s, 1),
+                    "file": s.file,
+                    "development": s.development,
                 }
                 for s in self.srs
             ],
@@ -136,6 +138,7 @@ class Engine:
             self.devices,
             eviction_min_idle=config.memory.eviction_min_idle,
             generate_dev_keys=config.srs.generate_dev_keys,
+            search_dirs=config.srs.search_dirs(),
         )
         self.registry = JobRegistry()
         self.metrics = EngineMetrics(self.status)

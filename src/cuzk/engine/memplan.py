@@ -21,12 +21,13 @@ from dataclasses import asdict, dataclass
 
 from cuzk.backends.cpu import CpuBackend
 from cuzk.backends.cuda.backend import CudaBackend
+from cuzk.backends.cuda.msm import load_staging_bytes
 from cuzk.backends.cuda.spmv import resident_bytes
 from cuzk.engine.devices import gpu_working_bytes
+from cuzk.engine.keygen import dev_setup_host_bytes
 from cuzk.engine.kinds.base import (
     SYNTHESIS_BYTES_PER_VARIABLE,
     domain_size,
-    key_gpu_setup_bytes,
     key_host_bytes_for,
     key_raw_bytes,
 )
@@ -121,10 +122,14 @@ def plan(
     synthesis = SYNTHESIS_BYTES_PER_VARIABLE * nv
     raw = key_raw_bytes(nc, aux, shape.a_points, shape.b_points)
     if backend == "cuda":
-        key_dev = raw + sum(_reserved_csr(rows, z, shape.distinct_coefficients) for z in shape.nnz)
+        key_dev = (
+            raw
+            + load_staging_bytes()
+            + sum(_reserved_csr(rows, z, shape.distinct_coefficients) for z in shape.nnz)
+        )
         part_dev = gpu_working_bytes(nc, nv)
         part_host = max(synthesis, CudaBackend.prove_host_bytes(nc, nv))
-        key_gen = key_gpu_setup_bytes(nc, raw)
+        key_gen = dev_setup_host_bytes(nc)
         key_host = 0
         fits_gpu = key_dev + part_dev <= gpu_budget
         at_once_gpu = max(0, (gpu_budget - key_dev) // part_dev) if fits_gpu else 0
@@ -132,7 +137,7 @@ def plan(
         key_dev = part_dev = 0
         part_host = max(synthesis, CpuBackend.prove_host_bytes(nc, nv))
         key_host = key_host_bytes_for(nc, nv, aux)
-        key_gen = key_host
+        key_gen = dev_setup_host_bytes(nc)
         fits_gpu, at_once_gpu = True, 0
     resident_host = r1cs_host + key_host
     fits_host = resident_host + max(part_host, key_gen) <= host_budget

@@ -2,11 +2,11 @@
 
 Tiers (the values of cuzk.v1.SRSStatus.Tier):
 
-- HOT: prepared on a device: for the CPU backend the key's points as the
-  pairing library's objects in host memory, for a GPU the key uploaded to
-  its VRAM; counted in the host or that device's budget.
-- WARM: the key's arrays memory-mapped from the cache (page cache, not
-  counted in any budget).
+- HOT: prepared on a device: for the CPU backend the key's points in the
+  native kernels' form in host memory, for a GPU the key loaded into its
+  VRAM; counted in the host or that device's budget.
+- WARM: the key's files opened (verifying key decoded, sections located;
+  nothing else read), or a development key that exists only as a generator.
 - COLD: on disk only.
 
 Keys in use are pinned by reference counts and never evicted; idle HOT keys
@@ -14,52 +14,55 @@ are evicted least recently used first when a budget is short, once idle for
 ``eviction_min_idle``. EvictSRS drops a key from HOT to WARM (or WARM to
 COLD) and is refused while proofs use it.
 
-Key cache: development keys (a single-party setup: INSECURE, for the demo
-kind and, when ``[srs] generate_dev_keys`` says so, for Filecoin kinds) are
-generated on first use and stored under ``<param_cache>/cuzk-dev-keys/<circuit
-id>/`` as one ``.npy`` per query (h, l, a, b_g1, b_g2) plus ``vk.npz`` and
-``meta.json``; this is cuzk's own format, memory-mappable, used until the
-bellperson ``.params`` reader lands in ``cuzk.formats.bellperson``.
+Keys are bellperson ``.params`` files with their ``.vk``, named as
+rust-fil-proofs names them (:class:`cuzk.engine.kinds.base.KeyFiles`) and
+looked up in ``[srs]``'s search folders (``param_cache``,
+``$FIL_PROOFS_PARAMETER_CACHE``, /var/tmp/filecoin-proof-parameters). A key
+is streamed from its file into a device (:func:`cuzk.groth16.prover.load`),
+a chunk at a time: it is never whole in host memory on the way. A Filecoin
+circuit's ``.vk`` is compared with the published digest: files that are not
+Filecoin's (development parameters under the same names) are used only when
+``[srs] generate_dev_keys`` allows development keys, and are reported so.
+
+Development keys (a single-party setup: INSECURE, for the demo kind and,
+when ``generate_dev_keys`` says so, for Filecoin kinds) are generated on
+first use as files of the same format under the same names
+(:mod:`cuzk.engine.keygen`), so they take the same path; where the file
+would not fit the disk and a GPU is present, the key is made straight into
+that GPU's memory instead (no file; still never whole on the host).
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import json
 import logging
-import os
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from cuzk.algebra.arrays import g1_from_array, g1_to_array, g2_from_array, g2_to_array
+from cuzk.circuits.parameters import file_digest
 from cuzk.engine.budget import Budget, Reservation
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse
-from cuzk.engine.kinds import KindRegistry
-from cuzk.engine.kinds.base import (
-    ProofKindHandler,
-    key_gpu_setup_bytes,
-    key_host_bytes,
-    key_raw_bytes,
+from cuzk.engine.keygen import (
+    ProgressLog,
+    dev_setup_host_bytes,
+    disk_free,
+    gpu_points,
+    params_file_bytes,
+    write_dev_params,
 )
+from cuzk.engine.kinds import KindRegistry
+from cuzk.engine.kinds.base import KeyFiles, ProofKindHandler, key_host_bytes, key_raw_bytes
 from cuzk.errors import InputError, ResourceError
-from cuzk.groth16 import prover, setup
-from cuzk.groth16.keys import ProvingKey, VerifyingKey
-from cuzk.r1cs.system import R1CS
+from cuzk.formats.bellperson import MappedParams, open_params
+from cuzk.groth16 import prover
+from cuzk.groth16.keys import QUERIES, KeySource, VerifyingKey
+from cuzk.groth16.setup import DevParams, ToxicWaste
 
 log = logging.getLogger(__name__)
-
-DEV_KEY_DIR = "cuzk-dev-keys"
-FORMAT_VERSION = 1
-_QUERIES = ("h", "l", "a", "b_g1", "b_g2")
 
 
 class Tier(enum.IntEnum):
@@ -68,63 +71,15 @@ class Tier(enum.IntEnum):
     COLD = 2
 
 
-# --- the key cache on disk ----------------------------------------------------
-def save_key(directory: Path, circuit_id: str, pk: ProvingKey, r1cs: R1CS) -> None:
-    """Write a key atomically: into a temporary folder, then renamed into place."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{circuit_id}.", dir=directory.parent))
-    try:
-        for q in _QUERIES:
-            np.save(tmp / f"{q}.npy", np.ascontiguousarray(getattr(pk, q)))
-        vk = pk.vk
-        np.savez(
-            tmp / "vk.npz",
-            g1=g1_to_array([vk.alpha_g1, vk.beta_g1, vk.delta_g1]),
-            g2=g2_to_array([vk.beta_g2, vk.gamma_g2, vk.delta_g2]),
-            ic=g1_to_array(list(vk.ic)),
-        )
-        meta = {
-            "format": FORMAT_VERSION,
-            "circuit_id": circuit_id,
-            "num_constraints": r1cs.num_constraints,
-            "num_inputs": r1cs.num_inputs,
-            "num_aux": r1cs.num_aux,
-            "generated_at": time.time(),
-            "insecure_development_key": True,
-        }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(directory)
-        os.replace(tmp, directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+def source_counts(source: KeySource) -> dict[str, int]:
+    """Points per query and the IC count, as :class:`prover.KeyLayout` counts them."""
+    return {q: source.count(q) for q in QUERIES} | {"ic": len(source.vk.ic)}
 
 
-def load_key(directory: Path, mmap: bool = True) -> ProvingKey:
-    """A key from the cache, its queries memory-mapped (the WARM tier)."""
-    meta = json.loads((directory / "meta.json").read_text())
-    if meta.get("format") != FORMAT_VERSION:
-        raise InputError(str(directory), "meta.json", f"unknown key format {meta.get('format')}")
-    arrays = {q: np.load(directory / f"{q}.npy", mmap_mode="r" if mmap else None) for q in _QUERIES}
-    with np.load(directory / "vk.npz") as z:
-        g1 = g1_from_array(z["g1"])
-        g2 = g2_from_array(z["g2"])
-        ic = tuple(g1_from_array(z["ic"]))
-    vk = VerifyingKey(
-        alpha_g1=g1[0],
-        beta_g1=g1[1],
-        beta_g2=g2[0],
-        gamma_g2=g2[1],
-        delta_g1=g1[2],
-        delta_g2=g2[2],
-        ic=ic,
-    )
-    return ProvingKey(vk=vk, **arrays)
-
-
-def key_dir_bytes(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+def source_point_bytes(source: KeySource) -> int:
+    """A key's points as raw affine limbs (what a device holds): 96 bytes a G1
+    point, 192 a G2 point."""
+    return sum(source.count(q) * (192 if q == "b_g2" else 96) for q in QUERIES)
 
 
 # --- entries and leases -------------------------------------------------------
@@ -132,9 +87,14 @@ def key_dir_bytes(directory: Path) -> int:
 class SrsEntry:
     circuit_id: str
     handler: ProofKindHandler
-    directory: Path
+    files: KeyFiles
+    path: Path | None = None  # the .params file found or written (None: not yet, or no file)
     size_bytes: int = 0
-    pk: ProvingKey | None = None  # WARM when set
+    source: KeySource | None = None  # WARM when set
+    vk: VerifyingKey | None = None  # of the key last opened or made
+    development: bool = False  # not Filecoin's published key (INSECURE)
+    dev_waste: ToxicWaste | None = None  # a file-less development key's, to make it again
+    dev_reservation: Reservation | None = None  # host memory of its scalars while loading
     prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
     reservations: dict[int, Reservation] = field(default_factory=dict)
     refs: int = 0  # in-flight partitions using the key
@@ -147,7 +107,7 @@ class SrsEntry:
     def tier(self) -> Tier:
         if self.prepared:
             return Tier.HOT
-        if self.pk is not None:
+        if self.source is not None:
             return Tier.WARM
         return Tier.COLD
 
@@ -178,6 +138,8 @@ class SrsStatus:
     ref_count: int
     devices: tuple[int, ...]
     idle_s: float
+    file: str = ""  # the .params file ("" while none is found, or for a key made in memory)
+    development: bool = False  # INSECURE development parameters, not Filecoin's
 
 
 class SrsManager:
@@ -189,8 +151,13 @@ class SrsManager:
         devices: list[Device],
         eviction_min_idle: float = 300.0,
         generate_dev_keys: bool = False,
+        search_dirs: list[Path] | None = None,
     ) -> None:
+        """``cache_dir``: where generated keys are written (searched first);
+        ``search_dirs``: the folders searched after it (see SrsConfig.search_dirs)."""
         self.cache_dir = Path(cache_dir)
+        dirs = [self.cache_dir] + [Path(d) for d in (search_dirs or [])]
+        self.search_dirs = list(dict.fromkeys(dirs))
         self.kinds = kinds
         self.host_budget = host_budget
         self.devices = {d.ordinal: d for d in devices}
@@ -208,24 +175,29 @@ class SrsManager:
             e = self._entries.get(circuit_id)
             if e is None:
                 handler = self.kinds.for_circuit(circuit_id)
-                d = self.cache_dir / DEV_KEY_DIR / circuit_id
-                e = SrsEntry(circuit_id, handler, d)
-                if (d / "meta.json").exists():
-                    e.size_bytes = key_dir_bytes(d)
+                e = SrsEntry(circuit_id, handler, handler.key_files(circuit_id))
+                e.path = self._find(e.files)
+                if e.path is not None:
+                    e.size_bytes = e.path.stat().st_size
                 self._entries[circuit_id] = e
             return e
 
+    def _find(self, files: KeyFiles) -> Path | None:
+        for d in self.search_dirs:
+            p = d / files.params
+            if p.is_file():
+                return p
+        return None
+
     def discover_cached(self) -> None:
-        """List keys already in the cache (COLD) so that status reports them."""
-        root = self.cache_dir / DEV_KEY_DIR
-        if not root.is_dir():
-            return
-        for d in sorted(root.iterdir()):
-            if (d / "meta.json").exists():
-                try:
-                    self.entry(d.name)
-                except InputError:
-                    log.info("key cache holds %s, which no registered kind owns", d.name)
+        """List the keys present in the search folders (COLD) so that status reports them."""
+        for d in self.search_dirs:
+            if not d.is_dir():
+                continue
+            for p in sorted(d.glob("*.params")):
+                cid = self.kinds.circuit_for_key_file(p.name)
+                if cid is not None:
+                    self.entry(cid)
 
     def ensure_r1cs(self, circuit_id: str, cancelled: Any = None) -> None:
         """Make the circuit's matrices available, building them at most once and
@@ -255,77 +227,180 @@ class SrsManager:
                 e.handler.r1cs(circuit_id)
             self._r1cs_ready.add(circuit_id)
 
-    def _ensure_on_disk(self, e: SrsEntry, cancelled: Any = None) -> None:
-        if (e.directory / "meta.json").exists():
+    def _dev_allowed(self, e: SrsEntry) -> bool:
+        return e.handler.dev_keys_by_default or self.generate_dev_keys
+
+    def _ensure_available(self, e: SrsEntry, cancelled: Any = None) -> None:
+        """The key exists: its files found (and opened: WARM), or written as
+        development parameters, or a file-less development key decided on."""
+        if e.source is not None or e.dev_waste is not None:
             return
         with self._lock:
             gen_lock = self._gen_locks.setdefault(e.circuit_id, threading.Lock())
         with gen_lock:
-            if (e.directory / "meta.json").exists():
+            if e.source is not None or e.dev_waste is not None:
                 return
-            if not (e.handler.dev_keys_by_default or self.generate_dev_keys):
-                raise ResourceError(
-                    f"no proving key for {e.circuit_id} in {self.cache_dir}: place its "
-                    f"parameters there, or set [srs] generate_dev_keys = true for an "
-                    f"INSECURE development key"
-                )
-            self.ensure_r1cs(e.circuit_id, cancelled)
-            r1cs = e.handler.r1cs(e.circuit_id)
-            if self._setup_gpu() is not None:
-                a_points, b_points = e.handler.query_sizes(e.circuit_id)
-                raw = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
-                need = key_gpu_setup_bytes(r1cs.num_constraints, raw)
-            else:
-                need = key_host_bytes(r1cs)
-            (res,) = self.host_budget.reserve(
-                [(need, f"key generation {e.circuit_id}")],
-                evict=self.evict_idle,
-                cancelled=cancelled,
+            path = self._find(e.files)
+            if path is None:
+                if not self._dev_allowed(e):
+                    dirs = ", ".join(str(d) for d in self.search_dirs)
+                    raise ResourceError(
+                        f"no parameters for {e.circuit_id}: {e.files.params} (with "
+                        f"{e.files.vk}) is in none of {dirs}; fetch Filecoin's parameters "
+                        f"into one of them, or set [srs] generate_dev_keys = true for "
+                        f"INSECURE development parameters"
+                    )
+                path = self._generate(e, cancelled)
+                if path is None:  # made in GPU memory when a device loads it
+                    return
+            source = self._open(e, path)
+            with self._lock:
+                e.source = source
+                e.vk = source.vk
+
+    def _source(self, e: SrsEntry, cancelled: Any = None) -> KeySource:
+        """What a device loads the key from: its opened files, or a file-less
+        development key made for this load (its scalars live until :meth:`_loaded`)."""
+        self._ensure_available(e, cancelled)
+        with self._lock:
+            if e.source is not None:
+                return e.source
+        source = self._dev_source(e, cancelled)
+        with self._lock:
+            e.source = source
+            e.vk = source.vk
+        return source
+
+    def _open(self, e: SrsEntry, path: Path) -> MappedParams:
+        vk_path = path.with_name(e.files.vk)
+        if not vk_path.is_file():
+            raise InputError(
+                str(path),
+                "",
+                f"its verifying key {e.files.vk} is not beside it: every proof is verified "
+                "against the key its parameters came with (fetch both files)",
             )
-            try:
-                t = time.perf_counter()
-                log.warning(
-                    "generating an INSECURE development key for %s (%d constraints)",
-                    e.circuit_id,
-                    r1cs.num_constraints,
+        params = open_params(path, vk_path)
+        development = True
+        if e.files.published:
+            digest = file_digest(vk_path)
+            development = digest != e.files.published_vk_digest
+            if development and not self.generate_dev_keys:
+                raise InputError(
+                    str(vk_path),
+                    "digest",
+                    f"{digest} is not the digest of Filecoin's published {e.files.vk} "
+                    f"({e.files.published_vk_digest}): these are not Filecoin's parameters "
+                    "and the chain would reject every proof made with them; fetch the "
+                    "published files, or set [srs] generate_dev_keys = true to prove with "
+                    "development parameters (INSECURE)",
                 )
-                pk = self._dev_setup(r1cs)
-                save_key(e.directory, e.circuit_id, pk, r1cs)
-                log.info("key %s generated in %.2fs", e.circuit_id, time.perf_counter() - t)
-            finally:
-                res.release()
-            e.size_bytes = key_dir_bytes(e.directory)
+        if development:
+            log.warning("%s: INSECURE development parameters (%s)", e.circuit_id, path)
+        else:
+            log.info("%s: Filecoin's published parameters (%s)", e.circuit_id, path)
+        with self._lock:
+            e.path = path
+            e.size_bytes = params.size
+            e.development = development
+        return params
 
     def _setup_gpu(self) -> Device | None:
         """The GPU development keys are made on (the first one), if any."""
         return next((d for d in self.devices.values() if d.backend.name == "cuda"), None)
 
-    def _dev_setup(self, r1cs: R1CS) -> ProvingKey:
-        """A development key, its points made on the first GPU when there is one.
-
-        Both paths give a key of the same (single-party, INSECURE) setup; on a
-        GPU the fixed-base multiplications take seconds where the CPU takes
-        minutes (2KiB PoRep: ~20 min in pure Python).
-        """
+    def _dev_points(self) -> Any:
         gpu = self._setup_gpu()
-        if gpu is None:
-            return setup.setup(r1cs)
-        from cuzk.backends.cuda.msm import MsmEngine
-        from cuzk.groth16.setup_gpu import setup_gpu
+        return None if gpu is None else gpu_points(gpu)
 
-        with gpu.activate():
-            return setup_gpu(r1cs, engine=MsmEngine(gpu.backend.ctx))
+    def _generate(self, e: SrsEntry, cancelled: Any) -> Path | None:
+        """Write a development key as files in the cache folder; None when they
+        would not fit its disk and a GPU can take the key straight instead."""
+        self.ensure_r1cs(e.circuit_id, cancelled)
+        r1cs = e.handler.r1cs(e.circuit_id)
+        layout = prover.KeyLayout.of(r1cs)
+        need_disk = params_file_bytes(layout.counts) + (64 << 20)
+        if disk_free(self.cache_dir) < need_disk:
+            if self._setup_gpu() is None:
+                raise ResourceError(
+                    f"development parameters of {e.circuit_id} need "
+                    f"{need_disk / 2**30:.1f} GiB on disk, {self.cache_dir} has "
+                    f"{disk_free(self.cache_dir) / 2**30:.1f} GiB free, and there is no GPU "
+                    "to make them in memory instead"
+                )
+            log.warning(
+                "%s: the development parameters (%.1f GiB) do not fit the disk of %s; the key "
+                "is made straight into GPU memory instead (no file)",
+                e.circuit_id,
+                need_disk / 2**30,
+                self.cache_dir,
+            )
+            e.dev_waste = ToxicWaste.draw()
+            return None
+        (res,) = self.host_budget.reserve(
+            [(dev_setup_host_bytes(r1cs.num_constraints), f"key generation {e.circuit_id}")],
+            evict=self.evict_idle,
+            cancelled=cancelled,
+        )
+        try:
+            return write_dev_params(r1cs, e.files, self.cache_dir, points=self._dev_points())
+        finally:
+            res.release()
 
-    def _ensure_warm(self, e: SrsEntry, cancelled: Any = None) -> ProvingKey:
-        self._ensure_on_disk(e, cancelled)
+    def _dev_source(self, e: SrsEntry, cancelled: Any) -> DevParams:
+        """A file-less development key, made as a device loads it (same waste each time)."""
+        r1cs = e.handler.r1cs(e.circuit_id)
+        (res,) = self.host_budget.reserve(
+            [(dev_setup_host_bytes(r1cs.num_constraints), f"key generation {e.circuit_id}")],
+            evict=self.evict_idle,
+            cancelled=cancelled,
+        )
+        try:
+            source = DevParams(
+                r1cs,
+                waste=e.dev_waste,
+                points=self._dev_points(),
+                name=f"development key {e.circuit_id} (in memory)",
+            )
+        except BaseException:
+            res.release()
+            raise
         with self._lock:
-            if e.pk is None:
-                e.pk = load_key(e.directory)
-            return e.pk
+            e.development = True
+            e.size_bytes = source_point_bytes(source)
+            e.dev_reservation = res  # given back once the key is loaded (_loaded)
+        return source
+
+    def _loaded(self, e: SrsEntry) -> None:
+        """After a device has taken the key: a file-less development key gives its
+        scalars (and their host reservation) back; it is made again if needed."""
+        with self._lock:
+            if not isinstance(e.source, DevParams):
+                return
+            e.source = None
+            res, e.dev_reservation = e.dev_reservation, None
+        if res is not None:
+            res.release()
+
+    def _forget(self, e: SrsEntry) -> None:
+        """After a failed load: the files are opened afresh next time (the operator
+        may replace a damaged file while the daemon runs)."""
+        with self._lock:
+            if isinstance(e.source, MappedParams):
+                e.source = None
+                e.vk = None
+                e.path = None
 
     def verifying_key(self, circuit_id: str) -> VerifyingKey:
         e = self.entry(circuit_id)
-        return self._ensure_warm(e).vk
+        if e.vk is not None:
+            return e.vk
+        vk = self._source(e).vk
+        self._loaded(e)
+        return vk
+
+    def _progress(self, e: SrsEntry, device: Device) -> ProgressLog:
+        return ProgressLog(f"loading {e.circuit_id} into {device.label}")
 
     # --- leases -------------------------------------------------------------
     def acquire_host(self, circuit_id: str, working_bytes: int, cancelled: Any = None) -> HostLease:
@@ -340,7 +415,7 @@ class SrsManager:
             e.refs += 1
             e.last_used = time.monotonic()
         try:
-            pk = self._ensure_warm(e, cancelled)
+            self._ensure_available(e, cancelled)
             host_devices = [d for d in self.devices.values() if d.host_resident]
             if not host_devices:
                 (working,) = self.host_budget.reserve(
@@ -368,11 +443,17 @@ class SrsManager:
                             cancelled=cancelled,
                         )
                         try:
-                            prepared = prover.prepare(pk, r1cs, dev.backend)
+                            source = self._source(e, cancelled)
+                            prepared = prover.load(
+                                source, r1cs, dev.backend, self._progress(e, dev)
+                            )
                         except BaseException:
                             key_res.release()
                             working.release()
+                            self._forget(e)
                             raise
+                        finally:
+                            self._loaded(e)
                         with self._lock:
                             e.prepared[dev.ordinal] = prepared
                             e.reservations[dev.ordinal] = key_res
@@ -412,24 +493,32 @@ class SrsManager:
                         cancelled=cancelled,
                     )
                 else:
-                    pk = self._ensure_warm(e, cancelled)
+                    self._ensure_available(e, cancelled)
+                    a_points, b_points = e.handler.query_sizes(e.circuit_id)
+                    raw = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
                     working, key_res = device.budget.reserve(
                         [
                             (device.working_bytes(r1cs), f"partition {e.circuit_id}"),
-                            (device.key_bytes(pk, r1cs), f"key {e.circuit_id}"),
+                            (device.key_bytes(raw, r1cs), f"key {e.circuit_id}"),
                         ],
                         evict=lambda n: self.evict_idle(n, device),
                         cancelled=cancelled,
                     )
                     try:
+                        source = self._source(e, cancelled)
                         # preload may run on any thread; the backend's holds for the
                         # key's bases and matrices come out of the key's reservation
                         with device.activate(), device.budget.lend(key_res):
-                            prepared = prover.prepare(pk, r1cs, device.backend)
+                            prepared = prover.load(
+                                source, r1cs, device.backend, self._progress(e, device)
+                            )
                     except BaseException:
                         key_res.release()
                         working.release()
+                        self._forget(e)
                         raise
+                    finally:
+                        self._loaded(e)
                     with self._lock:
                         e.prepared[device.ordinal] = prepared
                         e.reservations[device.ordinal] = key_res
@@ -519,7 +608,8 @@ class SrsManager:
             if e.prepared:
                 freed = sum(self._drop(e, o) for o in list(e.prepared))
                 return True, freed
-            e.pk = None  # the memory map goes with its arrays
+            if isinstance(e.source, MappedParams):
+                e.source = None  # WARM → COLD: the files are opened again when needed
             return False, 0
 
     # --- preload ------------------------------------------------------------
@@ -552,6 +642,8 @@ class SrsManager:
                     ref_count=e.refs,
                     devices=tuple(sorted(e.prepared)),
                     idle_s=(now - e.last_used) if e.last_used else 0.0,
+                    file=str(e.path) if e.path is not None else "",
+                    development=e.development,
                 )
                 for e in sorted(self._entries.values(), key=lambda x: x.circuit_id)
             ]

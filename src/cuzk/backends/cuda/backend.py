@@ -64,13 +64,16 @@ class CudaBackend:
         return 2 * 32 * num_variables + (64 << 20)
 
     @staticmethod
-    def prepared_key_bytes(pk: Any, r1cs: Any) -> int:
-        """Device bytes a prepared key holds: its bases resident (96 bytes a G1
-        point, 192 a G2 point, as the MSM keeps them) and A, B, C as the sparse
-        engine stores them (:func:`cuzk.backends.cuda.spmv.resident_bytes_estimate`)."""
+    def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:
+        """Device bytes a prepared key holds: its bases resident (``point_bytes``:
+        96 bytes a G1 point, 192 a G2 point, as the MSM keeps them), the
+        staging of their load from a file, and A, B, C as the sparse engine
+        stores them (:func:`cuzk.backends.cuda.spmv.resident_bytes_estimate`)."""
+        from cuzk.backends.cuda.msm import load_staging_bytes
         from cuzk.backends.cuda.spmv import resident_bytes_estimate
 
-        return pk.nbytes() + sum(resident_bytes_estimate(m) for m in (r1cs.a, r1cs.b, r1cs.c))
+        matrices = sum(resident_bytes_estimate(m) for m in (r1cs.a, r1cs.b, r1cs.c))
+        return point_bytes + load_staging_bytes() + matrices
 
     def _device(self):
         return self.cp.cuda.Device(self.ctx.device_id)

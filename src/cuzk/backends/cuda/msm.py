@@ -645,6 +645,15 @@ class PreparedBases:
 
 # Bytes of key points per chunk while loading (two pinned host buffers of this).
 LOAD_CHUNK_BYTES = 192 << 20
+
+
+def load_staging_bytes(chunk_bytes: int = LOAD_CHUNK_BYTES) -> int:
+    """Device bytes a load of bases holds besides them: two raw chunks, their
+    status words, and one converted chunk when the bases are streamed."""
+    points = chunk_bytes // 96  # G1 points per chunk: the most status words
+    return 3 * chunk_bytes + 2 * 4 * points
+
+
 # msm.cu's load_zcash status codes → (EncodingError reason, problem).
 _LOAD_PROBLEMS = {
     1: (EncodingError.FLAGS, "flag bits set (infinity, compressed or sign) in a key point"),

@@ -76,6 +76,16 @@ class KindRegistry:
             "circuit_id", circuit_id, "no registered proof kind has a circuit of that id"
         )
 
+    def circuit_for_key_file(self, params_name: str) -> str | None:
+        """The circuit id a ``.params`` file name belongs to, among the registered kinds."""
+        with self._lock:
+            handlers = list(self._handlers.values())
+        for h in handlers:
+            cid = h.circuit_for_key_file(params_name)
+            if cid is not None:
+                return cid
+        return None
+
 
 def default_registry() -> KindRegistry:
     """A registry with every kind whose module exists in this checkout."""

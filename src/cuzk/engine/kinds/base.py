@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from cuzk.backends.cpu import CpuBackend
+from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
 from cuzk.engine.jobs import ProofKind, ProofRequest
+from cuzk.errors import InputError
 from cuzk.r1cs.system import R1CS
 
 # Host bytes a backend's prover holds for a circuit shape (num_constraints,
@@ -31,6 +33,40 @@ ProverHostModel = Callable[[int, int], int]
 # process's RSS 37 for a 32GiB one (BENCHMARKS.md, Circuits); twice the larger
 # is reserved.
 SYNTHESIS_BYTES_PER_VARIABLE = 96
+
+
+DEV_KEY_PREFIX = "cuzk-dev-"
+
+
+@dataclass(frozen=True)
+class KeyFiles:
+    """A circuit's key as files: the bellperson ``.params`` and ``.vk`` names,
+    and, for circuits Filecoin publishes parameters for, the published
+    digests (:mod:`cuzk.circuits.parameters`), which tell Filecoin's own
+    files from development ones written under the same names."""
+
+    circuit_id: str
+    params: str
+    vk: str
+    published_params_digest: str | None = None
+    published_vk_digest: str | None = None
+
+    @property
+    def published(self) -> bool:
+        """Filecoin publishes parameters for this circuit (proofs are checked on chain)."""
+        return self.published_vk_digest is not None
+
+    @staticmethod
+    def development(circuit_id: str) -> KeyFiles:
+        """The names of a circuit no one publishes parameters for (the demo kind)."""
+        stem = f"{DEV_KEY_PREFIX}{circuit_id}"
+        return KeyFiles(circuit_id, f"{stem}.params", f"{stem}.vk")
+
+    @staticmethod
+    def filecoin(circuit_id: str) -> KeyFiles:
+        """Filecoin's published names and digests for one of its circuits."""
+        p = parameter_file(circuit_id)
+        return KeyFiles(circuit_id, p.params_name, p.vk_name, p.params_digest, p.vk_digest)
 
 
 @dataclass(frozen=True)
@@ -64,6 +100,8 @@ class ProofKindHandler(ABC):
     # Development keys may be generated for this kind without the operator's
     # consent ([srs] generate_dev_keys): only for kinds no chain verifies.
     dev_keys_by_default: bool = False
+    # Filecoin publishes this kind's parameters (file names and digests).
+    filecoin_keys: bool = False
 
     @abstractmethod
     def parse(self, request: ProofRequest) -> ParsedRequest:
@@ -80,6 +118,25 @@ class ProofKindHandler(ABC):
     @abstractmethod
     def synthesize(self, circuit_id: str, partition: PartitionInput) -> Witness:
         """One partition's witness."""
+
+    def key_files(self, circuit_id: str) -> KeyFiles:
+        """The file names (and published digests) of the circuit's key."""
+        if self.filecoin_keys:
+            return KeyFiles.filecoin(circuit_id)
+        return KeyFiles.development(circuit_id)
+
+    def circuit_for_key_file(self, params_name: str) -> str | None:
+        """The circuit id of one of this kind's ``.params`` files, by its name."""
+        if self.filecoin_keys:
+            cid = circuit_for_params_name(params_name)
+        elif params_name.startswith(DEV_KEY_PREFIX) and params_name.endswith(".params"):
+            cid = params_name[len(DEV_KEY_PREFIX) : -len(".params")]
+        else:
+            return None
+        try:
+            return cid if cid is not None and self.owns(cid) else None
+        except InputError:
+            return None
 
     def r1cs_build_bytes(self, circuit_id: str) -> int:
         """Host bytes the first :meth:`r1cs` of this circuit takes to build its
@@ -131,14 +188,6 @@ def key_raw_bytes(num_constraints: int, num_aux: int, a_points: int, b_points: i
     point, b_g2 in G2 at 192 (bellperson's layout)."""
     m = domain_size(num_constraints)
     return 96 * ((m - 1) + num_aux + a_points + b_points) + 192 * b_points
-
-
-def key_gpu_setup_bytes(num_constraints: int, raw_bytes: int) -> int:
-    """Host bytes a development key holds while the GPU makes its points: the
-    raw points, after the CPU's query scalars (native kernels: 134 bytes a
-    constraint at peak for a 2^24-constraint circuit, BENCHMARKS.md "Setup
-    query scalars"; 160 a domain point here)."""
-    return raw_bytes + 160 * domain_size(num_constraints) + (1 << 20)
 
 
 def key_host_bytes(r1cs: R1CS) -> int:

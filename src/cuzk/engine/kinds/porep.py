@@ -56,6 +56,7 @@ class PoRepKind(ProofKindHandler):
     kind = ProofKind.POREP_SEAL_COMMIT
     batchable = True
     dev_keys_by_default = False  # chain proofs: only with [srs] generate_dev_keys
+    filecoin_keys = True
 
     def parse(self, request: ProofRequest) -> ParsedRequest:
         req = c2.parse(request.vanilla_proof, SOURCE)

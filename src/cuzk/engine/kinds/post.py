@@ -64,6 +64,7 @@ def _r1cs(kind: str, size: int) -> R1CS:
 class PoStKind(ProofKindHandler):
     batchable = False
     dev_keys_by_default = False
+    filecoin_keys = True
 
     def __init__(self, kind: ProofKind) -> None:
         self.kind = kind

@@ -53,6 +53,7 @@ class SnapKind(ProofKindHandler):
     kind = ProofKind.SNAP_DEALS_UPDATE
     batchable = True
     dev_keys_by_default = False
+    filecoin_keys = True
 
     def _params(self, request: ProofRequest) -> UpdateParams:
         # RegisteredUpdateProof 0 (2KiB) is also proto3's "not set": with a
