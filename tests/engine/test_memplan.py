@@ -40,12 +40,8 @@ def test_plan_matches_the_materialised_circuit(winning) -> None:
     # the GPU figures are what the engine reserves for this circuit
     assert p.partition_device_bytes == gpu_working_bytes(r1cs.num_constraints, r1cs.num_variables)
 
-    class Key:  # a key of the exact size, as prepared_key_bytes reads it
-        def nbytes(self) -> int:
-            return p.key_file_bytes
-
     # the same but for the list of long rows (8 bytes each), which needs the row lengths
-    engine = CudaBackend.prepared_key_bytes(Key(), r1cs)
+    engine = CudaBackend.prepared_key_bytes(p.key_file_bytes, r1cs)
     assert p.key_device_bytes <= engine <= p.key_device_bytes + 8 * 3 * r1cs.num_constraints
     assert p.fits_gpu and p.fits_host
     assert p.partitions_at_once_gpu == (8 * GIB - p.key_device_bytes) // p.partition_device_bytes

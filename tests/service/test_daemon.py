@@ -16,7 +16,8 @@ import pytest
 
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.kinds import demo
-from cuzk.engine.srs import DEV_KEY_DIR, load_key
+from cuzk.engine.kinds.base import KeyFiles
+from cuzk.formats.bellperson import read_vk
 from cuzk.groth16 import verifier
 from cuzk.groth16.proof import decode_proofs
 from cuzk.service.client import Client
@@ -68,7 +69,7 @@ def request(partitions: int = 2) -> pb.SubmitProofRequest:
 def verify(home: Path, req: pb.SubmitProofRequest, proof: bytes) -> bool:
     body = json.loads(req.vanilla_proof)
     cid = demo.circuit_id(body["rounds"], body["words"])
-    vk = load_key(home / "params" / DEV_KEY_DIR / cid).vk
+    vk = read_vk(home / "params" / KeyFiles.development(cid).vk)
     c = DemoCircuit(body["rounds"], body["words"])
     proofs = decode_proofs(proof)
     return len(proofs) == len(body["instances"]) and all(

@@ -250,7 +250,7 @@ def test_evict_refused_in_use_then_done(daemon) -> None:
     # A Filecoin circuit without parameters in the cache (and no dev keys allowed):
     e = rpc_error(c.preload, "porep-32g")
     assert e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert "no proving key for porep-32g" in e.details()
+    assert "no parameters for porep-32g: v28-stacked-proof-of-replication" in e.details()
     assert "generate_dev_keys" in e.details()
 
 
