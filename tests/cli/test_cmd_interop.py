@@ -110,10 +110,10 @@ def test_params_check_reports_section_and_index(cube, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{params}: l[1]: not on the G1 curve" in err
     assert "h     [####" in err  # the progress bar of the section before
-    # proving with it is refused as bad input, pointing at the check
+    # proving with it is refused as bad input, naming the point and its offset
     prove = ["prove", "--params", str(params), "--r1cs", str(cube.r1cs), "--wtns", str(cube.wtns)]
     assert main([*prove, "--proof", str(tmp_path / "x.bin")]) == 2
-    assert "params-check" in capsys.readouterr().err
+    assert f"l[1]: not on the G1 curve (byte offset {off - 70})" in capsys.readouterr().err
     # a valid point in the wrong place: the proof does not verify and is never written
     data[off - 70 : off - 70 + 96] = encode_g1(G1.generator, compressed=False)
     params.write_bytes(bytes(data))

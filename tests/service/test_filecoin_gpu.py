@@ -1,10 +1,11 @@
 """PoRep C2 end to end through the daemon, on the CUDA backend.
 
-On the CPU backend a 2KiB PoRep proof needs a 2.7 M-constraint development
-key (~20 min in pure Python) and ~8 min of proving, far beyond CI; on a GPU
-the key's points are made by :func:`cuzk.groth16.setup_gpu.setup_gpu`, which
-the engine uses whenever its devices are CUDA ones. Run on the GPU machine
-(scripts/device-check.sh -k filecoin_gpu); CI skips it with the reason.
+The engine writes the 2.7 M-constraint development key as files under the
+circuit's real names, its points made on the GPU
+(:class:`cuzk.groth16.setup_gpu.GpuPoints`), then loads the file into VRAM
+like any Filecoin parameters. Run on the GPU machine (scripts/device-check.sh
+-k filecoin_gpu); CI skips it with the reason (tests/service/test_key_files.py
+proves the same kinds on the CPU).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS
 from cuzk.circuits.porep.sealer import seal_random
 from cuzk.circuits.porep.types import C1Wrapper
 from cuzk.circuits.porep.witness import c1_public_inputs
-from cuzk.groth16 import setup_gpu, verifier
+from cuzk.engine.kinds.base import KeyFiles
+from cuzk.groth16 import verifier
 from cuzk.groth16.proof import decode_proofs
 from cuzk.service.proto import proving_pb2 as pb
 
@@ -31,14 +33,13 @@ V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
 @pytest.mark.slow
 def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path / "circuits"))
+    import cuzk.engine.srs as srs
+
     made_on_gpu: list[int] = []
-    real_setup_gpu = setup_gpu.setup_gpu
-
-    def recording_setup_gpu(r1cs, *args, **kw):
-        made_on_gpu.append(r1cs.num_constraints)
-        return real_setup_gpu(r1cs, *args, **kw)
-
-    monkeypatch.setattr(setup_gpu, "setup_gpu", recording_setup_gpu)
+    real_gpu_points = srs.gpu_points
+    monkeypatch.setattr(
+        srs, "gpu_points", lambda dev: made_on_gpu.append(dev.ordinal) or real_gpu_points(dev)
+    )
     _, c1 = seal_random(V1_1_2KIB, random.Random(5))
     raw = dumps_wrapper(C1Wrapper(1, dumps_c1(c1), 2048))
     with running_daemon(
@@ -59,7 +60,12 @@ def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -
         ).job_id
         r = c.await_proof(job)
         assert r.status == pb.AwaitProofResponse.COMPLETED, r.error_message
-        assert made_on_gpu == [2_687_961]
+        assert made_on_gpu == [0]
+        files = KeyFiles.filecoin("porep-2k")
+        assert (tmp_path / "params" / files.params).is_file()
+        assert (tmp_path / "params" / files.vk).is_file()
+        (s,) = [s for s in c.status().loaded_srs if s.circuit_id == "porep-2k"]
+        assert s.tier == pb.SRSStatus.HOT
         (proof,) = decode_proofs(r.proof)
         vk = d.engine.srs.verifying_key("porep-2k")
         pub = c1_public_inputs(c1, V1_1_2KIB, 0)

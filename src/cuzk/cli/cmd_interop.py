@@ -147,16 +147,12 @@ def run_prove(args: argparse.Namespace) -> int:
             raise InputError(
                 args.wtns, f"constraint {bad_row}", f"not satisfied in the circuit of {args.r1cs}"
             )
-        try:
-            key = prover.prepare(params.proving_key(), r1cs, backend)
-        except InputError as e:  # counts that do not fit the circuit: name the file
-            raise InputError(args.params, e.field, f"{e.problem} ({args.r1cs})") from e
-        except ValueError as e:  # the backend refuses a point off its curve
-            raise InputError(
-                args.params,
-                "points",
-                f"{e}: the file is corrupted (cuzk params-check finds the first bad point)",
-            ) from e
+        try:  # counts are checked first; a bad point is named by its file offset
+            key = prover.load(params, r1cs, backend)
+        except InputError as e:
+            if e.source == params.path and "key and circuit differ" in e.problem:
+                raise InputError(args.params, e.field, f"{e.problem} ({args.r1cs})") from e
+            raise
         t = times.mark("load key", t)
         proof = prover.prove(key, r1cs, witness, times=times)
         public = fr_from_array(witness[1 : r1cs.num_inputs])

@@ -11,6 +11,7 @@ MODULES = (
     "cuzk.cli.cmd_demo",  # demo: set up, prove, verify the built-in circuit
     "cuzk.cli.cmd_interop",  # prove / verify with snarkjs and bellperson files
     "cuzk.cli.cmd_circuits",  # circuit-info and Filecoin proving commands
+    "cuzk.cli.cmd_params",  # params-list, gen-params: the circuits' key files
 )
 
 
