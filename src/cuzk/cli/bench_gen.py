@@ -60,6 +60,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--out", type=Path, default=None, help="write the concatenated proofs here")
     c.add_argument("--backend", default="auto", choices=("auto", "cpu", "cuda"))
     c.add_argument(
+        "--key",
+        choices=("files", "memory"),
+        default="files",
+        help="files: the circuit's .params/.vk found in --param-cache or [srs]'s folders "
+        "(development ones are written there first when missing and the disk allows); "
+        "memory: a development key made as it is loaded, no file",
+    )
+    c.add_argument("--param-cache", type=Path, default=None, help="search (and write) here first")
+    c.add_argument(
         "--key-seed", type=int, default=1, help="seeded development key (INSECURE, tests only)"
     )
     c.add_argument("--partitions", default=None, help="only these partitions (e.g. 0,3)")
@@ -317,11 +326,57 @@ def _witnesses_in_processes(c1_path: Path, ks: list[int], processes: int):
         pool.close()
 
 
+def _key_source(args: argparse.Namespace, cid: str, r1cs, backend):
+    """The key prove-c1 loads: the circuit's files (written first as development
+    parameters when missing and the disk allows), or a development key made as
+    it is loaded. Returns (source, the .params path or None)."""
+    from cuzk.engine.config import load_config
+    from cuzk.engine.keygen import disk_free, params_file_bytes, write_dev_params
+    from cuzk.engine.kinds.base import KeyFiles
+    from cuzk.formats.bellperson import open_params
+    from cuzk.groth16.prover import KeyLayout
+    from cuzk.groth16.setup import DevParams
+
+    points = None
+    if backend.name == "cuda":
+        from cuzk.backends.cuda.msm import MsmEngine
+        from cuzk.groth16.setup_gpu import GpuPoints
+
+        points = GpuPoints(MsmEngine(backend.ctx))
+    if args.key == "files" and args.tile == 1:
+        dirs = load_config(None).srs.search_dirs()
+        if args.param_cache is not None:
+            dirs.insert(0, args.param_cache)
+        files = KeyFiles.filecoin(cid)
+        found = next((d / files.params for d in dirs if (d / files.params).is_file()), None)
+        if found is None:
+            need = params_file_bytes(KeyLayout.of(r1cs).counts) + (64 << 20)
+            if disk_free(dirs[0]) >= need:
+                found = write_dev_params(r1cs, files, dirs[0], args.key_seed, points)
+        if found is not None:
+            return open_params(found, found.with_name(files.vk)), found
+    name = f"development key {cid}" + (f" x{args.tile}" if args.tile > 1 else "") + " (in memory)"
+    return DevParams(r1cs, seed=args.key_seed, points=points, name=name), None
+
+
 def run_prove_c1(args: argparse.Namespace) -> int:
-    """C2 end to end with a development key (CPU or CUDA backend)."""
+    """C2 end to end: the key from its files (or a development key), witnesses,
+    proofs, each verified (CPU or CUDA backend)."""
+    from cuzk.cli.hostmem import HostMemory
+
+    with HostMemory() as mem:
+        code, report = _prove_c1(args)
+    if report is not None:
+        report.update(mem.report())
+        print(json.dumps(report, indent=2 if args.json else None))
+    return code
+
+
+def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.backends import get_backend
     from cuzk.circuits.compile import Compiler
     from cuzk.circuits.porep.c1 import load_c1_file
+    from cuzk.circuits.porep.c2 import circuit_id
     from cuzk.circuits.porep.circuit import PoRepShape
     from cuzk.circuits.porep.params import registered_proof
     from cuzk.circuits.porep.vanilla import Verifier
@@ -331,7 +386,8 @@ def run_prove_c1(args: argparse.Namespace) -> int:
         partition_hints,
         partition_witness,
     )
-    from cuzk.groth16 import prover, setup, verifier
+    from cuzk.engine.keygen import ProgressLog
+    from cuzk.groth16 import prover, verifier
     from cuzk.groth16.proof import encode_proofs
 
     times: dict[str, float] = {}
@@ -356,16 +412,11 @@ def run_prove_c1(args: argparse.Namespace) -> int:
         r1cs = base_r1cs.tiled(args.tile) if args.tile > 1 else base_r1cs
         t = mark("r1cs", t)
         backend = get_backend(args.backend)
-        if backend.name == "cuda":
-            from cuzk.groth16.setup_gpu import setup_gpu
-
-            pk = setup_gpu(r1cs, seed=args.key_seed)
-        else:
-            pk = setup.setup(r1cs, seed=args.key_seed)
+        source, key_file = _key_source(args, circuit_id(proof_type), r1cs, backend)
         t = mark("dev_key", t)
-        key = prover.prepare(pk, r1cs, backend)
-        t = mark("prepare", t)
-        del pk  # the prepared key keeps what proving needs: a fresh key's arrays can go
+        key = prover.load(source, r1cs, backend, ProgressLog(f"loading {source.name}"))
+        t = mark("load_key", t)
+        del source  # a development key's scalars go; a file's source is a few descriptors
         proofs = []
         prove_runs: list[float] = []
         stages = prover.StageTimes()
@@ -389,7 +440,7 @@ def run_prove_c1(args: argparse.Namespace) -> int:
                     print(
                         f"cuzk-bench prove-c1: partition {k}: proof did not verify", file=sys.stderr
                     )
-                    return 1
+                    return 1, None
             t = mark("prove+verify", t)
             proofs.append(proof)
         data = encode_proofs(proofs)
@@ -397,12 +448,13 @@ def run_prove_c1(args: argparse.Namespace) -> int:
             args.out.write_bytes(data)
     except (CuzkError, ValueError, OSError) as e:
         print(f"cuzk-bench prove-c1: {e}", file=sys.stderr)
-        return 2
+        return 2, None
     report = {
         "proof": proof_type.name,
         "partitions": ks,
         "tile": args.tile,
         "processes": args.processes,
+        "key": str(key_file) if key_file is not None else "development key in memory",
         "constraints": r1cs.num_constraints,
         "prove_s": {
             "runs": [round(x, 4) for x in prove_runs],
@@ -417,5 +469,4 @@ def run_prove_c1(args: argparse.Namespace) -> int:
     peaks = getattr(backend, "peak_bytes_by_operation", None)
     if peaks is not None:  # a GPU: the largest reservation of each operation, for calibration
         report["device_peak_bytes"] = peaks()
-    print(json.dumps(report, indent=2 if args.json else None))
-    return 0
+    return 0, report

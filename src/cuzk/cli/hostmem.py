@@ -1,0 +1,94 @@
+"""Host memory of this process and its descendants, sampled while a command runs.
+
+``ru_maxrss`` gives the peak of one process; a prover with witness workers
+needs the peak of their sum. A thread reads ``/proc/<pid>/status`` of the
+process tree every ``interval`` seconds and keeps the largest total of
+``RssAnon`` (private memory: what an out-of-memory killer counts against us)
+and of ``VmRSS`` (which adds mapped file pages, such as a memory-mapped
+constraint cache, that the kernel can drop).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+
+def _status_kib(pid: int) -> tuple[int, int]:
+    """(VmRSS, RssAnon) of a process in KiB; zeros when it is gone."""
+    rss = anon = 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+            elif line.startswith("RssAnon:"):
+                anon = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss, anon
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every descendant, from the parent links in /proc/*/stat."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += parents.get(pid, [])
+    return out
+
+
+class HostMemory:
+    """``with HostMemory() as m: …`` then ``m.peak_rss`` / ``m.peak_anon`` in bytes."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        self.interval = interval
+        self.peak_rss = 0
+        self.peak_anon = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.available = Path("/proc/self/status").exists()
+
+    def sample(self) -> None:
+        rss = anon = 0
+        for pid in _tree(os.getpid()):
+            r, a = _status_kib(pid)
+            rss += r
+            anon += a
+        self.peak_rss = max(self.peak_rss, rss * 1024)
+        self.peak_anon = max(self.peak_anon, anon * 1024)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> HostMemory:
+        if self.available:
+            self.sample()
+            self._thread = threading.Thread(target=self._run, name="host-memory", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self.sample()
+
+    def report(self) -> dict[str, int]:
+        """Peaks in MiB, for a command's JSON report."""
+        return {
+            "host_peak_rss_mib": round(self.peak_rss / 2**20),
+            "host_peak_anon_mib": round(self.peak_anon / 2**20),
+        }
