@@ -10,6 +10,9 @@
 # A PoRep C2 of a size made there (a synthetic C1; its memory plan printed
 # first), witnesses in CUZK_PROCESSES worker processes (default: nproc / 2):
 #   CUZK_SKIP_TESTS=1 CUZK_SKIP_BENCH=1 CUZK_GEN_C1=32GiB CUZK_C1_LIMIT=540 bash scripts/device-check.sh
+# CUZK_PROVE_ARGS adds prove-c1 arguments (e.g. "--key memory --partitions 0,1");
+# CUZK_LOAD_LOG=27 streams a generated 2^27-point key file into the GPU
+# (cuzk-bench load-params: GB/s cold and warm, host peak) before the benchmark.
 # Logs and JSON go to $OUT. Each step has its own time limit (seconds):
 # CUZK_TEST_LIMIT (default 300), CUZK_C1_LIMIT (200), CUZK_BENCH_LIMIT (240).
 set -uo pipefail
@@ -44,8 +47,15 @@ fi
 if [ -n "${CUZK_C1:-}" ]; then
   procs=${CUZK_PROCESSES:-$(( $(nproc) / 2 ))}
   step "prove-c1 on the GPU: $CUZK_C1 (witnesses in $procs processes)"
-  timeout "${CUZK_C1_LIMIT:-200}" python3 -m cuzk.cli.bench prove-c1 --c1 "$CUZK_C1" --backend cuda \
-    --processes "$procs" --json 2>&1 | tee "$OUT/prove-c1.log" | tail -30
+  # shellcheck disable=SC2086
+  timeout "${CUZK_C1_LIMIT:-200}" python3 -m cuzk.cli.bench --log-level INFO prove-c1 --c1 "$CUZK_C1" \
+    --backend cuda --processes "$procs" --json ${CUZK_PROVE_ARGS:-} 2>&1 | tee "$OUT/prove-c1.log" | tail -30
+  free -g | tee -a "$OUT/steps.log"; dmesg 2>/dev/null | grep -i "out of memory" | tail -3
+fi
+if [ -n "${CUZK_LOAD_LOG:-}" ]; then
+  step "load-params 2^$CUZK_LOAD_LOG"
+  timeout "${CUZK_LOAD_LIMIT:-240}" python3 -m cuzk.cli.bench --log-level INFO load-params \
+    --log "$CUZK_LOAD_LOG" --backend cuda --dir /tmp 2>&1 | tee "$OUT/load-params.log" | tail -20
 fi
 if [ -z "${CUZK_SKIP_BENCH:-}" ]; then
   step "kernel benchmark ${CUZK_BENCH_ARGS:-}"

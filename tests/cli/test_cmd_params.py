@@ -100,3 +100,15 @@ def test_params_list_searches_the_environments_folder(tmp_path, monkeypatch, cap
     rows = {r["circuit_id"]: r for r in doc["circuits"]}
     assert rows["winning-2k"]["params"]["path"] == str(fetched / WINNING.params_name)
     assert Path(rows["winning-2k"]["vk"]["path"]).name == WINNING.vk_name
+
+
+def test_load_params_bench_streams_a_file_into_the_cpu_backend(tmp_path, capsys) -> None:
+    from cuzk.cli.bench import main as bench
+
+    assert bench(["load-params", "--log", "10", "--backend", "cpu", "--dir", str(tmp_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["check"] is True
+    # h: 2^10 − 1 G1 points, a: 1, b_g1: 2^8 G1, b_g2: 2^8 G2, after the verifying key
+    assert report["bytes"] == 288 + 576 + 4 + 96 + 5 * 4 + 96 * (1023 + 1 + 256) + 192 * 256
+    assert report["load_warm_gb_s"] > 0 and report["host_peak_anon_mib"] > 0
+    assert list(tmp_path.iterdir()) == []  # the file is removed

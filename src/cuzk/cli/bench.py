@@ -11,6 +11,7 @@ MODULES = (
     "cuzk.cli.bench_kernels",  # kernels: per-operation GPU timings against measured ceilings
     "cuzk.cli.bench_service",  # single / batch / stress / status / preload / metrics
     "cuzk.cli.bench_gen",  # gen-c1 / gen-vanilla: synthetic Filecoin test inputs
+    "cuzk.cli.bench_params",  # load-params: a key file streamed into a device
 )
 
 

@@ -375,6 +375,7 @@ def run_prove_c1(args: argparse.Namespace) -> int:
 def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.backends import get_backend
     from cuzk.circuits.compile import Compiler
+    from cuzk.circuits.cache import load_or_build_r1cs
     from cuzk.circuits.porep.c1 import load_c1_file
     from cuzk.circuits.porep.c2 import circuit_id
     from cuzk.circuits.porep.circuit import PoRepShape
@@ -408,7 +409,7 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
         shape = PoRepShape.of(proof_type.sector)
         cc = compile_partition(shape, compiler)
         t = mark("compile", t)
-        base_r1cs = cc.to_r1cs()
+        base_r1cs = load_or_build_r1cs(cc)  # mapped from the circuit cache once built
         r1cs = base_r1cs.tiled(args.tile) if args.tile > 1 else base_r1cs
         t = mark("r1cs", t)
         backend = get_backend(args.backend)

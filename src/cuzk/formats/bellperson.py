@@ -365,6 +365,8 @@ class MappedParams:
             want = (hi - lo) * sec.point_size
             if not (0 <= lo <= hi <= sec.count) or out.nbytes != want:
                 raise ValueError(f"{query}: points [{lo}, {hi}) into a {out.nbytes}-byte buffer")
+            if not want:
+                return
             view = memoryview(out).cast("B")
             offset = sec.offset + lo * sec.point_size
             got = 0
