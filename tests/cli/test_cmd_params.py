@@ -30,7 +30,7 @@ def test_circuit_ids_of_kinds_and_sizes() -> None:
     assert cmd_params.circuit_id("snap", "64GiB") == "snap-64g"
     with pytest.raises(InputError, match="not one of"):
         cmd_params.circuit_id("seal", "2KiB")
-    with pytest.raises(InputError, match="Filecoin.s sizes are 2KiB, 8MiB, 512MiB, 32GiB, 64GiB"):
+    with pytest.raises(InputError, match=r"sizes are 2KiB, 8MiB, 512MiB, 32GiB, 64GiB"):
         cmd_params.circuit_id("porep", "1GiB")
 
 

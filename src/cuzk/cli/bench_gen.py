@@ -374,8 +374,8 @@ def run_prove_c1(args: argparse.Namespace) -> int:
 
 def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.backends import get_backend
-    from cuzk.circuits.compile import Compiler
     from cuzk.circuits.cache import load_or_build_r1cs
+    from cuzk.circuits.compile import Compiler
     from cuzk.circuits.porep.c1 import load_c1_file
     from cuzk.circuits.porep.c2 import circuit_id
     from cuzk.circuits.porep.circuit import PoRepShape
