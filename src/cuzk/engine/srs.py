@@ -65,6 +65,12 @@ from cuzk.groth16.setup import DevParams, ToxicWaste
 log = logging.getLogger(__name__)
 
 
+# Device bytes the fixed-base kernels hold while a file-less development key's
+# points are made for a load: one load chunk of G2 points (2^20) with their
+# XYZZ intermediates, scalars and affine output (~700 bytes a point), rounded up.
+DEV_POINTS_DEVICE_BYTES = 1 << 30
+
+
 class Tier(enum.IntEnum):
     HOT = 0
     WARM = 1
@@ -496,10 +502,12 @@ class SrsManager:
                     self._ensure_available(e, cancelled)
                     a_points, b_points = e.handler.query_sizes(e.circuit_id)
                     raw = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
+                    # a file-less development key's points are made on this device as it loads
+                    made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
                     working, key_res = device.budget.reserve(
                         [
                             (device.working_bytes(r1cs), f"partition {e.circuit_id}"),
-                            (device.key_bytes(raw, r1cs), f"key {e.circuit_id}"),
+                            (device.key_bytes(raw, r1cs) + made, f"key {e.circuit_id}"),
                         ],
                         evict=lambda n: self.evict_idle(n, device),
                         cancelled=cancelled,
