@@ -50,6 +50,7 @@ peak=0
   done ) &
 sampler=$!
 addr="unix://$home/cuzk.sock"
+for _ in $(seq 120); do [ -S "$home/cuzk.sock" ] && break; sleep 0.5; done
 vanilla=tests/data/curio-windowpost-32g/post.vproof
 step "single window-post 32GiB (Curio's vanilla proof)"
 timeout "${CUZK_LIMIT:-480}" python3 -m cuzk.cli.bench single -a "$addr" -t wpost --vanilla "$vanilla" \
