@@ -82,7 +82,7 @@ class Pipeline:
     # --- lifecycle ----------------------------------------------------------
     def start(self) -> None:
         p = self.config.pipeline
-        n_synth = max(1, min(p.synthesis_concurrency, p.max_parallel_synthesis or 1))
+        n_synth = max(1, min(p.synthesis_concurrency, p.parallel_synthesis_limit()))
         if p.synthesis_processes:
             self.synth_pool = SynthesisPool(p.synthesis_processes)
             n_synth = max(n_synth, p.synthesis_processes)  # a thread waits on each process
