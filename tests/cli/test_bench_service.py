@@ -41,7 +41,8 @@ def running_daemon(home: Path) -> Iterator[SimpleNamespace]:
 def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> None:
     with running_daemon(tmp_path) as d:
         addr = d.servers.bound[0]
-        rc = main(["batch", "-a", addr, "-t", "demo", "--constraints", "300", "-c", "3", "-j", "2"])
+        # Curio's order: the address before the subcommand.
+        rc = main(["-a", addr, "batch", "-t", "demo", "--constraints", "300", "-c", "3", "-j", "2"])
         out = capsys.readouterr().out
         assert rc == 0, out
         lines = out.splitlines()
@@ -66,10 +67,14 @@ def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> No
 
         c = demo.circuit_for_constraints(300)
         cid = demo.circuit_id(c.rounds, c.words)
-        assert main(["status", "-a", addr]) == 0
-        out = capsys.readouterr().out
-        assert "=== cuzk daemon status ===" in out and "proofs completed: 3" in out
-        assert f"  {cid} (tier=HOT" in out
+        for argv in (["-a", addr, "status"], ["status", "-a", addr], ["--addr", addr, "status"]):
+            assert main(argv) == 0, argv
+            out = capsys.readouterr().out
+            assert "=== cuzk daemon status ===" in out and "proofs completed: 3" in out
+            assert f"  {cid} (tier=HOT" in out
+        # Given on both sides, the one after the subcommand is the one used.
+        assert main(["-a", "unix:///nonexistent/cuzk.sock", "status", "-a", addr]) == 0
+        capsys.readouterr()
         assert main(["evict", "-a", addr, "-c", cid]) == 0
         assert "evicted" in capsys.readouterr().out
         assert main(["preload", "-a", addr, "-c", cid]) == 0

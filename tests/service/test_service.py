@@ -436,10 +436,79 @@ def test_tcp_without_a_token_file_does_not_start(tmp_path: Path) -> None:
     from cuzk.errors import InputError
 
     with (
-        pytest.raises(InputError, match="needs a bearer token"),
-        running_daemon(tmp_path, daemon={"listen": ["127.0.0.1:0"]}),
+        pytest.raises(InputError, match="reachable from other machines and has no bearer token"),
+        running_daemon(tmp_path, daemon={"listen": ["0.0.0.0:0"]}),
     ):
         pass
+
+
+@pytest.mark.parametrize(
+    ("listen", "insecure", "verdict"),
+    [
+        ("127.0.0.1:9820", False, "loopback"),
+        ("127.8.9.10:9820", False, "loopback"),
+        ("[::1]:9820", False, "loopback"),
+        ("localhost:9820", False, "loopback"),
+        ("0.0.0.0:9820", False, "refused"),
+        ("[::]:9820", False, "refused"),
+        ("192.168.1.5:9820", False, "refused"),
+        ("prover.internal:9820", False, "refused"),  # a name may resolve anywhere
+        ("0.0.0.0:9820", True, "INSECURE"),
+        ("unix:///run/curio/cuzk.sock", False, None),
+    ],
+)
+def test_plain_tcp_access_rules(listen: str, insecure: bool, verdict: str | None) -> None:
+    from cuzk.engine.config import DaemonConfig
+    from cuzk.errors import InputError
+    from cuzk.service.server import check_tcp_access, parse_address
+
+    d = DaemonConfig(listen=(listen,), allow_insecure_tcp=insecure)
+    addr = parse_address(listen)
+    if verdict == "refused":
+        with pytest.raises(InputError) as ei:
+            check_tcp_access(d, addr, "listen", "cuzk.toml")
+        # The message names the one line to add, either way.
+        assert str(ei.value).startswith("cuzk.toml: [daemon] listen: ")
+        assert 'auth_token_file = "/path/to/token"' in str(ei.value)
+        assert "allow_insecure_tcp = true" in str(ei.value)
+    elif verdict is None:
+        assert check_tcp_access(d, addr) is None
+    else:
+        warning = check_tcp_access(d, addr)
+        assert warning is not None and verdict in warning
+    # With a token every TCP address is served, and no warning is due.
+    tokened = DaemonConfig(listen=(listen,), auth_token_file="/t")
+    assert check_tcp_access(tokened, addr) is None
+
+
+def test_loopback_tcp_without_a_token_serves_curios_client(tmp_path: Path, caplog) -> None:
+    import logging
+
+    with (
+        caplog.at_level(logging.WARNING, logger="cuzk.service.server"),
+        running_daemon(tmp_path, daemon={"listen": ["127.0.0.1:0"]}) as d,
+    ):
+        with Client(d.servers.bound[0], token="") as c:  # no credentials, as Curio's
+            req = demo_request()
+            r = c.prove(req)
+            assert r.status == COMPLETED
+            check_proof(d.engine, req, r.proof)
+        assert "plain TCP without a bearer token on loopback" in caplog.text
+
+
+def test_allow_insecure_tcp_serves_any_address_loudly(tmp_path: Path, caplog) -> None:
+    import logging
+
+    with (
+        caplog.at_level(logging.WARNING, logger="cuzk.service.server"),
+        running_daemon(tmp_path, daemon={"listen": ["0.0.0.0:0"], "allow_insecure_tcp": True}) as d,
+    ):
+        port = d.servers.bound[0].rpartition(":")[2]
+        with Client(f"127.0.0.1:{port}", token="") as c:
+            assert c.status().total_proofs_completed == 0
+        (record,) = [r for r in caplog.records if "INSECURE" in r.getMessage()]
+        assert record.levelno == logging.WARNING
+        assert "0.0.0.0:0" in record.getMessage()
 
 
 def test_tls_and_http_status(tmp_path: Path) -> None:
@@ -521,3 +590,19 @@ def test_kinds_enum_matches_bench_names() -> None:
     for label in ("porep", "snap", "wpost", "winning", "demo"):
         assert TYPES[label].label == label
         assert ProofKind.from_label(label) == TYPES[label]
+
+
+def test_the_status_endpoint_follows_the_same_rule() -> None:
+    from cuzk.engine.config import DaemonConfig
+    from cuzk.errors import InputError
+    from cuzk.service.server import check_access
+
+    unix = ("unix:///run/curio/cuzk.sock",)
+    warnings = check_access(DaemonConfig(listen=unix, status_listen="127.0.0.1:9821"))
+    assert len(warnings) == 1 and "[daemon] status_listen 127.0.0.1:9821" in warnings[0]
+    with pytest.raises(InputError, match=r"\[daemon\] status_listen: 0.0.0.0:9821 is reachable"):
+        check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821"))
+    assert (
+        check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821", auth_token_file="t"))
+        == []
+    )
