@@ -158,18 +158,32 @@ def test_prove_and_status(daemon) -> None:
     assert srs.tier == pb.SRSStatus.HOT and srs.size_bytes > 0 and srs.ref_count == 0
 
 
-def test_request_id_is_an_idempotency_key(daemon) -> None:
+def test_request_id_as_curio_uses_it(daemon) -> None:
     c = daemon.client()
     req = demo_request(request_id="sector-17")
     a = c.submit(req)
     b = c.submit(req)
     assert a.job_id == b.job_id == "sector-17"
-    assert c.await_proof("sector-17").status == COMPLETED
-    assert c.submit(req).job_id == "sector-17"  # after completion too
-    other = demo_request(request_id="sector-17")  # new random instance: different content
-    e = rpc_error(c.submit, other)
-    assert e.code() == grpc.StatusCode.ALREADY_EXISTS
-    assert "different request" in e.details()
+    first = c.await_proof("sector-17")
+    assert first.status == COMPLETED
+    # An identical request after completion: the same job and proof, not a new proof.
+    again = c.prove(req)
+    assert again.job_id == "sector-17" and again.proof == first.proof
+    assert c.status().total_proofs_completed == 1
+    # The same id with other content (Curio's WindowPoSt partitions): another job.
+    other = demo_request(request_id="sector-17")  # a new random instance
+    r = c.prove(other)
+    assert r.status == COMPLETED and r.job_id == "sector-17#2"
+    check_proof(daemon.engine, other, r.proof)
+    # A retry after CANCELLED is a new attempt, proven.
+    big = demo_request(DemoCircuit.with_constraints(1200), partitions=4, request_id="p-9")
+    c.submit(big)
+    c.cancel("p-9")
+    assert c.await_proof("p-9").status == pb.AwaitProofResponse.CANCELLED
+    retry = c.prove(big)
+    assert retry.status == COMPLETED and retry.job_id == "p-9#2"
+    check_proof(daemon.engine, big, retry.proof)
+    assert c.await_proof("p-9").status == pb.AwaitProofResponse.CANCELLED  # kept, by its id
 
 
 def test_await_timeout_and_unknown_job(daemon) -> None:

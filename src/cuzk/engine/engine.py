@@ -209,17 +209,14 @@ class Engine:
     def submit(self, request: ProofRequest) -> SubmitResult:
         if self._draining:
             raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
-        if request.request_id:
-            existing = self._existing(request)
-            if existing is not None:
-                return existing
+        existing = self._existing(request)  # before parsing: a retry's input is not re-read
+        if existing is not None:
+            return existing
         handler, parsed = self.kinds.parse(request)
         with self._submit_lock:
-            if request.request_id:
-                existing = self._existing(request)
-                if existing is not None:
-                    return existing
-            job, _ = self.registry.new_job(request)
+            job, known = self.registry.new_job(request)
+            if known:
+                return self._answer(job)
             job.parsed = parsed
             job.circuit_id = parsed.circuit_id
             job.num_partitions = len(parsed.partitions)
@@ -228,9 +225,15 @@ class Engine:
             self.registry.add(job)
         self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
         position = self._queue_position(job)
+        retry = (
+            f" (request {request.request_id}: a new attempt)"
+            if job.job_id != request.request_id and request.request_id
+            else ""
+        )
         log.info(
-            "job %s accepted: %s, %s, %d partition(s), circuit %s",
+            "job %s accepted%s: %s, %s, %d partition(s), circuit %s",
             job.job_id,
+            retry,
             job.kind.label,
             job.priority.name,
             job.num_partitions,
@@ -240,9 +243,18 @@ class Engine:
         return SubmitResult(job.job_id, position, "", existing=False)
 
     def _existing(self, request: ProofRequest) -> SubmitResult | None:
-        job, existing = self.registry.new_job(request)  # raises RequestConflict on a mismatch
-        if not existing:
-            return None
+        """The answer to a request that a job already answers (same request_id and
+        content, queued, running or COMPLETED), or None."""
+        job = self.registry.answering(request)
+        return None if job is None else self._answer(job)
+
+    def _answer(self, job: Job) -> SubmitResult:
+        log.info(
+            "request %s answered by job %s (%s)",
+            job.request.request_id,
+            job.job_id,
+            job.state.value,
+        )
         return SubmitResult(job.job_id, self._queue_position(job), job.device, existing=True)
 
     def _queue_position(self, job: Job) -> int:

@@ -4,9 +4,16 @@ A job is one proof request. It is split into partitions (a 32GiB PoRep has
 ten) which move through the pipeline independently; the job completes when
 every partition proof has been verified, and fails at its first error.
 
-``request_id`` is the client's idempotency key and, as in Curio, the job id
-when given: submitting the same request again returns the same job, and
-reusing the id for a different request is an error.
+``request_id`` is used as Curio uses it, which is not as a unique key: Curio
+sends every WindowPoSt partition of a deadline under one id, and retries a
+failed PoRep under the id it failed with. So a job answers a request with
+the same ``request_id`` *and the same content* (its digest) while it is
+queued, running or COMPLETED (within ``job_retention``): a client's retry,
+also after a restart, gets that job and its proof once. The same id with
+other content is a new job, and so is a retry after FAILED or CANCELLED (a
+new attempt). The first job of a request_id takes it as its job id; later
+ones take ``<request_id>#2``, ``#3`` …; without a request_id the job id is a
+UUID.
 """
 
 from __future__ import annotations
@@ -88,10 +95,6 @@ class JobNotFound(CuzkError):
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         super().__init__(f"no job {job_id!r} (unknown, or finished longer ago than job_retention)")
-
-
-class RequestConflict(InputError):
-    """A request_id reused for a different request."""
 
 
 class UnsupportedKind(CuzkError):
@@ -252,40 +255,58 @@ class SubmitResult:
     job_id: str
     queue_position: int
     assigned_gpu: str
-    existing: bool  # an idempotent re-submission of a known job
+    existing: bool  # an identical request answered by a job already known
+
+
+# A job in one of these states no longer answers its request: a retry is a new attempt.
+RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
 
 class JobRegistry:
-    """Every job the daemon knows, by id; thread safe."""
+    """Every job the daemon knows, by id and by (request_id, content); thread safe."""
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        # (request_id, digest) -> ids of the jobs made for it, oldest first
+        self._by_request: dict[tuple[str, bytes], list[str]] = {}
         self._lock = threading.RLock()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
-    def new_job(self, request: ProofRequest, now: float | None = None) -> tuple[Job, bool]:
-        """The job for a request: a new one, or the existing one for its request_id.
+    def latest(self, request_id: str, digest: bytes) -> Job | None:
+        """The newest job made for this request_id with this content, whatever its state."""
+        with self._lock:
+            for job_id in reversed(self._by_request.get((request_id, digest), ())):
+                job = self._jobs.get(job_id)
+                if job is not None:
+                    return job
+        return None
 
-        Returns (job, existing). Raises RequestConflict when the request_id is
-        known with different content.
+    def answering(self, request: ProofRequest, digest: bytes | None = None) -> Job | None:
+        """The job that answers ``request``: the newest one with its request_id and
+        content, unless that one FAILED or was CANCELLED. None without a request_id."""
+        if not request.request_id:
+            return None
+        job = self.latest(request.request_id, digest or request.digest())
+        if job is None or job.state in RETRYABLE:
+            return None
+        return job
+
+    def new_job(self, request: ProofRequest, now: float | None = None) -> tuple[Job, bool]:
+        """The job for a request: the one that answers it already, or a new one.
+
+        Returns (job, existing). A new job is not registered until :meth:`add`;
+        the caller holds one lock over both, so that its id stays free.
         """
         digest = request.digest()
         with self._lock:
-            if request.request_id and request.request_id in self._jobs:
-                job = self._jobs[request.request_id]
-                if job.digest != digest:
-                    raise RequestConflict(
-                        f"request {request.request_id}",
-                        "request_id",
-                        "already used for a different request; use a new request_id",
-                    )
+            job = self.answering(request, digest)
+            if job is not None:
                 return job, True
-            job_id = request.request_id or str(uuid.uuid4())
             job = Job(
-                job_id=job_id,
+                job_id=self._free_id(request.request_id),
                 request=request,
                 priority=request.effective_priority(),
                 submitted_at=time.time() if now is None else now,
@@ -293,9 +314,23 @@ class JobRegistry:
             )
             return job, False
 
+    def _free_id(self, request_id: str) -> str:
+        if not request_id:
+            return str(uuid.uuid4())
+        if request_id not in self._jobs:
+            return request_id
+        n = 2
+        while f"{request_id}#{n}" in self._jobs:
+            n += 1
+        return f"{request_id}#{n}"
+
     def add(self, job: Job) -> None:
         with self._lock:
             self._jobs[job.job_id] = job
+            if job.request.request_id:
+                self._by_request.setdefault((job.request.request_id, job.digest), []).append(
+                    job.job_id
+                )
 
     def get(self, job_id: str) -> Job:
         with self._lock:
@@ -317,5 +352,11 @@ class JobRegistry:
                 if j.finished and j.finished_at is not None and j.finished_at < older_than
             ]
             for job_id in gone:
-                del self._jobs[job_id]
+                job = self._jobs.pop(job_id)
+                key = (job.request.request_id, job.digest)
+                ids = self._by_request.get(key)
+                if ids is not None:
+                    ids.remove(job_id)
+                    if not ids:
+                        del self._by_request[key]
         return gone

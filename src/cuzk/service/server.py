@@ -12,8 +12,7 @@ follows the same rule (:func:`check_tcp_access`). Messages up to
 accepted both ways.
 
 Engine errors map to gRPC status codes with the engine's message: bad input
-INVALID_ARGUMENT, a request_id reused for a different request
-ALREADY_EXISTS, a kind without a circuit UNIMPLEMENTED, an unknown job
+INVALID_ARGUMENT, a kind without a circuit UNIMPLEMENTED, an unknown job
 NOT_FOUND, evicting a key in use FAILED_PRECONDITION, more memory than the
 budget RESOURCE_EXHAUSTED, a draining daemon UNAVAILABLE.
 """
@@ -40,7 +39,6 @@ from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import (
     InUse,
     JobNotFound,
-    RequestConflict,
     ShuttingDown,
     UnsupportedKind,
 )
@@ -52,7 +50,6 @@ from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 _CODES: list[tuple[type[BaseException], grpc.StatusCode]] = [
-    (RequestConflict, grpc.StatusCode.ALREADY_EXISTS),
     (InputError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnsupportedKind, grpc.StatusCode.UNIMPLEMENTED),
     (JobNotFound, grpc.StatusCode.NOT_FOUND),
