@@ -82,7 +82,9 @@ def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> No
         assert main(["preload", "-a", addr, "-c", cid]) == 0
         assert capsys.readouterr().out == f"{cid} already loaded\n"
         assert main(["metrics", "-a", addr]) == 0
-        assert 'cuzk_proofs_completed_total{proof_kind="demo"} 3.0' in capsys.readouterr().out
+        text = capsys.readouterr().out
+        assert "\ncuzk_proofs_completed_total 3.0\n" in text  # Curio's names
+        assert '\ncuzk_proofs_completed{proof_kind="demo"} 3\n' in text
 
         assert main(["single", "-a", addr, "-t", "demo", "--constraints", "300"]) == 0
         out = capsys.readouterr().out

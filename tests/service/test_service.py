@@ -137,7 +137,8 @@ def test_four_clients_25_mixed_priority_proofs_each(tmp_path: Path) -> None:
         assert st.total_proofs_completed == 100 and st.total_proofs_failed == 0
         assert st.pinned_memory_limit_bytes == budget
         metrics = d.client().metrics()
-        assert 'cuzk_proofs_completed_total{proof_kind="demo"} 100.0' in metrics
+        assert "\ncuzk_proofs_completed_total 100.0\n" in metrics
+        assert '\ncuzk_proofs_completed{proof_kind="demo"} 100\n' in metrics
         assert 'cuzk_partitions_proven_total{proof_kind="demo"} 120.0' in metrics
 
 
@@ -585,7 +586,8 @@ def test_tls_and_http_status(tmp_path: Path) -> None:
                 status = json.load(r)
             assert status["totals"]["completed"] == 1
             assert "demo" in status["kinds"]
-            assert status["memory"]["host"]["peak_bytes"] <= status["memory"]["host"]["limit_bytes"]
+            host = status["budgets"]["host"]
+            assert host["peak_bytes"] <= host["limit_bytes"]
             req = urllib.request.Request(base + "/metrics", headers=auth)
             with urllib.request.urlopen(req) as r:
                 text = r.read().decode()
@@ -620,3 +622,62 @@ def test_the_status_endpoint_follows_the_same_rule() -> None:
         check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821", auth_token_file="t"))
         == []
     )
+
+
+CURIO_STATUS_KEYS = {
+    "uptime_secs",
+    "memory",
+    "synthesis",
+    "pipelines",
+    "gpu_workers",
+    "allocations",
+    "counters",
+}
+
+
+def test_curios_status_keys_over_http_on_loopback(tmp_path: Path) -> None:
+    from cuzk.service.http import StatusServer
+
+    with running_daemon(
+        tmp_path,
+        # Curio's 0: its default (18), so the three synthesis workers asked for run.
+        pipeline={"synthesis_concurrency": 3, "max_parallel_synthesis": 0},
+        gpus={"gpu_workers_per_device": 2},
+    ) as d:
+        c = d.client()
+        req = demo_request(partitions=2, request_id="porep-1000-7")
+        assert c.prove(req).status == COMPLETED
+        http = StatusServer(d.engine, "127.0.0.1:0", None)  # loopback: no token needed
+        http.start()
+        try:
+            with urllib.request.urlopen(f"http://{http.address}/status") as r:
+                status = json.load(r)
+        finally:
+            http.stop()
+    assert set(status) >= CURIO_STATUS_KEYS | {"budgets", "queues", "totals"}
+    assert status["uptime_secs"] >= 0
+    mem = status["memory"]
+    assert mem["total_bytes"] == 2 << 30
+    assert mem["used_bytes"] + mem["available_bytes"] == mem["total_bytes"]
+    assert status["synthesis"] == {"max_concurrent": 3, "active": 0}
+    assert status["counters"] == {
+        "total_completed": 1,
+        "total_failed": 0,
+        "completed_by_kind": {"demo": 1},
+        "failed_by_kind": {},
+        "queue_depth": 0,
+    }
+    assert [(w["worker_id"], w["gpu_ordinal"], w["state"]) for w in status["gpu_workers"]] == [
+        (0, 0, "idle"),
+        (1, 0, "idle"),
+    ]
+    assert all(w["current_job"] is None and w["busy_secs"] is None for w in status["gpu_workers"])
+    (job,) = status["pipelines"]  # finished less than 30 s ago: still listed, as in Curio
+    assert job["job_id"] == "porep-1000-7" and job["proof_kind"] == "demo"
+    assert job["total_partitions"] == job["partitions_done"] == 2
+    for i, part in enumerate(job["partitions"]):
+        assert part["index"] == i and part["state"] == "done"
+        assert part["synth_ms"] >= 0 and part["gpu_ms"] >= 0
+    (srs,) = status["allocations"]["srs"]
+    assert srs["bytes"] > 0 and srs["evictable"] is True
+    assert status["allocations"]["pce"] == []

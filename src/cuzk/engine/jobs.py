@@ -202,6 +202,27 @@ class StageClock:
             return sum(b - a for a, b in merged)
 
 
+# Where a partition is, in Curio's words (its /status "partitions" states).
+PARTITION_STATES = ("pending", "synthesizing", "synth_done", "gpu", "done", "failed")
+
+
+@dataclass
+class PartitionTrace:
+    """One partition's state and stage times (time.monotonic()), for /status."""
+
+    state: str = "pending"
+    synth_start: float | None = None
+    synth_end: float | None = None
+    gpu_start: float | None = None
+    gpu_end: float | None = None
+
+    def ms(self, start: float | None, end: float | None, now: float) -> int | None:
+        """Milliseconds of a stage: finished, or so far; None before it starts."""
+        if start is None:
+            return None
+        return round(((end if end is not None else now) - start) * 1000)
+
+
 @dataclass
 class Job:
     job_id: str
@@ -223,6 +244,7 @@ class Job:
     # restored from the journal was submitted before this process and has None
     submitted_mono: float | None = field(default_factory=time.monotonic)
     device: str = ""  # the device proving it now (for status)
+    trace: dict[int, PartitionTrace] = field(default_factory=dict, repr=False)
     parsed: Any = None  # the kind's parsed request (partitions' inputs)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -240,6 +262,20 @@ class Job:
     def stage(self, name: str, start: float, end: float) -> None:
         """Account [start, end] (time.monotonic) of one partition in a stage."""
         setattr(self.timings, f"{name}_ms", self.clock.add(name, start, end) * 1000)
+
+    def partition_state(self, index: int, state: str) -> None:
+        """Partition ``index`` entered ``state`` (one of PARTITION_STATES) now."""
+        now = time.monotonic()
+        t = self.trace.setdefault(index, PartitionTrace())
+        t.state = state
+        if state == "synthesizing":
+            t.synth_start = now
+        elif state == "synth_done":
+            t.synth_end = now
+        elif state == "gpu":
+            t.gpu_start = now
+        elif state == "done":
+            t.gpu_end = now
 
     @property
     def cancelled(self) -> bool:
