@@ -136,3 +136,25 @@ def test_demo_service_is_the_readme_main_job(capsys) -> None:
     assert rc == 0, out
     assert "daemon ready" in out and "completed:     4" in out
     assert re.search(r"daemon stopped \(exit 0\); demo-service took \d+\.\ds", out)
+
+
+def test_a_registered_proof_decides_the_sector_size_by_itself(tmp_path: Path) -> None:
+    import argparse
+
+    from cuzk.cli.bench_service import build_template
+
+    vanilla = tmp_path / "v.json"
+    vanilla.write_text('["AAEC"]')
+
+    def template(**kw):
+        base = dict(
+            type="wpost", c1=None, vanilla=vanilla, registered_proof=0, sector_size=None,
+            sector_num=1, miner_id=1000, randomness=None, comm_r_old=None, comm_r_new=None,
+            comm_d_new=None, priority=None, constraints=0, partitions=0,
+        )  # fmt: skip
+        return build_template(argparse.Namespace(**{**base, **kw})).base
+
+    assert template(registered_proof=10).sector_size == 0  # the daemon reads 10 as 2KiB
+    assert template().sector_size == 32 << 30  # nothing said: 32GiB, as Curio's bench
+    assert template(registered_proof=0, sector_size="2KiB").sector_size == 2048
+    assert list(template().vanilla_proofs) == [b"\x00\x01\x02"]

@@ -11,7 +11,8 @@ from cuzk.cli.bench_service import connection_options
 MODULES = (
     "cuzk.cli.bench_kernels",  # kernels: per-operation GPU timings against measured ceilings
     "cuzk.cli.bench_service",  # single / batch / stress / status / preload / metrics
-    "cuzk.cli.bench_gen",  # gen-c1 / gen-snap / gen-vanilla: synthetic Filecoin test inputs
+    "cuzk.cli.bench_gen",  # gen-c1 / gen-snap: synthetic Filecoin test inputs
+    "cuzk.cli.bench_vanilla",  # gen-vanilla: vanilla proofs as Curio sends them
 )
 
 

@@ -257,8 +257,8 @@ def build_template(args: argparse.Namespace) -> ProofTemplate:
         if args.vanilla is None:
             raise UsageError("--vanilla required for PoSt/SnapDeals proof types")
         m.vanilla_proofs.extend(_load_vanilla(args.vanilla))
-        if not m.sector_size:
-            m.sector_size = 32 * GIB
+        if not m.sector_size and not m.registered_proof:
+            m.sector_size = 32 * GIB  # as Curio's bench; a registered_proof decides by itself
         if kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
             m.randomness = _hex32(args.randomness, "randomness") or bytes(32)
         else:
