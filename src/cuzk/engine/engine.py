@@ -260,12 +260,13 @@ class Engine:
     def submit(self, request: ProofRequest) -> SubmitResult:
         if self._draining:
             raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
-        existing = self._existing(request)  # before parsing: a retry's input is not re-read
-        if existing is not None:
-            return existing
+        digest = request.digest()
+        known_job = self.registry.answering(request, digest)
+        if known_job is not None:  # before parsing: a retry's input is not read again
+            return self._answer(known_job)
         handler, parsed = self.kinds.parse(request)
         with self._submit_lock:
-            job, known = self.registry.new_job(request)
+            job, known = self.registry.new_job(request, digest=digest)
             if known:
                 return self._answer(job)
             job.parsed = parsed
@@ -276,15 +277,15 @@ class Engine:
             self.registry.add(job)
         self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
         position = self._queue_position(job)
-        retry = (
-            f" (request {request.request_id}: a new attempt)"
-            if job.job_id != request.request_id and request.request_id
+        again = (
+            f" (request_id {request.request_id} had a job already)"
+            if request.request_id and job.job_id != request.request_id
             else ""
         )
         log.info(
             "job %s accepted%s: %s, %s, %d partition(s), circuit %s",
             job.job_id,
-            retry,
+            again,
             job.kind.label,
             job.priority.name,
             job.num_partitions,
@@ -293,13 +294,9 @@ class Engine:
         self.batcher.add(job, handler.batchable)
         return SubmitResult(job.job_id, position, "", existing=False)
 
-    def _existing(self, request: ProofRequest) -> SubmitResult | None:
-        """The answer to a request that a job already answers (same request_id and
-        content, queued, running or COMPLETED), or None."""
-        job = self.registry.answering(request)
-        return None if job is None else self._answer(job)
-
     def _answer(self, job: Job) -> SubmitResult:
+        """A request that ``job`` answers (same request_id and content; queued,
+        running or COMPLETED): its job, not a new one."""
         log.info(
             "request %s answered by job %s (%s)",
             job.request.request_id,

@@ -265,6 +265,7 @@ class Job:
 
     def partition_state(self, index: int, state: str) -> None:
         """Partition ``index`` entered ``state`` (one of PARTITION_STATES) now."""
+        assert state in PARTITION_STATES, state
         now = time.monotonic()
         t = self.trace.setdefault(index, PartitionTrace())
         t.state = state
@@ -330,13 +331,16 @@ class JobRegistry:
             return None
         return job
 
-    def new_job(self, request: ProofRequest, now: float | None = None) -> tuple[Job, bool]:
+    def new_job(
+        self, request: ProofRequest, now: float | None = None, digest: bytes | None = None
+    ) -> tuple[Job, bool]:
         """The job for a request: the one that answers it already, or a new one.
 
         Returns (job, existing). A new job is not registered until :meth:`add`;
         the caller holds one lock over both, so that its id stays free.
+        ``digest``: the request's, when the caller has it already.
         """
-        digest = request.digest()
+        digest = digest or request.digest()
         with self._lock:
             job = self.answering(request, digest)
             if job is not None:
