@@ -32,7 +32,7 @@ param_cache = "{params}"
 preload = ["porep-32g"]
 
 [synthesis]
-partition_workers = 7   # Adjust based on RAM (see table below)
+partition_workers = 7
 """
 
 # cuzk.example.toml, comments left out.
