@@ -41,7 +41,8 @@ def running_daemon(home: Path) -> Iterator[SimpleNamespace]:
 def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> None:
     with running_daemon(tmp_path) as d:
         addr = d.servers.bound[0]
-        rc = main(["batch", "-a", addr, "-t", "demo", "--constraints", "300", "-c", "3", "-j", "2"])
+        # Curio's order: the address before the subcommand.
+        rc = main(["-a", addr, "batch", "-t", "demo", "--constraints", "300", "-c", "3", "-j", "2"])
         out = capsys.readouterr().out
         assert rc == 0, out
         lines = out.splitlines()
@@ -66,10 +67,14 @@ def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> No
 
         c = demo.circuit_for_constraints(300)
         cid = demo.circuit_id(c.rounds, c.words)
-        assert main(["status", "-a", addr]) == 0
-        out = capsys.readouterr().out
-        assert "=== cuzk daemon status ===" in out and "proofs completed: 3" in out
-        assert f"  {cid} (tier=HOT" in out
+        for argv in (["-a", addr, "status"], ["status", "-a", addr], ["--addr", addr, "status"]):
+            assert main(argv) == 0, argv
+            out = capsys.readouterr().out
+            assert "=== cuzk daemon status ===" in out and "proofs completed: 3" in out
+            assert f"  {cid} (tier=HOT" in out
+        # Given on both sides, the one after the subcommand is the one used.
+        assert main(["-a", "unix:///nonexistent/cuzk.sock", "status", "-a", addr]) == 0
+        capsys.readouterr()
         assert main(["evict", "-a", addr, "-c", cid]) == 0
         assert "evicted" in capsys.readouterr().out
         assert main(["preload", "-a", addr, "-c", cid]) == 0
@@ -77,7 +82,9 @@ def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> No
         assert main(["preload", "-a", addr, "-c", cid]) == 0
         assert capsys.readouterr().out == f"{cid} already loaded\n"
         assert main(["metrics", "-a", addr]) == 0
-        assert 'cuzk_proofs_completed_total{proof_kind="demo"} 3.0' in capsys.readouterr().out
+        text = capsys.readouterr().out
+        assert "\ncuzk_proofs_completed_total 3.0\n" in text  # Curio's names
+        assert '\ncuzk_proofs_completed{proof_kind="demo"} 3\n' in text
 
         assert main(["single", "-a", addr, "-t", "demo", "--constraints", "300"]) == 0
         out = capsys.readouterr().out
@@ -129,3 +136,25 @@ def test_demo_service_is_the_readme_main_job(capsys) -> None:
     assert rc == 0, out
     assert "daemon ready" in out and "completed:     4" in out
     assert re.search(r"daemon stopped \(exit 0\); demo-service took \d+\.\ds", out)
+
+
+def test_a_registered_proof_decides_the_sector_size_by_itself(tmp_path: Path) -> None:
+    import argparse
+
+    from cuzk.cli.bench_service import build_template
+
+    vanilla = tmp_path / "v.json"
+    vanilla.write_text('["AAEC"]')
+
+    def template(**kw):
+        base = dict(
+            type="wpost", c1=None, vanilla=vanilla, registered_proof=0, sector_size=None,
+            sector_num=1, miner_id=1000, randomness=None, comm_r_old=None, comm_r_new=None,
+            comm_d_new=None, priority=None, constraints=0, partitions=0,
+        )  # fmt: skip
+        return build_template(argparse.Namespace(**{**base, **kw})).base
+
+    assert template(registered_proof=10).sector_size == 0  # the daemon reads 10 as 2KiB
+    assert template().sector_size == 32 << 30  # nothing said: 32GiB, as Curio's bench
+    assert template(registered_proof=0, sector_size="2KiB").sector_size == 2048
+    assert list(template().vanilla_proofs) == [b"\x00\x01\x02"]

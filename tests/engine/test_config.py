@@ -1,16 +1,20 @@
-"""Config: Curio's cuzk.toml keys load, ours are typed, typos are errors."""
+"""Config: Curio's cuzk.toml keys load, ours are typed, unknown keys warn, bad values fail."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
+from cuzk.engine import config as config_module
 from cuzk.engine.config import (
     GIB,
     MIB,
     Config,
     config_from_dict,
+    cuzk_home,
+    default_config_path,
     detect_system_memory,
     load_config,
     parse_duration,
@@ -114,14 +118,13 @@ def test_explicit_budget_and_listen_list() -> None:
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        ({"scheduler": {"max_batch_sise": 2}}, r"\[scheduler\] max_batch_sise: unknown key"),
-        ({"nope": {}}, "unknown section"),
         ({"gpus": {"gpu_workers_per_device": "2"}}, "expected an integer"),
         ({"gpus": {"gpu_workers_per_device": 0}}, "must be at least 1"),
         ({"memory": {"total_budget": "much"}}, "memory.total_budget"),
         ({"daemon": {"tls_cert_file": "c.pem"}}, "needs both a cert and a key"),
         ({"gpus": {"backend": "tpu"}}, "auto, cpu or cuda"),
-        ({"synthesis": {"thread": 1}}, "unknown key"),
+        ({"daemon": {"allow_insecure_tcp": "yes"}}, "expected true or false"),
+        ({"gpus": []}, r"\[gpus\]: expected a table"),
     ],
 )
 def test_bad_configs_name_the_key(doc: dict, message: str) -> None:
@@ -143,3 +146,56 @@ def test_with_overrides_keeps_other_keys() -> None:
     cfg = Config().with_overrides(scheduler={"max_batch_size": 4})
     assert cfg.scheduler.max_batch_size == 4
     assert cfg.scheduler.max_batch_wait_ms == 10000
+
+
+def test_unknown_keys_and_sections_warn_and_are_ignored(caplog) -> None:
+    # A newer Curio config (or a typo) must not stop the daemon: Curio's ignores them too.
+    doc = {
+        "scheduler": {"max_batch_sise": 2, "max_batch_size": 3},
+        "telemetry": {"endpoint": "x"},
+        "synthesis": {"thread": 1},
+    }
+    with caplog.at_level(logging.WARNING, logger="cuzk.engine.config"):
+        cfg = config_from_dict(doc, "cuzk.toml")
+    assert cfg.scheduler.max_batch_size == 3
+    assert cfg == Config().with_overrides(scheduler={"max_batch_size": 3})
+    text = caplog.text
+    assert "cuzk.toml: [scheduler] max_batch_sise: unknown, ignored" in text
+    assert "max_batch_size, max_batch_wait_ms" in text  # the known keys, to spot a typo
+    assert "cuzk.toml: [telemetry]: unknown, ignored" in text
+    assert "cuzk.toml: [synthesis] thread: unknown, ignored" in text
+
+
+def test_max_parallel_synthesis_zero_is_curios_default() -> None:
+    zero = config_from_dict({"pipeline": {"max_parallel_synthesis": 0}})
+    assert zero.pipeline.parallel_synthesis_limit() == 18
+    assert Config().pipeline.parallel_synthesis_limit() == 18
+    two = config_from_dict({"pipeline": {"max_parallel_synthesis": 2}})
+    assert two.pipeline.parallel_synthesis_limit() == 2
+
+
+def test_a_config_file_gets_curios_defaults_and_no_file_the_builtin_ones(tmp_path: Path) -> None:
+    p = tmp_path / "cuzk.toml"
+    p.write_text('[memory]\ntotal_budget = "8GiB"\n')
+    cfg = load_config(p)
+    assert cfg.daemon.listen == ("unix:///run/curio/cuzk.sock",)
+    assert cfg.srs.cache_dir() == Path("/data/zk/params")
+    assert cfg.memory.resolve_total_budget() == 8 * GIB
+    assert not cfg.daemon.allow_insecure_tcp
+    # What the file says wins over Curio's defaults.
+    p.write_text('[daemon]\nlisten = "127.0.0.1:9820"\n[srs]\nparam_cache = "/p"\n')
+    cfg = load_config(p)
+    assert cfg.daemon.listen == ("127.0.0.1:9820",)
+    assert cfg.srs.cache_dir() == Path("/p")
+    # No file: everything under $CUZK_HOME, as the README's make demo expects.
+    bare = load_config(None)
+    assert bare.daemon.listen == (f"unix://{cuzk_home() / 'cuzk.sock'}",)
+    assert bare.srs.cache_dir() == cuzk_home() / "params"
+
+
+def test_default_config_path_is_curios_when_it_exists(tmp_path: Path, monkeypatch) -> None:
+    assert Path("/data/zk/cuzk.toml") == config_module.CURIO_CONFIG_PATH  # Curio's unit's
+    monkeypatch.setattr(config_module, "CURIO_CONFIG_PATH", tmp_path / "cuzk.toml")
+    assert default_config_path() is None
+    (tmp_path / "cuzk.toml").write_text("")
+    assert default_config_path() == tmp_path / "cuzk.toml"

@@ -137,3 +137,90 @@ def test_journal_recovery_resumes_or_fails_every_unfinished_job(tmp_path: Path) 
         "post": JobState.FAILED,
         "done": JobState.COMPLETED,
     }
+
+
+# The jobs table as schema 1 created it (request_id was the job id, unique).
+SCHEMA_1 = """
+CREATE TABLE jobs (
+    job_id TEXT PRIMARY KEY, request_id TEXT NOT NULL, digest BLOB NOT NULL,
+    proof_kind INTEGER NOT NULL, priority INTEGER NOT NULL, meta TEXT NOT NULL,
+    vanilla_proof BLOB NOT NULL, vanilla_list BLOB NOT NULL, state TEXT NOT NULL,
+    submitted_at REAL NOT NULL, finished_at REAL, error TEXT NOT NULL DEFAULT '',
+    proof BLOB NOT NULL DEFAULT x'', timings TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX jobs_state ON jobs(state);
+PRAGMA user_version=1;
+"""
+
+
+def test_a_schema_1_journal_answers_retries_as_curio_sends_them(tmp_path: Path) -> None:
+    import json
+    import sqlite3
+
+    path = tmp_path / "j.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_1)
+    done, failed = request(1, "porep-1000-1"), request(1, "porep-1000-2")
+    meta = {
+        "sector_size": 0,
+        "registered_proof": 0,
+        "priority": 0,
+        "sector_number": 0,
+        "miner_id": 0,
+        "randomness": "",
+        "partition_index": 0,
+        "comm_r_old": "",
+        "comm_r_new": "",
+        "comm_d_new": "",
+    }
+    now = time.time()
+    for r, state, proof, error in (
+        (done, "COMPLETED", b"p" * 192, ""),
+        (failed, "FAILED", b"", "x"),
+    ):
+        db.execute(
+            "INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,'{}')",
+            (
+                r.request_id,
+                r.request_id,
+                r.digest(),
+                int(r.proof_kind),
+                2,
+                json.dumps({**meta, "request_id": r.request_id}),
+                b"" if state == "COMPLETED" else r.vanilla_proof,
+                b"",
+                state,
+                now - 10,
+                now - 5,
+                error,
+                proof,
+            ),
+        )
+    db.commit()
+    db.close()
+
+    e = Engine(config(tmp_path))
+    e.start()
+    try:
+        # COMPLETED within retention: the same job, its proof, nothing proven again.
+        again = e.submit(done)
+        assert again.existing and again.job_id == "porep-1000-1"
+        assert e.registry.get("porep-1000-1").proof == b"p" * 192
+        # FAILED: the retry is a new attempt, and it is proven.
+        retry = e.submit(failed)
+        assert not retry.existing and retry.job_id == "porep-1000-2#2"
+        job, _ = e.await_job(retry.job_id, 60)
+        assert job.state == JobState.COMPLETED and len(job.proof) == 192
+        assert e.registry.get("porep-1000-2").state == JobState.FAILED  # history kept
+        assert e.totals[JobState.COMPLETED] == 1
+    finally:
+        e.stop()
+    j = Journal(path)
+    states = {r.job_id: r.state for r in j.records()}
+    j.close()
+    assert states == {
+        "porep-1000-1": JobState.COMPLETED,
+        "porep-1000-2": JobState.FAILED,
+        "porep-1000-2#2": JobState.COMPLETED,
+    }
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2

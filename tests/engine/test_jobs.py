@@ -1,4 +1,4 @@
-"""Jobs: default priorities, request digests, the registry's idempotency."""
+"""Jobs: default priorities, request digests, request_id as Curio uses it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from cuzk.engine.jobs import (
     Priority,
     ProofKind,
     ProofRequest,
-    RequestConflict,
     StageClock,
 )
 
@@ -49,21 +48,67 @@ def test_digest_covers_every_field() -> None:
     assert same.digest() == base.digest()
 
 
-def test_registry_idempotency_and_conflict() -> None:
+def _add(reg: JobRegistry, request: ProofRequest) -> tuple[str, bool]:
+    job, existing = reg.new_job(request)
+    if not existing:
+        reg.add(job)
+    return job.job_id, existing
+
+
+@pytest.mark.parametrize("state", [JobState.QUEUED, JobState.RUNNING, JobState.COMPLETED])
+def test_an_identical_request_is_answered_by_its_job(state: JobState) -> None:
     reg = JobRegistry()
-    r = ProofRequest(ProofKind.DEMO, request_id="id-1", vanilla_proof=b"x")
-    job, existing = reg.new_job(r)
-    assert not existing and job.job_id == "id-1"
-    reg.add(job)
-    again, existing = reg.new_job(r)
-    assert existing and again is job
-    with pytest.raises(RequestConflict, match="different request"):
-        reg.new_job(ProofRequest(ProofKind.DEMO, request_id="id-1", vanilla_proof=b"y"))
+    r = ProofRequest(ProofKind.DEMO, request_id="porep-1000-5", vanilla_proof=b"x")
+    assert _add(reg, r) == ("porep-1000-5", False)
+    reg.get("porep-1000-5").state = state
+    assert _add(reg, r) == ("porep-1000-5", True)
+    assert reg.answering(r) is reg.get("porep-1000-5")
+    assert len(reg.all()) == 1
+
+
+@pytest.mark.parametrize("state", [JobState.FAILED, JobState.CANCELLED])
+def test_a_retry_after_failed_or_cancelled_is_a_new_attempt(state: JobState) -> None:
+    reg = JobRegistry()
+    r = ProofRequest(ProofKind.DEMO, request_id="porep-1000-5", vanilla_proof=b"x")
+    _add(reg, r)
+    reg.get("porep-1000-5").state = state
+    assert reg.answering(r) is None
+    assert _add(reg, r) == ("porep-1000-5#2", False)
+    assert reg.answering(r) is reg.get("porep-1000-5#2")  # the newest attempt answers now
+    assert _add(reg, r) == ("porep-1000-5#2", True)
+    reg.get("porep-1000-5#2").state = state
+    assert _add(reg, r) == ("porep-1000-5#3", False)
+    assert reg.get("porep-1000-5").state == state  # earlier attempts stay answerable by id
+
+
+def test_the_same_id_with_other_content_is_another_job() -> None:
+    # Curio's WindowPoSt: every partition of a deadline under one request_id.
+    reg = JobRegistry()
+    rid = "wdpost-1000-0-[1 2 3 4 5 6 7 8]"
+    a = ProofRequest(ProofKind.WINDOW_POST_PARTITION, request_id=rid, vanilla_proofs=(b"s1",))
+    b = ProofRequest(ProofKind.WINDOW_POST_PARTITION, request_id=rid, vanilla_proofs=(b"s2",))
+    assert _add(reg, a) == (rid, False)
+    assert _add(reg, b) == (f"{rid}#2", False)
+    assert _add(reg, a) == (rid, True)
+    assert _add(reg, b) == (f"{rid}#2", True)
+    assert reg.get(rid).request is a and reg.get(f"{rid}#2").request is b
     anon1, _ = reg.new_job(ProofRequest(ProofKind.DEMO))
     anon2, _ = reg.new_job(ProofRequest(ProofKind.DEMO))
     assert anon1.job_id != anon2.job_id  # no request_id: a fresh uuid each time
+    assert reg.answering(ProofRequest(ProofKind.DEMO)) is None
     with pytest.raises(JobNotFound):
         reg.get("nope")
+
+
+def test_a_pruned_job_no_longer_answers() -> None:
+    reg = JobRegistry()
+    r = ProofRequest(ProofKind.DEMO, request_id="snap-1000-9", vanilla_proof=b"x")
+    _add(reg, r)
+    job = reg.get("snap-1000-9")
+    job.state, job.finished_at = JobState.COMPLETED, 100.0
+    assert reg.prune(200.0) == ["snap-1000-9"]
+    assert reg.answering(r) is None
+    assert _add(reg, r) == ("snap-1000-9", False)  # past job_retention: proven afresh
 
 
 def test_prune_forgets_only_old_finished_jobs() -> None:

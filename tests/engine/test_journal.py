@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest
@@ -59,3 +60,36 @@ def test_finish_and_prune(tmp_path: Path) -> None:
     assert recs["failed"].request.vanilla_proofs == live.request.vanilla_proofs
     assert j.prune(200.0) == 1
     assert {r.job_id for r in j.records()} == {"failed", "live"}
+
+
+def test_several_jobs_of_one_request_id_and_a_newer_schema_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    from cuzk.errors import InputError
+
+    j = Journal(tmp_path / "j.sqlite")
+    first = make_job("wdpost-1000-0")
+    other = replace(first.request, vanilla_proofs=(b"another partition's sectors",))
+    second = Job("wdpost-1000-0#2", other, other.effective_priority(), time.time(), other.digest())
+    j.insert(first)
+    j.insert(second)
+    recs = j.records()
+    assert [r.job_id for r in recs] == ["wdpost-1000-0", "wdpost-1000-0#2"]
+    assert [r.request for r in recs] == [first.request, other]
+    assert {r.request.request_id for r in recs} == {"wdpost-1000-0"}
+    with pytest.raises(sqlite3.IntegrityError):
+        j.insert(first)  # a job id is never reused while its record exists
+    j.close()
+    db = sqlite3.connect(tmp_path / "j.sqlite")
+    db.execute("PRAGMA user_version=3")
+    db.close()
+    with pytest.raises(InputError, match=r"j.sqlite: user_version: journal schema 3 is newer"):
+        Journal(tmp_path / "j.sqlite")
+    other = tmp_path / "other.sqlite"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE jobs (job_id TEXT)")
+    db.close()
+    with pytest.raises(InputError, match="not a cuzk journal"):
+        Journal(other)

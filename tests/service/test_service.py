@@ -137,7 +137,8 @@ def test_four_clients_25_mixed_priority_proofs_each(tmp_path: Path) -> None:
         assert st.total_proofs_completed == 100 and st.total_proofs_failed == 0
         assert st.pinned_memory_limit_bytes == budget
         metrics = d.client().metrics()
-        assert 'cuzk_proofs_completed_total{proof_kind="demo"} 100.0' in metrics
+        assert "\ncuzk_proofs_completed_total 100.0\n" in metrics
+        assert '\ncuzk_proofs_completed{proof_kind="demo"} 100\n' in metrics
         assert 'cuzk_partitions_proven_total{proof_kind="demo"} 120.0' in metrics
 
 
@@ -158,18 +159,32 @@ def test_prove_and_status(daemon) -> None:
     assert srs.tier == pb.SRSStatus.HOT and srs.size_bytes > 0 and srs.ref_count == 0
 
 
-def test_request_id_is_an_idempotency_key(daemon) -> None:
+def test_request_id_as_curio_uses_it(daemon) -> None:
     c = daemon.client()
     req = demo_request(request_id="sector-17")
     a = c.submit(req)
     b = c.submit(req)
     assert a.job_id == b.job_id == "sector-17"
-    assert c.await_proof("sector-17").status == COMPLETED
-    assert c.submit(req).job_id == "sector-17"  # after completion too
-    other = demo_request(request_id="sector-17")  # new random instance: different content
-    e = rpc_error(c.submit, other)
-    assert e.code() == grpc.StatusCode.ALREADY_EXISTS
-    assert "different request" in e.details()
+    first = c.await_proof("sector-17")
+    assert first.status == COMPLETED
+    # An identical request after completion: the same job and proof, not a new proof.
+    again = c.prove(req)
+    assert again.job_id == "sector-17" and again.proof == first.proof
+    assert c.status().total_proofs_completed == 1
+    # The same id with other content (Curio's WindowPoSt partitions): another job.
+    other = demo_request(request_id="sector-17")  # a new random instance
+    r = c.prove(other)
+    assert r.status == COMPLETED and r.job_id == "sector-17#2"
+    check_proof(daemon.engine, other, r.proof)
+    # A retry after CANCELLED is a new attempt, proven.
+    big = demo_request(DemoCircuit.with_constraints(1200), partitions=4, request_id="p-9")
+    c.submit(big)
+    c.cancel("p-9")
+    assert c.await_proof("p-9").status == pb.AwaitProofResponse.CANCELLED
+    retry = c.prove(big)
+    assert retry.status == COMPLETED and retry.job_id == "p-9#2"
+    check_proof(daemon.engine, big, retry.proof)
+    assert c.await_proof("p-9").status == pb.AwaitProofResponse.CANCELLED  # kept, by its id
 
 
 def test_await_timeout_and_unknown_job(daemon) -> None:
@@ -436,10 +451,79 @@ def test_tcp_without_a_token_file_does_not_start(tmp_path: Path) -> None:
     from cuzk.errors import InputError
 
     with (
-        pytest.raises(InputError, match="needs a bearer token"),
-        running_daemon(tmp_path, daemon={"listen": ["127.0.0.1:0"]}),
+        pytest.raises(InputError, match="reachable from other machines and has no bearer token"),
+        running_daemon(tmp_path, daemon={"listen": ["0.0.0.0:0"]}),
     ):
         pass
+
+
+@pytest.mark.parametrize(
+    ("listen", "insecure", "verdict"),
+    [
+        ("127.0.0.1:9820", False, "loopback"),
+        ("127.8.9.10:9820", False, "loopback"),
+        ("[::1]:9820", False, "loopback"),
+        ("localhost:9820", False, "loopback"),
+        ("0.0.0.0:9820", False, "refused"),
+        ("[::]:9820", False, "refused"),
+        ("192.168.1.5:9820", False, "refused"),
+        ("prover.internal:9820", False, "refused"),  # a name may resolve anywhere
+        ("0.0.0.0:9820", True, "INSECURE"),
+        ("unix:///run/curio/cuzk.sock", False, None),
+    ],
+)
+def test_plain_tcp_access_rules(listen: str, insecure: bool, verdict: str | None) -> None:
+    from cuzk.engine.config import DaemonConfig
+    from cuzk.errors import InputError
+    from cuzk.service.server import check_tcp_access, parse_address
+
+    d = DaemonConfig(listen=(listen,), allow_insecure_tcp=insecure)
+    addr = parse_address(listen)
+    if verdict == "refused":
+        with pytest.raises(InputError) as ei:
+            check_tcp_access(d, addr, "listen", "cuzk.toml")
+        # The message names the one line to add, either way.
+        assert str(ei.value).startswith("cuzk.toml: [daemon] listen: ")
+        assert 'auth_token_file = "/path/to/token"' in str(ei.value)
+        assert "allow_insecure_tcp = true" in str(ei.value)
+    elif verdict is None:
+        assert check_tcp_access(d, addr) is None
+    else:
+        warning = check_tcp_access(d, addr)
+        assert warning is not None and verdict in warning
+    # With a token every TCP address is served, and no warning is due.
+    tokened = DaemonConfig(listen=(listen,), auth_token_file="/t")
+    assert check_tcp_access(tokened, addr) is None
+
+
+def test_loopback_tcp_without_a_token_serves_curios_client(tmp_path: Path, caplog) -> None:
+    import logging
+
+    with (
+        caplog.at_level(logging.WARNING, logger="cuzk.service.server"),
+        running_daemon(tmp_path, daemon={"listen": ["127.0.0.1:0"]}) as d,
+    ):
+        with Client(d.servers.bound[0], token="") as c:  # no credentials, as Curio's
+            req = demo_request()
+            r = c.prove(req)
+            assert r.status == COMPLETED
+            check_proof(d.engine, req, r.proof)
+        assert "plain TCP without a bearer token on loopback" in caplog.text
+
+
+def test_allow_insecure_tcp_serves_any_address_loudly(tmp_path: Path, caplog) -> None:
+    import logging
+
+    with (
+        caplog.at_level(logging.WARNING, logger="cuzk.service.server"),
+        running_daemon(tmp_path, daemon={"listen": ["0.0.0.0:0"], "allow_insecure_tcp": True}) as d,
+    ):
+        port = d.servers.bound[0].rpartition(":")[2]
+        with Client(f"127.0.0.1:{port}", token="") as c:
+            assert c.status().total_proofs_completed == 0
+        (record,) = [r for r in caplog.records if "INSECURE" in r.getMessage()]
+        assert record.levelno == logging.WARNING
+        assert "0.0.0.0:0" in record.getMessage()
 
 
 def test_tls_and_http_status(tmp_path: Path) -> None:
@@ -502,7 +586,8 @@ def test_tls_and_http_status(tmp_path: Path) -> None:
                 status = json.load(r)
             assert status["totals"]["completed"] == 1
             assert "demo" in status["kinds"]
-            assert status["memory"]["host"]["peak_bytes"] <= status["memory"]["host"]["limit_bytes"]
+            host = status["budgets"]["host"]
+            assert host["peak_bytes"] <= host["limit_bytes"]
             req = urllib.request.Request(base + "/metrics", headers=auth)
             with urllib.request.urlopen(req) as r:
                 text = r.read().decode()
@@ -521,3 +606,78 @@ def test_kinds_enum_matches_bench_names() -> None:
     for label in ("porep", "snap", "wpost", "winning", "demo"):
         assert TYPES[label].label == label
         assert ProofKind.from_label(label) == TYPES[label]
+
+
+def test_the_status_endpoint_follows_the_same_rule() -> None:
+    from cuzk.engine.config import DaemonConfig
+    from cuzk.errors import InputError
+    from cuzk.service.server import check_access
+
+    unix = ("unix:///run/curio/cuzk.sock",)
+    warnings = check_access(DaemonConfig(listen=unix, status_listen="127.0.0.1:9821"))
+    assert len(warnings) == 1 and "[daemon] status_listen 127.0.0.1:9821" in warnings[0]
+    with pytest.raises(InputError, match=r"\[daemon\] status_listen: 0.0.0.0:9821 is reachable"):
+        check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821"))
+    assert (
+        check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821", auth_token_file="t"))
+        == []
+    )
+
+
+CURIO_STATUS_KEYS = {
+    "uptime_secs",
+    "memory",
+    "synthesis",
+    "pipelines",
+    "gpu_workers",
+    "allocations",
+    "counters",
+}
+
+
+def test_curios_status_keys_over_http_on_loopback(tmp_path: Path) -> None:
+    from cuzk.service.http import StatusServer
+
+    with running_daemon(
+        tmp_path,
+        # Curio's 0: its default (18), so the three synthesis workers asked for run.
+        pipeline={"synthesis_concurrency": 3, "max_parallel_synthesis": 0},
+        gpus={"gpu_workers_per_device": 2},
+    ) as d:
+        c = d.client()
+        req = demo_request(partitions=2, request_id="porep-1000-7")
+        assert c.prove(req).status == COMPLETED
+        http = StatusServer(d.engine, "127.0.0.1:0", None)  # loopback: no token needed
+        http.start()
+        try:
+            with urllib.request.urlopen(f"http://{http.address}/status") as r:
+                status = json.load(r)
+        finally:
+            http.stop()
+    assert set(status) >= CURIO_STATUS_KEYS | {"budgets", "queues", "totals"}
+    assert status["uptime_secs"] >= 0
+    mem = status["memory"]
+    assert mem["total_bytes"] == 2 << 30
+    assert mem["used_bytes"] + mem["available_bytes"] == mem["total_bytes"]
+    assert status["synthesis"] == {"max_concurrent": 3, "active": 0}
+    assert status["counters"] == {
+        "total_completed": 1,
+        "total_failed": 0,
+        "completed_by_kind": {"demo": 1},
+        "failed_by_kind": {},
+        "queue_depth": 0,
+    }
+    assert [(w["worker_id"], w["gpu_ordinal"], w["state"]) for w in status["gpu_workers"]] == [
+        (0, 0, "idle"),
+        (1, 0, "idle"),
+    ]
+    assert all(w["current_job"] is None and w["busy_secs"] is None for w in status["gpu_workers"])
+    (job,) = status["pipelines"]  # finished less than 30 s ago: still listed, as in Curio
+    assert job["job_id"] == "porep-1000-7" and job["proof_kind"] == "demo"
+    assert job["total_partitions"] == job["partitions_done"] == 2
+    for i, part in enumerate(job["partitions"]):
+        assert part["index"] == i and part["state"] == "done"
+        assert part["synth_ms"] >= 0 and part["gpu_ms"] >= 0
+    (srs,) = status["allocations"]["srs"]
+    assert srs["bytes"] > 0 and srs["evictable"] is True
+    assert status["allocations"]["pce"] == []

@@ -10,12 +10,27 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
-def run(prog: str, description: str, modules: Sequence[str], argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+def run(
+    prog: str,
+    description: str,
+    modules: Sequence[str],
+    argv: Sequence[str] | None,
+    epilog: str | None = None,
+    top_options: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> int:
+    """Parse ``argv`` against the modules' subcommands and run the chosen one.
+
+    ``top_options`` adds options the tool takes before its subcommand too (the
+    subcommands declare them again with ``default=argparse.SUPPRESS``, so a value
+    given on either side survives).
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog)
     parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING, ERROR")
+    if top_options is not None:
+        top_options(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in modules:
         try:

@@ -2,8 +2,9 @@
 
 Flags and output follow Curio's cuzk-bench (``-a/--addr``, ``-t/--type
 porep|snap|wpost|winning|demo``, ``--c1``, ``--vanilla``, ``-c/--count``,
-``-j/--concurrency``; the "=== Batch Benchmark ===" report). ``-a`` goes
-after the subcommand here (``cuzk-bench batch -a unix:///… -t demo``).
+``-j/--concurrency``; the "=== Batch Benchmark ===" report). The connection
+options (``-a``, ``--token-file``, ``--tls-ca``) go before the subcommand, as
+in Curio (``cuzk-bench -a 127.0.0.1:9820 batch -t demo``), or after it.
 ``demo-service`` is the README's main job: start a daemon on the built-in
 defaults, run a batch against it, stop it.
 """
@@ -61,15 +62,22 @@ class UsageError(Exception):
 
 
 # --- arguments ----------------------------------------------------------------------
-def _conn_args(p: argparse.ArgumentParser) -> None:
+def connection_options(p: argparse.ArgumentParser) -> None:
+    """``-a/--addr``, ``--token-file``, ``--tls-ca``: before the subcommand (Curio's
+    order) or after it. Unset, they are absent from the parsed args (SUPPRESS), so
+    a value given before the subcommand is not overwritten by the subcommand's."""
     p.add_argument(
         "-a",
         "--addr",
-        default=None,
+        default=argparse.SUPPRESS,
         help=f"daemon address (default $CUZK_ADDR or {default_address()})",
     )
-    p.add_argument("--token-file", help="bearer token for a TCP daemon (or $CUZK_TOKEN)")
-    p.add_argument("--tls-ca", help="CA certificate of a TLS daemon")
+    p.add_argument(
+        "--token-file",
+        default=argparse.SUPPRESS,
+        help="bearer token for a TCP daemon (or $CUZK_TOKEN)",
+    )
+    p.add_argument("--tls-ca", default=argparse.SUPPRESS, help="CA certificate of a TLS daemon")
 
 
 def _proof_args(p: argparse.ArgumentParser) -> None:
@@ -93,20 +101,20 @@ def _proof_args(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("single", help="one proof through the daemon")
-    _conn_args(p)
+    connection_options(p)
     _proof_args(p)
     p.add_argument("--partition", type=int, default=0, help="WindowPoSt partition index")
     p.set_defaults(func=cmd_single)
 
     p = sub.add_parser("batch", help="N proofs, with concurrency; throughput report")
-    _conn_args(p)
+    connection_options(p)
     _proof_args(p)
     p.add_argument("-c", "--count", type=int, default=3)
     p.add_argument("-j", "--concurrency", type=int, default=1)
     p.set_defaults(func=cmd_batch)
 
     p = sub.add_parser("stress", help="mixed proof kinds at given rates for a duration")
-    _conn_args(p)
+    connection_options(p)
     p.add_argument("--duration", default="60s", help="e.g. 90s, 10m, 1h")
     p.add_argument("-j", "--concurrency", type=int, default=8, help="most proofs in flight")
     p.add_argument("--demo-rate", help="e.g. 1/2s (demo proofs)")
@@ -125,21 +133,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_stress)
 
     p = sub.add_parser("status", help="the daemon's status")
-    _conn_args(p)
+    connection_options(p)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("preload", help="make a circuit's key hot")
-    _conn_args(p)
+    connection_options(p)
     p.add_argument("-c", "--circuit-id", required=True, help="e.g. porep-32g, demo-r995-w7")
     p.set_defaults(func=cmd_preload)
 
     p = sub.add_parser("evict", help="drop a circuit's key from the hot tier")
-    _conn_args(p)
+    connection_options(p)
     p.add_argument("-c", "--circuit-id", required=True)
     p.set_defaults(func=cmd_evict)
 
     p = sub.add_parser("metrics", help="the daemon's Prometheus metrics")
-    _conn_args(p)
+    connection_options(p)
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser(
@@ -154,7 +162,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _client(args: argparse.Namespace) -> Client:
-    return Client(args.addr, token_file=args.token_file, tls_ca_file=args.tls_ca)
+    return Client(
+        getattr(args, "addr", None),
+        token_file=getattr(args, "token_file", None),
+        tls_ca_file=getattr(args, "tls_ca", None),
+    )
 
 
 def _hex32(value: str | None, name: str) -> bytes:
@@ -245,8 +257,8 @@ def build_template(args: argparse.Namespace) -> ProofTemplate:
         if args.vanilla is None:
             raise UsageError("--vanilla required for PoSt/SnapDeals proof types")
         m.vanilla_proofs.extend(_load_vanilla(args.vanilla))
-        if not m.sector_size:
-            m.sector_size = 32 * GIB
+        if not m.sector_size and not m.registered_proof:
+            m.sector_size = 32 * GIB  # as Curio's bench; a registered_proof decides by itself
         if kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
             m.randomness = _hex32(args.randomness, "randomness") or bytes(32)
         else:
@@ -625,7 +637,8 @@ def cmd_demo_service(args: argparse.Namespace) -> int:
         sock = home / "cuzk.sock"
         env = {**os.environ, "CUZK_HOME": str(home)}
         log_path = home / "daemon.log"
-        cmd = [sys.executable, "-m", "cuzk.service.daemon_main", "--log-level", "info"]
+        cmd = [sys.executable, "-m", "cuzk.service.daemon_main", "--no-config"]
+        cmd += ["--log-level", "info"]  # built-in defaults, whatever /data/zk/cuzk.toml says
         print(f"starting cuzk-daemon on built-in defaults (CUZK_HOME={home}; log {log_path})")
         with open(log_path, "wb") as log_file:
             daemon = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT)

@@ -1,4 +1,5 @@
-"""``cuzk``: prove, verify and inspect from the command line."""
+"""``cuzk``: prove, verify and inspect from the command line; with no subcommand,
+the daemon (``cuzk --config /data/zk/cuzk.toml``, as Curio's systemd unit runs it)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,23 @@ MODULES = (
     "cuzk.cli.cmd_params",  # params-list, gen-params: the circuits' key files
 )
 
+EPILOG = (
+    "With no COMMAND, cuzk runs the proving daemon, as cuzk-daemon does and as Curio's "
+    "unit starts it: cuzk [--config FILE | --no-config] [--listen ADDR] "
+    "[--status-listen HOST:PORT] [--log-level LEVEL]; without --config it reads "
+    "/data/zk/cuzk.toml when that exists."
+)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("cuzk", "Groth16 proving for Filecoin over BLS12-381", MODULES, argv)
+    from cuzk.service.daemon_main import is_daemon_command
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if is_daemon_command(args):
+        from cuzk.service.daemon_main import main as daemon_main
+
+        return daemon_main(args, prog="cuzk")
+    return run("cuzk", "Groth16 proving for Filecoin over BLS12-381", MODULES, args, EPILOG)
 
 
 if __name__ == "__main__":

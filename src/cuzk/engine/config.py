@@ -5,8 +5,15 @@ Sections and keys follow Curio's cuzk where they mean the same thing
 gpu_workers_per_device``, ``[scheduler] max_batch_size`` …), so an operator's
 ``cuzk.toml`` carries over. Keys Curio has that do nothing here are accepted
 and reported once in the log; keys Curio marks deprecated are accepted with a
-warning; any other unknown key is an error, since a typo in a budget should
-not pass silently. docs/SERVICE.md lists every key.
+warning; any other unknown key or section is ignored with a warning that names
+it, as Curio's daemon ignores them (a newer Curio config must not stop the
+daemon); a known key with a bad value is an error. docs/SERVICE.md lists
+every key, docs/MIGRATING.md what becomes of each of Curio's.
+
+A config file is taken to be a Curio config: the keys it leaves out get
+Curio's defaults where the two differ (the socket ``unix:///run/curio/cuzk.sock``,
+the parameters folder ``/data/zk/params``). Without a file (the daemon run
+bare, ``make demo``) the built-in defaults keep everything under ``$CUZK_HOME``.
 """
 
 from __future__ import annotations
@@ -78,12 +85,24 @@ def _default_listen() -> str:
     return f"unix://{cuzk_home() / 'cuzk.sock'}"
 
 
+# Curio's cuzk: where its systemd unit keeps the config, and the defaults it gives
+# the keys a config file leaves out (extern/cuzk/cuzk-core/src/config.rs).
+CURIO_CONFIG_PATH = Path("/data/zk/cuzk.toml")
+CURIO_LISTEN = "unix:///run/curio/cuzk.sock"
+CURIO_PARAM_CACHE = "/data/zk/params"
+# Curio's max_parallel_synthesis default, which its 0 also means.
+DEFAULT_MAX_PARALLEL_SYNTHESIS = 18
+
+
 @dataclass(frozen=True)
 class DaemonConfig:
     # One address or several: "unix:///path.sock", "127.0.0.1:9820", "[::1]:9820".
     listen: tuple[str, ...] = field(default_factory=lambda: (_default_listen(),))
     status_listen: str = ""  # HTTP /metrics and /status; "" disables
-    auth_token_file: str = ""  # bearer token, required on every TCP listener
+    auth_token_file: str = ""  # bearer token, required on TCP listeners beyond loopback
+    # Plain TCP without a token on a non-loopback address (Curio's client sends none):
+    # anyone who reaches the port can submit proofs. Off unless set.
+    allow_insecure_tcp: bool = False
     tls_cert_file: str = ""
     tls_key_file: str = ""
     max_message_size: int = 128 * MIB
@@ -129,8 +148,12 @@ class PipelineConfig:
     # worker processes (witnesses on N cores; see engine/synthpool.py)
     synthesis_processes: int = 0
     synthesis_lookahead: int = 1  # synthesized partitions waiting for a GPU worker
-    max_parallel_synthesis: int = 18
+    max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS  # 0: the default, as in Curio
     epilogue_workers: int = 1
+
+    def parallel_synthesis_limit(self) -> int:
+        """``max_parallel_synthesis`` as Curio reads it: 0 is the default (18), not one."""
+        return self.max_parallel_synthesis or DEFAULT_MAX_PARALLEL_SYNTHESIS
 
 
 # Where Filecoin's parameter tools (paramfetch, curio fetch-params) put the files.
@@ -259,6 +282,15 @@ def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> An
     raise AssertionError(f"no coercion for {where}")
 
 
+def _unknown(source: str, where: str, known: Any) -> None:
+    log.warning(
+        "%s: %s: unknown, ignored (known here: %s); check its spelling if it was meant for cuzk",
+        source,
+        where,
+        ", ".join(sorted(known)),
+    )
+
+
 def _section_from(
     name: str, cls: type, values: dict[str, Any], base: Any = None, source: str = "config"
 ) -> Any:
@@ -273,20 +305,21 @@ def _section_from(
             log.warning("%s: [%s] %s is deprecated (as in Curio) and ignored", source, name, key)
             continue
         if key not in known:
-            raise InputError(
-                source, f"[{name}] {key}", f"unknown key (known: {', '.join(sorted(known))})"
-            )
+            _unknown(source, f"[{name}] {key}", known)
+            continue
         kwargs[key] = _coerce(name, key, value, known[key], source)
     return replace(base, **kwargs)
 
 
-def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
-    cfg = Config()
+def config_from_dict(
+    data: dict[str, Any], source: str = "config", base: Config | None = None
+) -> Config:
+    """The config of a parsed TOML document, over ``base`` (the built-in defaults)."""
+    cfg = base if base is not None else Config()
     for name, values in data.items():
         if name not in _SECTIONS:
-            raise InputError(
-                source, f"[{name}]", f"unknown section (known: {', '.join(_SECTIONS)})"
-            )
+            _unknown(source, f"[{name}]", _SECTIONS)
+            continue
         if not isinstance(values, dict):
             raise InputError(source, f"[{name}]", "expected a table")
         cls = _SECTIONS[name]
@@ -297,15 +330,29 @@ def config_from_dict(data: dict[str, Any], source: str = "config") -> Config:
                 elif key in _IGNORED.get(name, ()):
                     log.info("%s: [%s] %s has no effect here; ignored", source, name, key)
                 else:
-                    raise InputError(source, f"[{name}] {key}", "unknown key")
+                    _unknown(source, f"[{name}] {key}", _IGNORED.get(name, set()))
             continue
-        cfg = replace(cfg, **{name: _section_from(name, cls, values, source=source)})
+        section = getattr(cfg, name)
+        cfg = replace(cfg, **{name: _section_from(name, cls, values, section, source)})
     _validate(cfg, source)
     return cfg
 
 
+def curio_defaults() -> Config:
+    """The built-in defaults with Curio's where a Curio config relies on them."""
+    return Config().with_overrides(
+        daemon={"listen": CURIO_LISTEN}, srs={"param_cache": CURIO_PARAM_CACHE}
+    )
+
+
+def default_config_path() -> Path | None:
+    """Curio's config file when it exists (the daemon run without ``--config``)."""
+    return CURIO_CONFIG_PATH if CURIO_CONFIG_PATH.is_file() else None
+
+
 def load_config(path: str | Path | None) -> Config:
-    """The config in ``path``, or the built-in defaults when ``path`` is None."""
+    """The config in ``path`` over Curio's defaults, or the built-in defaults when
+    ``path`` is None."""
     if path is None:
         return Config()
     p = Path(path)
@@ -317,7 +364,7 @@ def load_config(path: str | Path | None) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(str(p), "", f"not valid TOML: {e}") from e
-    return config_from_dict(data, str(p))
+    return config_from_dict(data, str(p), curio_defaults())
 
 
 def _validate(cfg: Config, source: str) -> None:

@@ -24,13 +24,14 @@ from cuzk.engine.jobs import (
     Job,
     JobRegistry,
     JobState,
+    PartitionTrace,
     ProofRequest,
     ShuttingDown,
     SubmitResult,
 )
 from cuzk.engine.journal import Journal
 from cuzk.engine.kinds import KindRegistry, default_registry
-from cuzk.engine.metrics import EngineMetrics
+from cuzk.engine.metrics import EngineMetrics, curio_status_name
 from cuzk.engine.pipeline import Pipeline, PipelineHooks
 from cuzk.engine.scheduler import BatchCollector, WorkItem
 from cuzk.engine.srs import SrsManager, SrsStatus
@@ -74,9 +75,59 @@ class EngineStatus:
     host_limit: int = 0
     host_reserved: int = 0
     workers: tuple[dict[str, Any], ...] = field(default=())
+    queue_depth: int = 0  # jobs accepted and not started
+    completed_by_kind: dict[str, int] = field(default_factory=dict)  # our kind labels
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    pipelines: tuple[dict[str, Any], ...] = ()  # started jobs, as Curio's /status shows them
+    gpu_worker_states: tuple[dict[str, Any], ...] = ()
+    synthesis_workers: int = 0
+    synthesis_active: int = 0
+
+    def curio_json(self) -> dict[str, Any]:
+        """The keys of Curio's ``GET /status`` (its Rust daemon's StatusSnapshot), with
+        their meaning here; ``pce`` is empty (compiled matrices are mapped from disk,
+        in no budget) and Curio's ``buffers`` (its pipeline's internals) is absent."""
+        return {
+            "uptime_secs": round(self.uptime_s, 3),
+            "memory": {
+                "total_bytes": self.host_limit,
+                "used_bytes": self.host_reserved,
+                "available_bytes": max(0, self.host_limit - self.host_reserved),
+            },
+            "synthesis": {
+                "max_concurrent": self.synthesis_workers,
+                "active": self.synthesis_active,
+            },
+            "pipelines": list(self.pipelines),
+            "gpu_workers": list(self.gpu_worker_states),
+            "allocations": {
+                "srs": [
+                    {
+                        "circuit_id": e.circuit_id,
+                        "bytes": e.size_bytes,
+                        "last_used_secs_ago": round(e.idle_s, 3),
+                        "evictable": e.ref_count == 0,
+                    }
+                    for e in self.srs
+                    if e.tier.name == "HOT"
+                ],
+                "pce": [],
+            },
+            "counters": {
+                "total_completed": self.completed,
+                "total_failed": self.failed,
+                "completed_by_kind": {
+                    curio_status_name(k): n for k, n in self.completed_by_kind.items()
+                },
+                "failed_by_kind": {curio_status_name(k): n for k, n in self.failed_by_kind.items()},
+                "queue_depth": self.queue_depth,
+            },
+        }
 
     def to_json(self) -> dict[str, Any]:
+        """Curio's keys (:meth:`curio_json`), then ours beside them."""
         return {
+            **self.curio_json(),
             "uptime_seconds": round(self.uptime_s, 3),
             "draining": self.draining,
             "kinds": list(self.kinds),
@@ -85,7 +136,7 @@ class EngineStatus:
                 "failed": self.failed,
                 "cancelled": self.cancelled,
             },
-            "memory": self.budgets,
+            "budgets": self.budgets,
             "devices": [
                 {
                     "ordinal": d.ordinal,
@@ -212,17 +263,15 @@ class Engine:
     def submit(self, request: ProofRequest) -> SubmitResult:
         if self._draining:
             raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
-        if request.request_id:
-            existing = self._existing(request)
-            if existing is not None:
-                return existing
+        digest = request.digest()
+        known_job = self.registry.answering(request, digest)
+        if known_job is not None:  # before parsing: a retry's input is not read again
+            return self._answer(known_job)
         handler, parsed = self.kinds.parse(request)
         with self._submit_lock:
-            if request.request_id:
-                existing = self._existing(request)
-                if existing is not None:
-                    return existing
-            job, _ = self.registry.new_job(request)
+            job, known = self.registry.new_job(request, digest=digest)
+            if known:
+                return self._answer(job)
             job.parsed = parsed
             job.circuit_id = parsed.circuit_id
             job.num_partitions = len(parsed.partitions)
@@ -231,9 +280,15 @@ class Engine:
             self.registry.add(job)
         self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
         position = self._queue_position(job)
+        again = (
+            f" (request_id {request.request_id} had a job already)"
+            if request.request_id and job.job_id != request.request_id
+            else ""
+        )
         log.info(
-            "job %s accepted: %s, %s, %d partition(s), circuit %s",
+            "job %s accepted%s: %s, %s, %d partition(s), circuit %s",
             job.job_id,
+            again,
             job.kind.label,
             job.priority.name,
             job.num_partitions,
@@ -242,10 +297,15 @@ class Engine:
         self.batcher.add(job, handler.batchable)
         return SubmitResult(job.job_id, position, "", existing=False)
 
-    def _existing(self, request: ProofRequest) -> SubmitResult | None:
-        job, existing = self.registry.new_job(request)  # raises RequestConflict on a mismatch
-        if not existing:
-            return None
+    def _answer(self, job: Job) -> SubmitResult:
+        """A request that ``job`` answers (same request_id and content; queued,
+        running or COMPLETED): its job, not a new one."""
+        log.info(
+            "request %s answered by job %s (%s)",
+            job.request.request_id,
+            job.job_id,
+            job.state.value,
+        )
         return SubmitResult(job.job_id, self._queue_position(job), job.device, existing=True)
 
     def _queue_position(self, job: Job) -> int:
@@ -340,14 +400,7 @@ class Engine:
         job.timings.total_ms = job.elapsed_ms()
         job.partition_proofs = {} if state != JobState.COMPLETED else job.partition_proofs
         self.totals[state] += 1
-        kind = job.kind.label
-        self.metrics.proofs.labels(kind, state.value.lower()).inc()
-        if state == JobState.COMPLETED:
-            self.metrics.completed.labels(kind).inc()
-            self.metrics.proof_duration.labels(kind).observe(job.timings.total_ms / 1000)
-            self.metrics.observe_stage("total", kind, job.timings.total_ms / 1000)
-        elif state == JobState.FAILED:
-            self.metrics.failed.labels(kind).inc()
+        self.metrics.job_finished(job.kind.label, state.value.lower(), job.timings.total_ms / 1000)
         if self.journal is not None:
             try:
                 self.journal.finish(job)
@@ -423,13 +476,17 @@ class Engine:
 
     # --- status ----------------------------------------------------------------------------
     def status(self) -> EngineStatus:
-        jobs = self.registry.all()
+        now, mono = time.time(), time.monotonic()
+        with self.registry.lock:  # queues and totals from one moment
+            jobs = self.registry.all()
+            states = [(j, j.state) for j in jobs]
+            totals = dict(self.totals)
         by_kind: dict[str, list[int]] = {}
-        for j in jobs:
-            if j.finished:
+        for j, state in states:
+            if state.terminal:
                 continue
             slot = by_kind.setdefault(j.kind.label, [0, 0])
-            slot[0 if j.state == JobState.QUEUED else 1] += 1
+            slot[0 if state == JobState.QUEUED else 1] += 1
         queues = tuple(QueueStatus(k, p, r) for k, (p, r) in sorted(by_kind.items()))
         devices = []
         for d in self.devices:
@@ -452,23 +509,78 @@ class Engine:
             {"name": w.name, "job_id": w.job_id, "proof_kind": w.kind}
             for w in self.pipeline.workers
         )
+        gpu_workers = [w for w in self.pipeline.workers if w.device is not None]
+        synth = self.pipeline.synthesis_workers()
+        completed_by_kind, failed_by_kind = self.metrics.by_kind()
         return EngineStatus(
-            uptime_s=time.time() - self._started_at,
+            uptime_s=now - self._started_at,
             devices=tuple(devices),
             srs=tuple(self.srs.status()),
             queues=queues,
-            completed=self.totals[JobState.COMPLETED],
-            failed=self.totals[JobState.FAILED],
-            cancelled=self.totals[JobState.CANCELLED],
+            completed=totals[JobState.COMPLETED],
+            failed=totals[JobState.FAILED],
+            cancelled=totals[JobState.CANCELLED],
             budgets=budgets,
             stage_depths=depths,
-            gpu_workers=sum(1 for w in self.pipeline.workers if w.device is not None),
+            gpu_workers=len(gpu_workers),
             kinds=tuple(k.label for k in self.kinds.kinds()),
             draining=self._draining,
             host_limit=self.host_budget.limit,
             host_reserved=self.host_budget.reserved,
             workers=workers,
+            queue_depth=sum(q.pending for q in queues),
+            completed_by_kind=completed_by_kind,
+            failed_by_kind=failed_by_kind,
+            pipelines=tuple(_pipeline(j, now, mono) for j, _ in states if _shown(j, now)),
+            gpu_worker_states=tuple(
+                {
+                    "worker_id": i,
+                    "gpu_ordinal": w.device.ordinal if w.device is not None else 0,
+                    "state": "proving" if w.job_id else "idle",
+                    "current_job": w.job_id or None,
+                    "current_partition": w.partition if w.job_id and w.partition >= 0 else None,
+                    "busy_secs": round(now - w.busy_since, 3) if w.job_id else None,
+                }
+                for i, w in enumerate(gpu_workers)
+            ),
+            synthesis_workers=len(synth),
+            synthesis_active=sum(1 for w in synth if w.job_id),
         )
 
     def metrics_text(self) -> str:
         return self.metrics.text()
+
+
+# A finished job stays in /status's pipelines this long, as in Curio's daemon.
+PIPELINE_LINGER_S = 30.0
+
+
+def _shown(job: Job, now: float) -> bool:
+    """Whether a job is one of /status's pipelines: started, and not finished
+    longer than PIPELINE_LINGER_S ago."""
+    if job.started_at is None:
+        return False
+    return job.finished_at is None or now - job.finished_at < PIPELINE_LINGER_S
+
+
+def _pipeline(job: Job, now: float, mono: float) -> dict[str, Any]:
+    """One job as Curio's /status lists it: its partitions and where each is."""
+    parts = []
+    for index in range(job.num_partitions):
+        t = job.trace.get(index, PartitionTrace())
+        parts.append(
+            {
+                "index": index,
+                "state": t.state,
+                "synth_ms": t.ms(t.synth_start, t.synth_end, mono),
+                "gpu_ms": t.ms(t.gpu_start, t.gpu_end, mono),
+            }
+        )
+    return {
+        "job_id": job.job_id,
+        "proof_kind": curio_status_name(job.kind.label),
+        "started_secs_ago": round(now - (job.started_at or now), 3),
+        "total_partitions": job.num_partitions,
+        "partitions_done": sum(1 for p in parts if p["state"] == "done"),
+        "partitions": parts,
+    }

@@ -4,9 +4,16 @@ A job is one proof request. It is split into partitions (a 32GiB PoRep has
 ten) which move through the pipeline independently; the job completes when
 every partition proof has been verified, and fails at its first error.
 
-``request_id`` is the client's idempotency key and, as in Curio, the job id
-when given: submitting the same request again returns the same job, and
-reusing the id for a different request is an error.
+``request_id`` is used as Curio uses it, which is not as a unique key: Curio
+sends every WindowPoSt partition of a deadline under one id, and retries a
+failed PoRep under the id it failed with. So a job answers a request with
+the same ``request_id`` *and the same content* (its digest) while it is
+queued, running or COMPLETED (within ``job_retention``): a client's retry,
+also after a restart, gets that job and its proof once. The same id with
+other content is a new job, and so is a retry after FAILED or CANCELLED (a
+new attempt). The first job of a request_id takes it as its job id; later
+ones take ``<request_id>#2``, ``#3`` …; without a request_id the job id is a
+UUID.
 """
 
 from __future__ import annotations
@@ -88,10 +95,6 @@ class JobNotFound(CuzkError):
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         super().__init__(f"no job {job_id!r} (unknown, or finished longer ago than job_retention)")
-
-
-class RequestConflict(InputError):
-    """A request_id reused for a different request."""
 
 
 class UnsupportedKind(CuzkError):
@@ -199,6 +202,27 @@ class StageClock:
             return sum(b - a for a, b in merged)
 
 
+# Where a partition is, in Curio's words (its /status "partitions" states).
+PARTITION_STATES = ("pending", "synthesizing", "synth_done", "gpu", "done", "failed")
+
+
+@dataclass
+class PartitionTrace:
+    """One partition's state and stage times (time.monotonic()), for /status."""
+
+    state: str = "pending"
+    synth_start: float | None = None
+    synth_end: float | None = None
+    gpu_start: float | None = None
+    gpu_end: float | None = None
+
+    def ms(self, start: float | None, end: float | None, now: float) -> int | None:
+        """Milliseconds of a stage: finished, or so far; None before it starts."""
+        if start is None:
+            return None
+        return round(((end if end is not None else now) - start) * 1000)
+
+
 @dataclass
 class Job:
     job_id: str
@@ -220,6 +244,7 @@ class Job:
     # restored from the journal was submitted before this process and has None
     submitted_mono: float | None = field(default_factory=time.monotonic)
     device: str = ""  # the device proving it now (for status)
+    trace: dict[int, PartitionTrace] = field(default_factory=dict, repr=False)
     parsed: Any = None  # the kind's parsed request (partitions' inputs)
     done: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -238,6 +263,21 @@ class Job:
         """Account [start, end] (time.monotonic) of one partition in a stage."""
         setattr(self.timings, f"{name}_ms", self.clock.add(name, start, end) * 1000)
 
+    def partition_state(self, index: int, state: str) -> None:
+        """Partition ``index`` entered ``state`` (one of PARTITION_STATES) now."""
+        assert state in PARTITION_STATES, state
+        now = time.monotonic()
+        t = self.trace.setdefault(index, PartitionTrace())
+        t.state = state
+        if state == "synthesizing":
+            t.synth_start = now
+        elif state == "synth_done":
+            t.synth_end = now
+        elif state == "gpu":
+            t.gpu_start = now
+        elif state == "done":
+            t.gpu_end = now
+
     @property
     def cancelled(self) -> bool:
         return self.state == JobState.CANCELLED
@@ -252,40 +292,61 @@ class SubmitResult:
     job_id: str
     queue_position: int
     assigned_gpu: str
-    existing: bool  # an idempotent re-submission of a known job
+    existing: bool  # an identical request answered by a job already known
+
+
+# A job in one of these states no longer answers its request: a retry is a new attempt.
+RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
 
 class JobRegistry:
-    """Every job the daemon knows, by id; thread safe."""
+    """Every job the daemon knows, by id and by (request_id, content); thread safe."""
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        # (request_id, digest) -> ids of the jobs made for it, oldest first
+        self._by_request: dict[tuple[str, bytes], list[str]] = {}
         self._lock = threading.RLock()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
-    def new_job(self, request: ProofRequest, now: float | None = None) -> tuple[Job, bool]:
-        """The job for a request: a new one, or the existing one for its request_id.
-
-        Returns (job, existing). Raises RequestConflict when the request_id is
-        known with different content.
-        """
-        digest = request.digest()
+    def latest(self, request_id: str, digest: bytes) -> Job | None:
+        """The newest job made for this request_id with this content, whatever its state."""
         with self._lock:
-            if request.request_id and request.request_id in self._jobs:
-                job = self._jobs[request.request_id]
-                if job.digest != digest:
-                    raise RequestConflict(
-                        f"request {request.request_id}",
-                        "request_id",
-                        "already used for a different request; use a new request_id",
-                    )
+            for job_id in reversed(self._by_request.get((request_id, digest), ())):
+                job = self._jobs.get(job_id)
+                if job is not None:
+                    return job
+        return None
+
+    def answering(self, request: ProofRequest, digest: bytes | None = None) -> Job | None:
+        """The job that answers ``request``: the newest one with its request_id and
+        content, unless that one FAILED or was CANCELLED. None without a request_id."""
+        if not request.request_id:
+            return None
+        job = self.latest(request.request_id, digest or request.digest())
+        if job is None or job.state in RETRYABLE:
+            return None
+        return job
+
+    def new_job(
+        self, request: ProofRequest, now: float | None = None, digest: bytes | None = None
+    ) -> tuple[Job, bool]:
+        """The job for a request: the one that answers it already, or a new one.
+
+        Returns (job, existing). A new job is not registered until :meth:`add`;
+        the caller holds one lock over both, so that its id stays free.
+        ``digest``: the request's, when the caller has it already.
+        """
+        digest = digest or request.digest()
+        with self._lock:
+            job = self.answering(request, digest)
+            if job is not None:
                 return job, True
-            job_id = request.request_id or str(uuid.uuid4())
             job = Job(
-                job_id=job_id,
+                job_id=self._free_id(request.request_id),
                 request=request,
                 priority=request.effective_priority(),
                 submitted_at=time.time() if now is None else now,
@@ -293,9 +354,23 @@ class JobRegistry:
             )
             return job, False
 
+    def _free_id(self, request_id: str) -> str:
+        if not request_id:
+            return str(uuid.uuid4())
+        if request_id not in self._jobs:
+            return request_id
+        n = 2
+        while f"{request_id}#{n}" in self._jobs:
+            n += 1
+        return f"{request_id}#{n}"
+
     def add(self, job: Job) -> None:
         with self._lock:
             self._jobs[job.job_id] = job
+            if job.request.request_id:
+                self._by_request.setdefault((job.request.request_id, job.digest), []).append(
+                    job.job_id
+                )
 
     def get(self, job_id: str) -> Job:
         with self._lock:
@@ -317,5 +392,11 @@ class JobRegistry:
                 if j.finished and j.finished_at is not None and j.finished_at < older_than
             ]
             for job_id in gone:
-                del self._jobs[job_id]
+                job = self._jobs.pop(job_id)
+                key = (job.request.request_id, job.digest)
+                ids = self._by_request.get(key)
+                if ids is not None:
+                    ids.remove(job_id)
+                    if not ids:
+                        del self._by_request[key]
         return gone

@@ -5,6 +5,12 @@ updated when it ends. After a crash or SIGKILL the daemon reads the journal
 at start: finished jobs stay answerable, and every job that had not
 finished is resumed from its stored request, or failed with the reason it
 cannot be. No accepted job vanishes.
+
+Records are keyed by job id. Schema 2 (this one) may hold several jobs of one
+request_id (a retry after FAILED or CANCELLED, or another request under the
+same id: see :mod:`cuzk.engine.jobs`); schema 1 journals, where the job id
+was the request_id, are read as they are and marked 2 on open. A journal of
+a newer schema than this code knows is refused rather than misread.
 """
 
 from __future__ import annotations
@@ -17,10 +23,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest, Timings
+from cuzk.errors import InputError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_COLUMNS = {
+    "job_id",
+    "request_id",
+    "digest",
+    "proof_kind",
+    "priority",
+    "meta",
+    "vanilla_proof",
+    "vanilla_list",
+    "state",
+    "submitted_at",
+    "finished_at",
+    "error",
+    "proof",
+    "timings",
+}
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_id        TEXT PRIMARY KEY,
@@ -77,6 +100,39 @@ class Journal:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
+        try:
+            self._open_schema()
+        except Exception:
+            self._db.close()
+            raise
+
+    def _open_schema(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise InputError(
+                str(self.path),
+                "user_version",
+                f"journal schema {version} is newer than this cuzk's ({SCHEMA_VERSION}); "
+                "run the cuzk that wrote it, or move the file away to start an empty journal",
+            )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if columns and not _COLUMNS.issubset(columns):
+            raise InputError(
+                str(self.path),
+                "jobs",
+                f"not a cuzk journal (missing columns {', '.join(sorted(_COLUMNS - columns))})",
+            )
+        if columns and version < SCHEMA_VERSION:
+            # Schema 1 → 2: the rows are valid as they are (job ids are unique; the
+            # first job of a request_id keeps the request_id as its id); only the
+            # meaning widens, so that several jobs may share a request_id.
+            log.info(
+                "journal %s: schema %d → %d (request_id no longer unique: a retry after "
+                "FAILED or CANCELLED, or another request under the same id, is a new job)",
+                self.path,
+                max(version, 1),
+                SCHEMA_VERSION,
+            )
         self._db.executescript(_SCHEMA)
         self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
@@ -101,7 +157,8 @@ class Journal:
         }
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO jobs (job_id, request_id, digest, proof_kind, priority, "
+                # Plain INSERT: a job id is never reused while its record exists.
+                "INSERT INTO jobs (job_id, request_id, digest, proof_kind, priority, "
                 "meta, vanilla_proof, vanilla_list, state, submitted_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (

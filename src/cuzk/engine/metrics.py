@@ -3,10 +3,20 @@
 Counters and histograms are updated as work happens; queue depths, budget
 use and key tiers are read from the engine at scrape time, so a scrape is
 always current. docs/SERVICE.md lists every metric.
+
+Curio's Rust daemon's metrics are served under its names and label values,
+so that operators' dashboards carry over: ``cuzk_proofs_completed_total`` and
+``cuzk_proofs_failed_total`` (unlabelled), ``cuzk_proofs_completed`` and
+``cuzk_proofs_failed`` (per ``proof_kind``: ``porep_c2``, ``snap_update``,
+``window_post``, ``winning_post``), ``cuzk_queue_depth`` (unlabelled),
+``cuzk_proof_duration_seconds`` (``_sum``/``_count`` per ``proof_kind``; a
+histogram here, a summary there), ``cuzk_uptime_seconds``,
+``cuzk_running_jobs`` and ``cuzk_gpu_workers``. Ours stand beside them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -45,6 +55,30 @@ STAGE_BUCKETS = (
 )
 
 
+# Curio's names of the proof kinds (our labels: porep, snap, wpost, winning, demo):
+# the label values of its metrics, and the keys of its /status counters.
+CURIO_METRIC_LABELS = {
+    "porep": "porep_c2",
+    "snap": "snap_update",
+    "wpost": "window_post",
+    "winning": "winning_post",
+}
+CURIO_STATUS_NAMES = {
+    "porep": "porep-c2",
+    "snap": "snap-update",
+    "wpost": "window-post",
+    "winning": "winning-post",
+}
+
+
+def curio_metric_label(kind: str) -> str:
+    return CURIO_METRIC_LABELS.get(kind, kind)
+
+
+def curio_status_name(kind: str) -> str:
+    return CURIO_STATUS_NAMES.get(kind, kind)
+
+
 class _Live(Collector):
     def __init__(self, snapshot: Callable[[], Any]) -> None:
         self._snapshot = snapshot
@@ -58,11 +92,26 @@ class _Live(Collector):
         up.add_metric([], s.uptime_s)
         yield up
         depth = GaugeMetricFamily(
-            "cuzk_queue_depth", "Partitions waiting per pipeline stage", labels=["stage"]
+            "cuzk_stage_queue_depth", "Partitions waiting per pipeline stage", labels=["stage"]
         )
         for stage, n in s.stage_depths.items():
             depth.add_metric([stage], n)
         yield depth
+        queued = GaugeMetricFamily(
+            "cuzk_queue_depth", "Jobs accepted and not started yet (Curio's metric)"
+        )
+        queued.add_metric([], s.queue_depth)
+        yield queued
+        completed = CounterMetricFamily(
+            "cuzk_proofs_completed", "Proofs completed, all kinds (Curio's metric)"
+        )
+        completed.add_metric([], s.completed)
+        yield completed
+        failed = CounterMetricFamily(
+            "cuzk_proofs_failed", "Proofs failed, all kinds (Curio's metric)"
+        )
+        failed.add_metric([], s.failed)
+        yield failed
         jobs = GaugeMetricFamily(
             "cuzk_jobs", "Jobs pending or running, per proof kind", labels=["proof_kind", "state"]
         )
@@ -126,10 +175,11 @@ class EngineMetrics:
             ["proof_kind", "status"],
             registry=r,
         )
-        self.completed = Counter(
-            "cuzk_proofs_completed", "Proofs completed (verified)", ["proof_kind"], registry=r
-        )
-        self.failed = Counter("cuzk_proofs_failed", "Proofs failed", ["proof_kind"], registry=r)
+        # Per kind, Curio's way: a counter family without the _total suffix, written
+        # by hand (prometheus_client adds the suffix; Curio's dashboards expect none).
+        self._lock = threading.Lock()
+        self.completed_by_kind: dict[str, int] = {}
+        self.failed_by_kind: dict[str, int] = {}
         self.submitted = Counter(
             "cuzk_jobs_submitted", "Jobs accepted", ["proof_kind", "priority"], registry=r
         )
@@ -152,7 +202,7 @@ class EngineMetrics:
         )
         self.proof_duration = Histogram(
             "cuzk_proof_duration_seconds",
-            "Submission to verified proof, per job",
+            "Submission to verified proof, per job (proof_kind as Curio's: porep_c2, …)",
             ["proof_kind"],
             buckets=STAGE_BUCKETS,
             registry=r,
@@ -162,5 +212,34 @@ class EngineMetrics:
     def observe_stage(self, stage: str, kind: str, seconds: float) -> None:
         self.stage.labels(stage, kind).observe(max(0.0, seconds))
 
+    def job_finished(self, kind: str, status: str, seconds: float) -> None:
+        """A job ended (``status``: completed, failed, cancelled) after ``seconds``."""
+        self.proofs.labels(kind, status).inc()
+        if status == "completed":
+            self.proof_duration.labels(curio_metric_label(kind)).observe(max(0.0, seconds))
+            self.observe_stage("total", kind, seconds)
+        if status in ("completed", "failed"):
+            counts = self.completed_by_kind if status == "completed" else self.failed_by_kind
+            with self._lock:
+                counts[kind] = counts.get(kind, 0) + 1
+
+    def by_kind(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(completed, failed) per proof kind (our labels)."""
+        with self._lock:
+            return dict(self.completed_by_kind), dict(self.failed_by_kind)
+
+    def _curio_per_kind_text(self) -> str:
+        completed, failed = self.by_kind()
+        out = []
+        for name, what, counts in (
+            ("cuzk_proofs_completed", "completions", completed),
+            ("cuzk_proofs_failed", "failures", failed),
+        ):
+            out.append(f"# HELP {name} Per proof-kind {what} (Curio's metric)")
+            out.append(f"# TYPE {name} counter")
+            for kind, n in sorted(counts.items()):
+                out.append(f'{name}{{proof_kind="{curio_metric_label(kind)}"}} {n}')
+        return "\n".join(out) + "\n"
+
     def text(self) -> str:
-        return generate_latest(self.registry).decode()
+        return generate_latest(self.registry).decode() + self._curio_per_kind_text()

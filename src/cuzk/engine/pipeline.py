@@ -49,6 +49,7 @@ class WorkerState:
     job_id: str = ""
     kind: str = ""
     busy_since: float = 0.0
+    partition: int = -1  # the partition of job_id it works on
 
 
 @dataclass
@@ -82,7 +83,7 @@ class Pipeline:
     # --- lifecycle ----------------------------------------------------------
     def start(self) -> None:
         p = self.config.pipeline
-        n_synth = max(1, min(p.synthesis_concurrency, p.max_parallel_synthesis or 1))
+        n_synth = max(1, min(p.synthesis_concurrency, p.parallel_synthesis_limit()))
         if p.synthesis_processes:
             self.synth_pool = SynthesisPool(p.synthesis_processes)
             n_synth = max(n_synth, p.synthesis_processes)  # a thread waits on each process
@@ -135,6 +136,9 @@ class Pipeline:
                 n += 1
         return n
 
+    def synthesis_workers(self) -> list[WorkerState]:
+        return [w for w in self.workers if w.name.startswith("synth-")]
+
     def stage_depths(self) -> dict[str, int]:
         return {
             "synthesis": len(self.pending),
@@ -144,6 +148,7 @@ class Pipeline:
 
     def _fail(self, item: WorkItem, reason: str) -> None:
         self.release(item)
+        item.job.partition_state(item.index, "failed")
         self.hooks.failed(item.job, reason)
 
     # --- stages ---------------------------------------------------------------
@@ -156,6 +161,7 @@ class Pipeline:
             if job.finished:
                 continue
             state.job_id, state.kind, state.busy_since = job.job_id, job.kind.label, time.time()
+            state.partition = item.index
             try:
                 self._synthesize(item)
             except Cancelled:
@@ -165,6 +171,7 @@ class Pipeline:
                 self._fail(item, f"partition {item.index}: {_describe(e)}")
             finally:
                 state.job_id = state.kind = ""
+                state.partition = -1
 
     def _prover_host_bytes(self, num_constraints: int, num_variables: int) -> int:
         """Host bytes a proof holds on whichever device takes it (the largest model)."""
@@ -186,6 +193,7 @@ class Pipeline:
             self.release(item)
             return
         t = time.monotonic()
+        job.partition_state(item.index, "synthesizing")
         part = PartitionInput(item.index, item.data)
         if self.synth_pool is not None:
             witness = self.synth_pool.synthesize(handler, job.circuit_id, part)
@@ -197,6 +205,7 @@ class Pipeline:
         self.metrics.observe_stage("synthesis", kind, dt)
         item.witness = witness
         item.public_inputs = witness.public_inputs
+        job.partition_state(item.index, "synth_done")
         if job.finished:
             self.release(item)
             return
@@ -213,6 +222,7 @@ class Pipeline:
                     self.release(item)
                     continue
                 state.job_id, state.kind, state.busy_since = job.job_id, job.kind.label, time.time()
+                state.partition = item.index
                 job.device = state.device.label
                 try:
                     self._prove(item, state.device)
@@ -225,6 +235,7 @@ class Pipeline:
                     self._fail(item, f"partition {item.index}: proving failed: {_describe(e)}")
                 finally:
                     state.job_id = state.kind = ""
+                    state.partition = -1
 
     def _prove(self, item: WorkItem, device: Device) -> None:
         job = item.job
@@ -237,6 +248,7 @@ class Pipeline:
                 self.release(item)
                 return
             t = time.monotonic()
+            job.partition_state(item.index, "gpu")
             # the backend's temporaries come out of the partition's device reservation
             lent = (
                 device.budget.lend(lease.working)
@@ -250,6 +262,7 @@ class Pipeline:
         finally:
             self.srs.release_device(lease)
         job.stage("gpu_compute", t, end)
+        job.partition_state(item.index, "done")
         self.metrics.observe_stage("gpu", job.kind.label, dt)
         item.proof = proof
         self.release(item)  # the witness and host working set are no longer needed
@@ -277,6 +290,7 @@ class Pipeline:
                 if not ok:
                     # Never returned: a proof that does not verify is a bug or a bad key.
                     log.error("job %s partition %d: proof did not verify", job.job_id, item.index)
+                    job.partition_state(item.index, "failed")
                     self.hooks.failed(
                         job, f"partition {item.index}: the proof did not verify (not returned)"
                     )
@@ -285,6 +299,7 @@ class Pipeline:
                 self.hooks.partition_done(job, item)
             except Exception as e:
                 log.warning("job %s: epilogue failed: %s", job.job_id, e)
+                job.partition_state(item.index, "failed")
                 self.hooks.failed(
                     job, f"partition {item.index}: verification failed: {_describe(e)}"
                 )

@@ -1,11 +1,16 @@
-"""``cuzk-daemon``: the proving service.
+"""``cuzk-daemon`` (and ``cuzk`` with no subcommand, as Curio runs it): the proving service.
 
-    cuzk-daemon [--config cuzk.toml] [--listen ADDR] [--status-listen HOST:PORT]
-                [--log-level LEVEL]
+    cuzk-daemon [--config cuzk.toml | --no-config] [--listen ADDR]
+                [--status-listen HOST:PORT] [--log-level LEVEL]
 
-With no config file it runs on the built-in defaults (docs/SERVICE.md): a
-unix socket under $CUZK_HOME (~/.cache/cuzk), the CPU backend unless a GPU
-is present, and development keys for the demo kind generated on first use.
+Without ``--config`` it reads Curio's ``/data/zk/cuzk.toml`` when that file
+exists; a config file gets Curio's defaults for what it leaves out (socket
+``unix:///run/curio/cuzk.sock``, parameters ``/data/zk/params``). With no
+config file at all (or ``--no-config``) it runs on the built-in defaults
+(docs/SERVICE.md): a unix socket under $CUZK_HOME (~/.cache/cuzk), the CPU
+backend unless a GPU is present, and development keys for the demo kind
+generated on first use. Plain TCP without a token is refused before anything
+starts unless it is on loopback or ``allow_insecure_tcp`` is set.
 SIGTERM (or Ctrl-C) drains: no new proofs are accepted, accepted ones finish
 (for at most ``[daemon] shutdown_timeout``; what is left is journalled and
 resumed at the next start); a second signal stops at once.
@@ -20,8 +25,9 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
-from cuzk.engine.config import Config, load_config
+from cuzk.engine.config import CURIO_CONFIG_PATH, Config, default_config_path, load_config
 from cuzk.errors import CuzkError
 
 log = logging.getLogger("cuzk.daemon")
@@ -52,17 +58,60 @@ def _setup_logging(level: str, fmt: str) -> None:
     root.setLevel(getattr(logging, name, logging.INFO))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cuzk-daemon", description="the cuzk proving daemon")
-    p.add_argument("-c", "--config", help="TOML config (default: the built-in defaults)")
+# Options of the daemon, which ``cuzk`` with no subcommand takes too: (flags, takes a value).
+DAEMON_OPTIONS = {
+    "-c": True,
+    "--config": True,
+    "--no-config": False,
+    "-l": True,
+    "--listen": True,
+    "--status-listen": True,
+    "--log-level": True,
+}
+
+
+def build_parser(prog: str = "cuzk-daemon") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="the cuzk proving daemon")
+    p.add_argument(
+        "-c",
+        "--config",
+        help=f"TOML config (default: {CURIO_CONFIG_PATH} when it exists, else the built-in "
+        "defaults)",
+    )
+    p.add_argument(
+        "--no-config",
+        action="store_true",
+        help=f"run on the built-in defaults even when {CURIO_CONFIG_PATH} exists",
+    )
     p.add_argument("-l", "--listen", action="append", help="listen address (repeatable)")
     p.add_argument("--status-listen", help="HOST:PORT for HTTP /metrics and /status")
     p.add_argument("--log-level", help="trace, debug, info, warn, error")
     return p
 
 
+def is_daemon_command(argv: Sequence[str]) -> bool:
+    """True when ``argv`` holds only daemon options (``cuzk --config F`` as Curio's
+    unit runs it, or a bare ``cuzk``), so ``cuzk`` runs the daemon."""
+    i = 0
+    while i < len(argv):
+        flag, eq, _ = argv[i].partition("=")
+        if flag not in DAEMON_OPTIONS:
+            return False
+        i += 2 if DAEMON_OPTIONS[flag] and not eq else 1
+    return True
+
+
+def config_path(args: argparse.Namespace) -> Path | None:
+    """The config file to read: ``--config``, else Curio's default path when it exists."""
+    if args.config:
+        return Path(args.config)
+    if args.no_config:
+        return None
+    return default_config_path()
+
+
 def configure(args: argparse.Namespace) -> Config:
-    cfg = load_config(args.config)
+    cfg = load_config(config_path(args))
     daemon = {}
     if args.listen:
         daemon["listen"] = args.listen
@@ -75,21 +124,37 @@ def configure(args: argparse.Namespace) -> Config:
     return cfg
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "cuzk-daemon") -> int:
+    args = build_parser(prog).parse_args(argv)
+    # Config warnings (unknown keys) go to stderr in the configured format.
+    _setup_logging(args.log_level or "info", "")
+    path = config_path(args)
     try:
         cfg = configure(args)
     except CuzkError as e:
-        print(f"cuzk-daemon: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     _setup_logging(cfg.logging.level, cfg.logging.format)
-    return run(cfg)
+    log.info("config: %s", path if path is not None else "none (built-in defaults)")
+    return run(cfg, str(path) if path is not None else "config")
 
 
-def run(cfg: Config) -> int:
+def run(cfg: Config, source: str = "config") -> int:
     from cuzk.engine.engine import Engine
     from cuzk.service.http import StatusServer
-    from cuzk.service.server import Servers, parse_address, read_token
+    from cuzk.service.server import (
+        Servers,
+        check_access,
+        check_tcp_access,
+        parse_address,
+        read_token,
+    )
+
+    try:  # refuse an open TCP port before anything starts
+        check_access(cfg.daemon, source)
+    except CuzkError as e:
+        log.error("%s", e)
+        return 2
 
     stop = threading.Event()
     signals = {"count": 0}
@@ -117,9 +182,11 @@ def run(cfg: Config) -> int:
         servers.start()
         if cfg.daemon.status_listen:
             token = read_token(cfg.daemon.auth_token_file) if cfg.daemon.auth_token_file else None
-            http = StatusServer(
-                engine, parse_address(cfg.daemon.status_listen).hostport or "", token
-            )
+            addr = parse_address(cfg.daemon.status_listen)
+            warning = check_tcp_access(cfg.daemon, addr, "status_listen", source)
+            if warning:
+                log.warning("%s", warning)
+            http = StatusServer(engine, addr.hostport or "", token)
             http.start()
     except (CuzkError, OSError, RuntimeError) as e:
         log.error("cannot listen: %s", e)

@@ -1,14 +1,18 @@
 """The gRPC service: cuzk.v1.ProvingEngine over the engine, on every listen address.
 
 Each address gets its own server: a unix socket (protected by its file
-permissions) or TCP, where every call must carry ``authorization: Bearer
-<token>`` matching ``[daemon] auth_token_file`` and TLS is used when a cert
-and key are configured. Messages up to ``max_message_size`` (128 MiB, as in
-Curio: a 32GiB c1.json is ~50 MB) are accepted both ways.
+permissions) or TCP. With ``[daemon] auth_token_file`` every TCP call must
+carry ``authorization: Bearer <token>``, and TLS is used when a cert and key
+are configured. Without a token, plain TCP is served on loopback addresses
+only (Curio's Go client dials ``127.0.0.1:9820`` with no credentials), with
+a warning; any other address is refused unless ``allow_insecure_tcp = true``
+says the operator means it (a louder warning). The HTTP status endpoint
+follows the same rule (:func:`check_tcp_access`). Messages up to
+``max_message_size`` (128 MiB, as in Curio: a 32GiB c1.json is ~50 MB) are
+accepted both ways.
 
 Engine errors map to gRPC status codes with the engine's message: bad input
-INVALID_ARGUMENT, a request_id reused for a different request
-ALREADY_EXISTS, a kind without a circuit UNIMPLEMENTED, an unknown job
+INVALID_ARGUMENT, a kind without a circuit UNIMPLEMENTED, an unknown job
 NOT_FOUND, evicting a key in use FAILED_PRECONDITION, more memory than the
 budget RESOURCE_EXHAUSTED, a draining daemon UNAVAILABLE.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hmac
+import ipaddress
 import logging
 import os
 import time
@@ -29,11 +34,11 @@ from typing import Any
 
 import grpc
 
+from cuzk.engine.config import DaemonConfig
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import (
     InUse,
     JobNotFound,
-    RequestConflict,
     ShuttingDown,
     UnsupportedKind,
 )
@@ -45,7 +50,6 @@ from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 _CODES: list[tuple[type[BaseException], grpc.StatusCode]] = [
-    (RequestConflict, grpc.StatusCode.ALREADY_EXISTS),
     (InputError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnsupportedKind, grpc.StatusCode.UNIMPLEMENTED),
     (JobNotFound, grpc.StatusCode.NOT_FOUND),
@@ -192,6 +196,66 @@ def parse_address(addr: str) -> Address:
     return Address(None, addr)
 
 
+def is_loopback(addr: Address) -> bool:
+    """A TCP address only this machine can reach: 127.0.0.0/8, ::1, localhost."""
+    if addr.hostport is None:
+        return False
+    host = addr.hostport.rpartition(":")[0].strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def check_tcp_access(
+    d: DaemonConfig, addr: Address, key: str = "listen", source: str = "config"
+) -> str | None:
+    """Whether plain TCP may be served on ``addr``; the warning to log when it is
+    served without a token, None when a token guards it (or it is a unix socket).
+
+    Raises InputError naming the one line to add when ``addr`` is reachable from
+    other machines and neither a token nor ``allow_insecure_tcp`` is set.
+    """
+    if not addr.is_tcp or d.auth_token_file:
+        return None
+    if is_loopback(addr):
+        return (
+            f"[daemon] {key} {addr}: plain TCP without a bearer token on loopback; any "
+            "process on this machine can use it (set auth_token_file to require a token)"
+        )
+    if d.allow_insecure_tcp:
+        return (
+            f"INSECURE: [daemon] {key} {addr}: plain TCP without a bearer token on an "
+            "address other machines can reach (allow_insecure_tcp = true); anyone who "
+            "reaches it can submit proofs and read results. Firewall it to Curio's hosts."
+        )
+    raise InputError(
+        source,
+        f"[daemon] {key}",
+        f"{addr} is reachable from other machines and has no bearer token. Add one line "
+        f'to [daemon]: auth_token_file = "/path/to/token" (clients then send it; Curio\'s '
+        "client does not), or allow_insecure_tcp = true (anyone who reaches the port can "
+        "use it), or listen on 127.0.0.1 or a unix:// socket",
+    )
+
+
+def check_access(d: DaemonConfig, source: str = "config") -> list[str]:
+    """Every listener of ``d`` checked by :func:`check_tcp_access`: the warnings to
+    log, or InputError for the first that may not be served."""
+    warnings = []
+    for raw in d.listen:
+        w = check_tcp_access(d, parse_address(raw), "listen", source)
+        if w:
+            warnings.append(w)
+    if d.status_listen:
+        w = check_tcp_access(d, parse_address(d.status_listen), "status_listen", source)
+        if w:
+            warnings.append(w)
+    return warnings
+
+
 def read_token(path: str) -> str:
     try:
         token = Path(path).read_text().strip()
@@ -224,14 +288,11 @@ class Servers:
             addr = parse_address(raw)
             interceptors: list[grpc.ServerInterceptor] = []
             if addr.is_tcp:
-                if token is None:
-                    raise InputError(
-                        "config",
-                        "daemon.auth_token_file",
-                        f"TCP listener {addr} needs a bearer token: set auth_token_file "
-                        "(or listen on a unix socket)",
-                    )
-                interceptors.append(BearerAuth(token))
+                warning = check_tcp_access(d, addr)
+                if warning:
+                    log.warning("%s", warning)
+                if token is not None:
+                    interceptors.append(BearerAuth(token))
             server = grpc.server(
                 futures.ThreadPoolExecutor(max_workers=d.grpc_threads, thread_name_prefix="grpc"),
                 options=options,
