@@ -50,7 +50,8 @@ from cuzk.circuits.post.circuit import public_inputs
 from cuzk.circuits.post.config import config_for_registered_proof
 from cuzk.circuits.post.vanilla import read_sector_proof
 from cuzk.cli.bench import main as bench
-from cuzk.engine.srs import DEV_KEY_DIR, load_key
+from cuzk.engine.kinds.base import KeyFiles
+from cuzk.formats.bellperson import read_vk
 from cuzk.groth16 import verifier
 from cuzk.groth16.proof import Proof
 
@@ -203,7 +204,7 @@ def snap_vanilla(tmp: Path) -> tuple[list[bytes], dict[str, str]]:
 
 def check_window_proof(home: Path, vanilla: list[bytes], proof: bytes, other: list[bytes]) -> None:
     """The returned proof verifies for its own sectors, and not for the other partition's."""
-    vk = load_key(home / "params" / DEV_KEY_DIR / "wpost-2k").vk
+    vk = read_vk(home / "params" / KeyFiles.filecoin("wpost-2k").vk)
     cfg = config_for_registered_proof(WINDOW_2K)
 
     def pub(proofs: list[bytes]) -> list[int]:
