@@ -48,6 +48,16 @@ class Backend(Protocol):
     def to_host(self, a: FrArray) -> np.ndarray:
         """Back to a host (n, 4) uint64 array."""
 
+    def prepare_index(self, idx: np.ndarray) -> Any:
+        """Row indices (a key's a / b query selections) made ready for :meth:`gather`
+        (on a GPU: resident, owned by the caller, freed by the handle's ``close()``)."""
+
+    def gather(self, a: FrArray, idx: Any) -> FrArray:
+        """The rows ``a[idx]`` where the backend keeps ``a`` (no host round trip)."""
+
+    def synchronize(self) -> None:
+        """Wait for the backend's queued work (a no-op on the CPU): stage timers call it."""
+
     # --- constraint evaluation -----------------------------------------
     def prepare_matrix(self, m: SparseMatrix) -> Any:
         """A matrix made ready for repeated products (on a GPU: resident, owned by
@@ -118,8 +128,13 @@ class Backend(Protocol):
     def load_g2(self, count: int, read: PointReader, progress: LoadProgress | None = None) -> Any:
         """:meth:`load_g1` for G2 bases (192-byte points)."""
 
-    def msm_g1(self, bases: Any, scalars: FrArray) -> Affine:
-        """Σ s_i·P_i over prepared G1 bases; len(scalars) may be < len(bases)."""
+    def msm_g1(self, bases: Any, scalars: FrArray, phases: dict | None = None) -> Affine:
+        """Σ s_i·P_i over prepared G1 bases; len(scalars) may be < len(bases).
 
-    def msm_g2(self, bases: Any, scalars: FrArray) -> Affine:
+        ``phases``, when given, receives milliseconds per phase of the MSM
+        (scalar upload, classification, bucket accumulation, reductions …),
+        where the backend can tell them apart.
+        """
+
+    def msm_g2(self, bases: Any, scalars: FrArray, phases: dict | None = None) -> Affine:
         """Σ s_i·Q_i over prepared G2 bases."""

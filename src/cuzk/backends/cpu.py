@@ -193,6 +193,15 @@ class CpuBackend:
     def to_host(self, a: np.ndarray) -> np.ndarray:
         return a
 
+    def prepare_index(self, idx: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(idx, dtype=np.int64)
+
+    def gather(self, a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.take(a, idx, axis=0)
+
+    def synchronize(self) -> None:
+        pass
+
     # --- constraint evaluation -----------------------------------------
     def prepare_matrix(self, m: SparseMatrix) -> SparseMatrix:
         return m  # the host CSR is already what spmv reads
@@ -321,12 +330,12 @@ class CpuBackend:
             return CpuBases(group, native=out)
         return CpuBases(group, points=points)
 
-    def msm_g1(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
+    def msm_g1(self, bases: CpuBases, scalars: np.ndarray, phases: dict | None = None) -> Affine:
         if bases.native is not None:
             return native_kernels.msm_g1(bases.native, _check_fr(scalars, "MSM scalars"))
         return pairing.g1_from_ark(self._msm(bases, scalars, pairing.G1Point))
 
-    def msm_g2(self, bases: CpuBases, scalars: np.ndarray) -> Affine:
+    def msm_g2(self, bases: CpuBases, scalars: np.ndarray, phases: dict | None = None) -> Affine:
         if bases.native is not None:
             return native_kernels.msm_g2(bases.native, _check_fr(scalars, "MSM scalars"))
         return pairing.g2_from_ark(self._msm(bases, scalars, pairing.G2Point))

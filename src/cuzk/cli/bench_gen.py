@@ -461,6 +461,10 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
             "runs": [round(x, 4) for x in prove_runs],
             "median": round(sorted(prove_runs)[len(prove_runs) // 2], 4),
             "last_stages": {k: round(v, 4) for k, v in stages.seconds.items()},
+            "last_detail": {k: round(v, 4) for k, v in stages.detail.items()},
+            "last_msm_phases_ms": {
+                name: {k: round(v, 2) for k, v in ph.items()} for name, ph in stages.phases.items()
+            },
         },
         "bytes": len(data),
         "verified": True,

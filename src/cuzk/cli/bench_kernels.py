@@ -204,6 +204,10 @@ def gpu_proof_rows(ctx, log_constraints: int) -> tuple[list[dict], dict]:
         proof = prover.prove(key, r1cs, assignment, times=stages)
         times.append((time.perf_counter() - t) * 1e3)
     info["stages_s"] = {k: round(v / 3, 4) for k, v in stages.seconds.items()}
+    info["detail_s"] = {k: round(v / 3, 4) for k, v in stages.detail.items()}
+    info["msm_phases_ms"] = {
+        name: {k: round(v / 3, 2) for k, v in ph.items()} for name, ph in stages.phases.items()
+    }
     info["verified"] = verifier.verify(pk.vk, cs.public_inputs(), proof)
     ms = statistics.median(times)
     log.info("proof of %d constraints: %.1f ms, %s", r1cs.num_constraints, ms, info)

@@ -200,6 +200,14 @@ class EngineMetrics:
             buckets=STAGE_BUCKETS,
             registry=r,
         )
+        self.prover_step = Histogram(
+            "cuzk_prover_step_seconds",
+            "Seconds per step of a partition's proof on its device (spmv, h_poly, "
+            "msm_g1, msm_g2, assemble; upload, gather, msm_h, msm_l, msm_a, msm_b_g1)",
+            ["step", "proof_kind"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
         self.proof_duration = Histogram(
             "cuzk_proof_duration_seconds",
             "Submission to verified proof, per job (proof_kind as Curio's: porep_c2, …)",
@@ -208,6 +216,11 @@ class EngineMetrics:
             registry=r,
         )
         r.register(_Live(snapshot))
+
+    def observe_prover(self, step: str, kind: str, seconds: float) -> None:
+        """One step of one partition's proof (groth16.prover.StageTimes: the stages
+        and the finer steps: upload, gather, each MSM)."""
+        self.prover_step.labels(step, kind).observe(max(0.0, seconds))
 
     def observe_stage(self, stage: str, kind: str, seconds: float) -> None:
         self.stage.labels(stage, kind).observe(max(0.0, seconds))

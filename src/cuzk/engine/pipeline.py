@@ -255,10 +255,13 @@ class Pipeline:
                 if lease.working is not None
                 else contextlib.nullcontext()
             )
+            stages = prover.StageTimes()
             with device.activate(), lent:
-                proof = prover.prove(lease.key, r1cs, item.witness.assignment)
+                proof = prover.prove(lease.key, r1cs, item.witness.assignment, times=stages)
             end = time.monotonic()
             dt = end - t
+            for name, secs in (stages.seconds | stages.detail).items():
+                self.metrics.observe_prover(name, job.kind.label, secs)
         finally:
             self.srs.release_device(lease)
         job.stage("gpu_compute", t, end)

@@ -54,6 +54,8 @@ class PreparedKey:
     num_inputs: int
     r1cs: R1CS | None = None  # the circuit whose matrices follow
     matrices: tuple[Any, ...] = ()  # A, B, C made ready on the backend
+    a_index: Any = None  # a_select / b_select where the backend gathers (Backend.prepare_index)
+    b_index: Any = None
 
     def spmv_operands(self, r1cs: R1CS) -> tuple[Any, ...]:
         """A, B, C as the backend takes them: the prepared ones for the key's own circuit."""
@@ -67,7 +69,9 @@ class PreparedKey:
         A closed key must not be used again.
         """
         _close_all((self.h, self.l, self.a, self.b_g1, self.b_g2, *self.matrices))
+        _close_all((self.a_index, self.b_index))
         self.matrices = ()
+        self.a_index = self.b_index = None
 
 
 def _close_all(handles) -> None:
@@ -177,10 +181,12 @@ def _prepared(
             handles.append(make(query))
         for m in (r1cs.a, r1cs.b, r1cs.c):
             handles.append(backend.prepare_matrix(m))
+        handles.append(backend.prepare_index(layout.a_select))
+        handles.append(backend.prepare_index(layout.b_select))
     except BaseException:
         _close_all(handles)  # what was made before the failure is given back
         raise
-    h, l_, a, b_g1, b_g2, *matrices = handles
+    h, l_, a, b_g1, b_g2, *matrices, a_index, b_index = handles
     return PreparedKey(
         vk=vk,
         backend=backend,
@@ -194,6 +200,8 @@ def _prepared(
         num_inputs=r1cs.num_inputs,
         r1cs=r1cs,
         matrices=tuple(matrices),
+        a_index=a_index,
+        b_index=b_index,
     )
 
 
@@ -203,28 +211,50 @@ def _domain_size(n: int) -> int:
 
 @dataclass
 class StageTimes:
-    """Wall seconds per prover stage (filled in as the proof runs)."""
+    """Wall seconds per prover stage (filled in as the proof runs).
+
+    ``seconds``: the stages (spmv, h_poly, msm_g1, msm_g2, assemble; the GPU
+    is synchronised at each mark, so asynchronous work is charged to its own
+    stage); ``detail``: finer steps (upload of the assignment, the gathers
+    of the a and b scalars, each MSM); ``phases``: each MSM's phases in
+    milliseconds, as its backend reports them.
+    """
 
     seconds: dict[str, float] = field(default_factory=dict)
+    detail: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
+    sync: Callable[[], None] | None = None
 
-    def mark(self, stage: str, since: float) -> float:
+    def mark(self, stage: str, since: float, detail: bool = False) -> float:
+        if self.sync is not None:
+            self.sync()
         now = time.perf_counter()
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - since
+        into = self.detail if detail else self.seconds
+        into[stage] = into.get(stage, 0.0) + now - since
         return now
+
+    def msm(self, name: str) -> dict[str, float]:
+        return self.phases.setdefault(name, {})
 
 
 def prove(
     key: PreparedKey,
     r1cs: R1CS,
-    assignment: np.ndarray,
+    assignment: Any,
     r: int | None = None,
     s: int | None = None,
     times: StageTimes | None = None,
 ) -> Proof:
-    """A Groth16 proof for a full assignment ((n, 4) uint64 host array)."""
+    """A Groth16 proof for a full assignment ((n, 4) uint64: a host array, or
+    the backend's own array when the witness was made there).
+
+    The assignment crosses to the backend once; the a and b queries' scalars
+    are gathered where it lives (``Backend.gather``), never on the host.
+    """
     be = key.backend
     times = times if times is not None else StageTimes()
-    if assignment.shape != (r1cs.num_variables, 4):
+    times.sync = be.synchronize
+    if tuple(assignment.shape) != (r1cs.num_variables, 4):
         raise InputError(
             "witness", "length", f"{len(assignment)} values, the circuit has {r1cs.num_variables}"
         )
@@ -233,23 +263,37 @@ def prove(
 
     t = time.perf_counter()
     w = be.asarray(assignment)
+    t0 = t = times.mark("upload", t, detail=True)
     ma, mb, mc = key.spmv_operands(r1cs)
     a = be.spmv(ma, w)
     b = be.spmv(mb, w)
     c = be.spmv(mc, w)
-    t = times.mark("spmv", t)
+    t = times.mark("spmv", t0)
     h = be.h_poly(a, b, c)
     del a, b, c
     t = times.mark("h_poly", t)
 
-    aux = assignment[key.num_inputs :]
-    g_h = be.msm_g1(key.h, h)
-    g_l = be.msm_g1(key.l, aux)
-    g_a = be.msm_g1(key.a, assignment[key.a_select])
-    g_b1 = be.msm_g1(key.b_g1, assignment[key.b_select])
-    t = times.mark("msm_g1", t)
-    g_b2 = be.msm_g2(key.b_g2, assignment[key.b_select])
-    t = times.mark("msm_g2", t)
+    t0 = t
+    aux = w[key.num_inputs :]
+    a_index = key.a_index if key.a_index is not None else be.prepare_index(key.a_select)
+    b_index = key.b_index if key.b_index is not None else be.prepare_index(key.b_select)
+    a_scalars = be.gather(w, a_index)
+    b_scalars = be.gather(w, b_index)
+    t = times.mark("gather", t, detail=True)
+    g_h = be.msm_g1(key.h, h, times.msm("h"))
+    t = times.mark("msm_h", t, detail=True)
+    g_l = be.msm_g1(key.l, aux, times.msm("l"))
+    t = times.mark("msm_l", t, detail=True)
+    g_a = be.msm_g1(key.a, a_scalars, times.msm("a"))
+    del a_scalars
+    t = times.mark("msm_a", t, detail=True)
+    g_b1 = be.msm_g1(key.b_g1, b_scalars, times.msm("b_g1"))
+    t = times.mark("msm_b_g1", t, detail=True)
+    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + t - t0
+    t0 = t
+    g_b2 = be.msm_g2(key.b_g2, b_scalars, times.msm("b_g2"))
+    del b_scalars, w
+    t = times.mark("msm_g2", t0)
 
     proof = _assemble(key.vk, r, s, g_h, g_l, g_a, g_b1, g_b2)
     times.mark("assemble", t)

@@ -25,6 +25,20 @@ from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine
 log = logging.getLogger(__name__)
 
 
+class DeviceIndex:
+    """A resident index array and its hold on the device budget."""
+
+    def __init__(self, array: Any, hold: Any) -> None:
+        self.array, self.hold = array, hold
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def close(self) -> None:
+        self.array = None
+        self.hold.release()
+
+
 class CudaBackend:
     """One GPU: its budget, kernels and resident data.
 
@@ -73,7 +87,8 @@ class CudaBackend:
         from cuzk.backends.cuda.spmv import resident_bytes_estimate
 
         matrices = sum(resident_bytes_estimate(m) for m in (r1cs.a, r1cs.b, r1cs.c))
-        return point_bytes + load_staging_bytes() + matrices
+        index = 2 * 4 * r1cs.num_variables  # the a and b selections (prepare_index)
+        return point_bytes + load_staging_bytes() + matrices + index
 
     def _device(self):
         return self.cp.cuda.Device(self.ctx.device_id)
@@ -87,6 +102,28 @@ class CudaBackend:
 
     def to_host(self, a: Any) -> np.ndarray:
         return np.ascontiguousarray(self.cp.asnumpy(a), dtype=np.uint64)
+
+    def prepare_index(self, idx: np.ndarray) -> DeviceIndex:
+        """Resident for its owner: 4 bytes an index (8 beyond 2^31 rows); ``close()`` frees it."""
+        idx = np.asarray(idx)
+        dtype = np.int32 if not len(idx) or int(idx.max()) < 2**31 else np.int64
+        hold = self.ctx.budget.acquire(len(idx) * np.dtype(dtype).itemsize, "key index")
+        try:
+            with self._device():
+                arr = self.cp.asarray(idx.astype(dtype, copy=False))
+        except BaseException:
+            hold.release()
+            raise
+        return DeviceIndex(arr, hold)
+
+    def gather(self, a: Any, idx: Any) -> Any:
+        """Rows of a device array at a prepared index (CuPy's take: one pass, no host copy)."""
+        with self._device():
+            rows = idx.array if isinstance(idx, DeviceIndex) else self.cp.asarray(idx)
+            return self.cp.take(self.asarray(a), rows, axis=0)
+
+    def synchronize(self) -> None:
+        self._device().synchronize()
 
     # --- constraint evaluation -----------------------------------------
     def prepare_matrix(self, m: SparseMatrix) -> DeviceCsr:
@@ -145,13 +182,13 @@ class CudaBackend:
         with self._device():
             return self._msm_engine().load_g2(count, read, progress)
 
-    def msm_g1(self, bases: Any, scalars: Any) -> Affine:
+    def msm_g1(self, bases: Any, scalars: Any, phases: dict | None = None) -> Affine:
         with self._device():
-            return self._msm_engine().msm_g1(bases, scalars)
+            return self._msm_engine().msm_g1(bases, scalars, phases)
 
-    def msm_g2(self, bases: Any, scalars: Any) -> Affine:
+    def msm_g2(self, bases: Any, scalars: Any, phases: dict | None = None) -> Affine:
         with self._device():
-            return self._msm_engine().msm_g2(bases, scalars)
+            return self._msm_engine().msm_g2(bases, scalars, phases)
 
     # --- reporting --------------------------------------------------------
     def peak_bytes_by_operation(self) -> dict[str, int]:
