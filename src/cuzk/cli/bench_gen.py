@@ -291,37 +291,38 @@ def run_circuit_witness(args: argparse.Namespace) -> int:
     return 1 if report.get("unsatisfied") else 0
 
 
-def _witnesses_in_processes(c1_path: Path, ks: list[int], processes: int):
-    """(k, assignment) for each partition in order, made by a pool of worker
-    processes that runs up to ``processes`` partitions ahead of the caller."""
+def _witnesses_in_processes(request, ks: list[int], processes: int):
+    """(k, assignment, public inputs) for each partition in order, made by the
+    daemon's PoRep kind in a pool of worker processes that runs up to
+    ``processes`` partitions ahead of the caller."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    from cuzk.engine.jobs import ProofKind, ProofRequest
+    from cuzk.engine.kinds.base import PartitionInput
     from cuzk.engine.kinds.porep import PoRepKind
     from cuzk.engine.synthpool import SynthesisPool
 
     kind = PoRepKind()
-    req = ProofRequest(ProofKind.POREP_SEAL_COMMIT, vanilla_proof=c1_path.read_bytes())
-    parsed = kind.parse(req)
-    parts = {p.index: p for p in parsed.partitions}
     pool = SynthesisPool(processes)
+
+    def submit(ex, k: int):
+        return k, ex.submit(pool.synthesize, kind, request.circuit_id, PartitionInput(k, request))
+
     try:
         with ThreadPoolExecutor(processes) as ex:
             pending: deque = deque()
             todo = iter(ks)
             for k in todo:
-                pending.append((k, ex.submit(pool.synthesize, kind, parsed.circuit_id, parts[k])))
+                pending.append(submit(ex, k))
                 if len(pending) >= processes:
                     break
             while pending:
                 k, fut = pending.popleft()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    pending.append(
-                        (nxt, ex.submit(pool.synthesize, kind, parsed.circuit_id, parts[nxt]))
-                    )
-                yield k, fut.result().assignment
+                    pending.append(submit(ex, nxt))
+                witness = fut.result()
+                yield k, witness.assignment, list(witness.public_inputs)
     finally:
         pool.close()
 
@@ -375,18 +376,8 @@ def run_prove_c1(args: argparse.Namespace) -> int:
 def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.backends import get_backend
     from cuzk.circuits.cache import load_or_build_r1cs
-    from cuzk.circuits.compile import Compiler
-    from cuzk.circuits.porep.c1 import load_c1_file
-    from cuzk.circuits.porep.c2 import circuit_id
-    from cuzk.circuits.porep.circuit import PoRepShape
-    from cuzk.circuits.porep.params import registered_proof
+    from cuzk.circuits.porep import c2
     from cuzk.circuits.porep.vanilla import Verifier
-    from cuzk.circuits.porep.witness import (
-        c1_public_inputs,
-        compile_partition,
-        partition_hints,
-        partition_witness,
-    )
     from cuzk.engine.keygen import ProgressLog
     from cuzk.groth16 import prover, verifier
     from cuzk.groth16.proof import encode_proofs
@@ -400,20 +391,20 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
 
     try:
         t = time.perf_counter()
-        c1, _ = load_c1_file(args.c1.read_bytes(), str(args.c1))
-        proof_type = registered_proof(c1.registered_proof, str(args.c1))
-        ks = _partition_list(args.partitions) or list(range(proof_type.sector.partitions))
-        Verifier(proof_type, str(args.c1)).verify(c1, ks)
+        # The daemon's C2 path (circuits.porep.c2): parse, compiled circuit,
+        # synthesis; the vanilla proofs are checked once, here, to time them alone.
+        request = c2.parse(args.c1.read_bytes(), str(args.c1))
+        proof_type = request.proof
+        ks = _partition_list(args.partitions) or list(range(request.partitions))
+        Verifier(proof_type, request.source).verify(request.c1, ks)
         t = mark("vanilla_verify", t)
-        compiler = Compiler()
-        shape = PoRepShape.of(proof_type.sector)
-        cc = compile_partition(shape, compiler)
+        cc = c2.compiled(request.circuit_id)
         t = mark("compile", t)
         base_r1cs = load_or_build_r1cs(cc)  # mapped from the circuit cache once built
         r1cs = base_r1cs.tiled(args.tile) if args.tile > 1 else base_r1cs
         t = mark("r1cs", t)
         backend = get_backend(args.backend)
-        source, key_file = _key_source(args, circuit_id(proof_type), r1cs, backend)
+        source, key_file = _key_source(args, request.circuit_id, r1cs, backend)
         t = mark("dev_key", t)
         key = prover.load(source, r1cs, backend, ProgressLog(f"loading {source.name}"))
         t = mark("load_key", t)
@@ -422,14 +413,10 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
         prove_runs: list[float] = []
         stages = prover.StageTimes()
         if args.processes > 0 and args.tile == 1:
-            assignments = _witnesses_in_processes(args.c1, ks, args.processes)
+            assignments = _witnesses_in_processes(request, ks, args.processes)
         else:
-            assignments = (
-                (k, partition_witness(cc, shape, partition_hints(c1, k, str(args.c1)), compiler).W)
-                for k in ks
-            )
-        for k, w_k in assignments:
-            inputs = c1_public_inputs(c1, proof_type, k)
+            assignments = ((k, *c2.synthesize(request, k, verify_vanilla=False)) for k in ks)
+        for k, w_k, inputs in assignments:
             w = base_r1cs.tile_assignment(w_k, args.tile) if args.tile > 1 else w_k
             t = mark("witness", t)
             for _ in range(max(1, args.repeat)):
