@@ -22,8 +22,9 @@ MAY_IMPORT = {
     "r1cs": {"algebra"},
     "algebra": set(),
 }
-# Edges with no layer of their own: errors (every layer), the package root.
-EVERYWHERE = {"errors", "__init__"}
+# Edges with no layer of their own: errors and the environment's variables
+# (every layer), the package root.
+EVERYWHERE = {"errors", "environment", "__init__"}
 
 
 def allowed(layer: str) -> set[str]:
@@ -39,7 +40,9 @@ def allowed(layer: str) -> set[str]:
 def imports(path: Path) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and node.module == "cuzk" and node.level == 0:
+            names = [f"cuzk.{a.name}" for a in node.names]  # from cuzk import environment
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
