@@ -31,8 +31,8 @@ from cuzk import environment
 KERNEL_DIR = Path(__file__).with_name("kernels")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 # The modules of the Fr / NTT / sparse / H-polynomial family, with the
-# option sets the backend, its tests and its benchmark load
-# (bench_fr_ntt.module_builds(); a test keeps the two in step).
+# option sets the backend, its tests and its benchmark (cuzk.bench.fr_ntt)
+# load; tests/backends/cuda/test_loader.py keeps the two in step.
 _NTT_V6 = ("-DFR_MUL_VARIANT=3", "-DNTT_LAZY=0", "-DNTT_BATCH=1")  # ntt.V6_OPTIONS
 PREBUILD_DEFAULT = (
     ("fr_ops.cu", ()),
