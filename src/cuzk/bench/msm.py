@@ -103,7 +103,7 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
 # docs/device-notes/msm.md#call-5-2026-11-30-61-s-of-device-time-final-defaults.
 V1_TUNING = {"method": "xyzz"}
 # Sizes (log2) of the rows; module constants so a dry run on the CPU twin can
-# shrink them (tests/bench/test_msm.py).
+# shrink them (tests/bench/test_bench_msm.py).
 MSM_LOGS = {"G1": [16, 18, 20, 22, 24, 26], "G2": [16, 18, 20, 22, 24]}
 MSM_LOGS_QUICK = {"G1": [16, 18, 20, 22], "G2": [16, 18, 20]}
 COMPARE = {"G1": (24, 26), "G2": (24,)}
