@@ -10,7 +10,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "cuzk"
 
 # "may import" of DESIGN.md's table; what those may import is allowed too.
 MAY_IMPORT = {
-    "cli": {"service", "engine", "formats"},
+    "cli": {"bench", "service", "engine", "formats"},
+    "bench": {"service", "engine", "formats"},
     "service": {"engine"},
     "engine": {"groth16", "circuits", "formats", "backends"},
     "circuits": {"gadgets", "hashers", "r1cs", "algebra"},
@@ -22,8 +23,9 @@ MAY_IMPORT = {
     "r1cs": {"algebra"},
     "algebra": set(),
 }
-# Edges with no layer of their own: errors (every layer), the package root.
-EVERYWHERE = {"errors", "__init__"}
+# Edges with no layer of their own: errors and the environment's variables
+# (every layer), the package root.
+EVERYWHERE = {"errors", "environment", "__init__"}
 
 
 def allowed(layer: str) -> set[str]:
@@ -39,7 +41,9 @@ def allowed(layer: str) -> set[str]:
 def imports(path: Path) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and node.module == "cuzk" and node.level == 0:
+            names = [f"cuzk.{a.name}" for a in node.names]  # from cuzk import environment
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -53,6 +57,13 @@ def test_every_layer_is_in_the_table() -> None:
     layers = {p.stem if p.is_file() else p.name for p in SRC.iterdir() if p.name != "__pycache__"}
     layers = {x for x in layers if not x.startswith("_") and x != "py"} - EVERYWHERE
     assert layers <= set(MAY_IMPORT), layers - set(MAY_IMPORT)
+
+
+def test_the_library_imports_no_benchmark() -> None:
+    """Benchmarks are a layer of their own: below cli/, above everything else."""
+    assert {x for x in MAY_IMPORT if "bench" in allowed(x)} == {"cli", "bench"}
+    library = [p for p in SRC.rglob("*.py") if p.relative_to(SRC).parts[0] not in ("cli", "bench")]
+    assert library and not [p for p in library if "bench" in p.stem or "profile" in p.stem]
 
 
 def test_imports_point_down() -> None:

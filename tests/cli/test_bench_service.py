@@ -8,8 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
-
 from cuzk.cli.bench import main
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
@@ -127,15 +125,6 @@ def test_stress_runs_mixed_priorities(tmp_path: Path, capsys) -> None:
         m = re.search(r"demo +completed=(\d+) failed=0", out)
         assert m and int(m.group(1)) > 0
         assert int(m.group(1)) == d.engine.totals[JobState.COMPLETED]
-
-
-@pytest.mark.slow
-def test_demo_service_is_the_readme_main_job(capsys) -> None:
-    rc = main(["demo-service", "-c", "4", "-j", "2", "--constraints", "600"])
-    out = capsys.readouterr().out
-    assert rc == 0, out
-    assert "daemon ready" in out and "completed:     4" in out
-    assert re.search(r"daemon stopped \(exit 0\); demo-service took \d+\.\ds", out)
 
 
 def test_a_registered_proof_decides_the_sector_size_by_itself(tmp_path: Path) -> None:

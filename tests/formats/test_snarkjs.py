@@ -336,18 +336,20 @@ def test_r1cs_constraint_faults_name_the_constraint(cube, tmp_path):
         )
 
 
-def test_a_backend_without_h_odd_coset_falls_back_to_the_cpu_reference(cube):
-    class OlderBackend:
-        """A backend of the contract before h_odd_coset was added."""
-
-        name = "older"
-
-        def __getattr__(self, attr):
-            if attr == "h_odd_coset":
-                raise AttributeError(attr)
-            return getattr(be, attr)
+def test_zkey_prover_is_the_groth16_prover_with_the_snarkjs_reduction(cube):
+    """One prover: a zkey proves through groth16.prover.prove's body (its
+    stages and MSM phases), its H scalars from h_odd_coset."""
+    from cuzk.groth16 import prover
 
     z = sj.read_zkey(cube.zkey)
     w = sj.read_wtns(cube.wtns, z.n_vars)
-    ref = zkey_prover.prove_zkey(zkey_prover.prepare_zkey(z, be), w, r=3, s=4)
-    assert zkey_prover.prove_zkey(zkey_prover.prepare_zkey(z, OlderBackend()), w, r=3, s=4) == ref
+    key = zkey_prover.prepare_zkey(z, be)
+    assert key.key.reduction is zkey_prover.SNARKJS and len(key.key.matrices) == 2
+    times = prover.StageTimes()
+    proof = prover.prove(key.key, None, w, r=3, s=4, times=times)
+    assert proof == zkey_prover.prove_zkey(key, w, r=3, s=4)
+    assert set(times.phases) == {"h", "l", "a", "b_g1", "b_g2"}
+    assert {"gather", "msm_h", "msm_l"} <= set(times.detail)
+    # The H MSM takes h_odd_coset's m scalars: one per H point of the key.
+    a, b = (be.spmv(m, w) for m in z.matrices)
+    assert len(be.h_odd_coset(a, b)) == len(z.h) == z.domain_size

@@ -1,11 +1,18 @@
 """The backend contract: where the heavy arithmetic of a proof runs.
 
-Both backends implement :class:`Backend`; the CPU one is the reference that
+Both backends implement every method of :class:`Backend` with its parameters
+(tests/backends/test_base.py checks it); the CPU one is the reference that
 the CUDA one matches bit for bit. Fr arrays cross this boundary as ``(n, 4)``
 uint64 little-endian limbs in standard form (numpy on the host, or the
 backend's own device arrays between calls); points as the affine arrays of
 :mod:`cuzk.algebra.arrays`. Nothing above ``backends/`` knows which backend it
 holds.
+
+Beyond the protocol, a backend may offer optional capabilities, which callers
+look up by name and do without: ``prepared_key_bytes(point_bytes, r1cs)``
+(device bytes a prepared key holds, for the engine's device budget) and
+``peak_bytes_by_operation()`` (the largest device reservation of each
+operation, for benchmarks); the CUDA backend has both, the CPU one neither.
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ falls back to them with a warning).
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from functools import lru_cache, reduce
 from operator import add
 
 import numpy as np
 
+from cuzk import environment
 from cuzk.algebra import pairing
 from cuzk.algebra.arrays import (
     fr_from_array,
@@ -61,7 +61,7 @@ def _use_native(native: bool | None) -> bool:
     global _warned_unbuilt
     if native is False:
         return False
-    if native is None and os.environ.get("CUZK_CPU_NATIVE", "1") == "0":
+    if native is None and not environment.cpu_native():
         return False
     if native_kernels.available():
         return True

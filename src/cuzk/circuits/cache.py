@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from cuzk import environment
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.circuits.compile import Block, Call, CoefficientTable, CompiledCircuit, Template
@@ -59,8 +60,7 @@ def code_version() -> str:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("CUZK_CIRCUIT_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "cuzk" / "circuits"
+    return environment.circuit_cache() or Path.home() / ".cache" / "cuzk" / "circuits"
 
 
 def _stem(circuit_id: str) -> str:

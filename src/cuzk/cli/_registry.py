@@ -1,7 +1,9 @@
 """Subcommands are contributed by modules, one per concern.
 
 Each listed module exposes ``register(subparsers)``, which adds its
-subcommands and sets ``func`` (taking the parsed args, returning an exit code).
+subcommands and sets ``func`` (taking the parsed args, returning an exit code);
+an entry ``module:function`` names another registering function of a module
+(``cuzk.cli.cmd_demo:register_service``: the demo's ``cuzk-bench`` command).
 """
 
 from __future__ import annotations
@@ -32,14 +34,15 @@ def run(
     if top_options is not None:
         top_options(parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in modules:
+    for entry in modules:
+        name, _, function = entry.partition(":")
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as e:
             if e.name == name:  # not written yet in this checkout
                 continue
             raise
-        module.register(sub)
+        getattr(module, function or "register")(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING),

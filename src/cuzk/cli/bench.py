@@ -1,4 +1,4 @@
-"""``cuzk-bench``: kernel benchmarks and load against a running daemon."""
+"""``cuzk-bench``: benchmarks (:mod:`cuzk.bench`), load against a running daemon, test inputs."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from cuzk.cli._registry import run
 from cuzk.cli.bench_service import connection_options
 
 MODULES = (
-    "cuzk.cli.bench_kernels",  # kernels: per-operation GPU timings against measured ceilings
-    "cuzk.cli.bench_service",  # single / batch / stress / status / preload / metrics
+    "cuzk.bench.kernels",  # kernels, gpu-proof: per-operation GPU timings against measured ceilings
+    "cuzk.cli.bench_service",  # single / batch / stress / status / preload / evict / metrics
+    "cuzk.cli.cmd_demo:register_service",  # demo-service: the README's main job
     "cuzk.cli.bench_gen",  # gen-c1 / gen-snap: synthetic Filecoin test inputs
+    "cuzk.bench.prove_c1",  # prove-c1: PoRep C2 without the daemon, timed
+    "cuzk.bench.circuit_witness",  # circuit-witness: one partition's compile and witness, timed
     "cuzk.cli.bench_vanilla",  # gen-vanilla: vanilla proofs as Curio sends them
-    "cuzk.cli.bench_params",  # load-params: a key file streamed into a device
+    "cuzk.bench.load_params",  # load-params: a key file streamed into a device
 )
 
 

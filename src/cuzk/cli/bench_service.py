@@ -2,11 +2,11 @@
 
 Flags and output follow Curio's cuzk-bench (``-a/--addr``, ``-t/--type
 porep|snap|wpost|winning|demo``, ``--c1``, ``--vanilla``, ``-c/--count``,
-``-j/--concurrency``; the "=== Batch Benchmark ===" report). The connection
-options (``-a``, ``--token-file``, ``--tls-ca``) go before the subcommand, as
-in Curio (``cuzk-bench -a 127.0.0.1:9820 batch -t demo``), or after it.
-``demo-service`` is the README's main job: start a daemon on the built-in
-defaults, run a batch against it, stop it.
+``-j/--concurrency``; the "=== Batch Benchmark ===" report, made by
+:mod:`cuzk.bench.load`). The connection options (``-a``, ``--token-file``,
+``--tls-ca``) go before the subcommand, as in Curio (``cuzk-bench -a
+127.0.0.1:9820 batch -t demo``), or after it. ``demo-service`` (the README's
+main job) is :mod:`cuzk.cli.cmd_demo`'s.
 """
 
 from __future__ import annotations
@@ -14,24 +14,17 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import random
 import re
-import signal
-import statistics
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from cuzk.bench.load import STATUS, ProofTemplate, run_batch, run_stress
 from cuzk.engine.jobs import Priority, ProofKind
 from cuzk.engine.kinds import demo
 from cuzk.service.client import Client, default_address
@@ -52,7 +45,6 @@ TYPES = {
     "winningpost": ProofKind.WINNING_POST,
     "demo": ProofKind.DEMO,
 }
-STATUS = {0: "UNKNOWN", 1: "COMPLETED", 2: "FAILED", 3: "CANCELLED", 4: "TIMEOUT"}
 TIERS = {0: "HOT", 1: "WARM", 2: "COLD"}
 GIB = 1 << 30
 
@@ -150,16 +142,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     connection_options(p)
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser(
-        "demo-service", help="start a daemon on the built-in defaults, run a batch, stop it"
-    )
-    p.add_argument("-c", "--count", type=int, default=8)
-    p.add_argument("-j", "--concurrency", type=int, default=4)
-    p.add_argument("--constraints", type=int, default=2000, help="demo circuit size")
-    p.add_argument("--partitions", type=int, default=2, help="partitions per proof")
-    p.add_argument("--home", help="daemon state folder (default: a temporary one)")
-    p.set_defaults(func=cmd_demo_service)
-
 
 def _client(args: argparse.Namespace) -> Client:
     return Client(
@@ -202,26 +184,6 @@ def _load_vanilla(path: Path) -> list[bytes]:
         return [base64.b64decode(s, validate=True) for s in items]
     except ValueError as e:
         raise UsageError(f"{path}: an entry is not valid base64 ({e})") from e
-
-
-@dataclass
-class ProofTemplate:
-    """What one bench proof sends; ``fresh()`` makes each demo proof a new instance."""
-
-    kind: ProofKind
-    base: pb.SubmitProofRequest
-    demo_circuit: Any = None
-    demo_partitions: int = 0
-
-    def fresh(self, priority: Priority | None = None) -> pb.SubmitProofRequest:
-        m = pb.SubmitProofRequest()
-        m.CopyFrom(self.base)
-        m.request_id = str(uuid.uuid4())
-        if self.demo_circuit is not None:
-            m.vanilla_proof = demo.make_vanilla(self.demo_circuit, self.demo_partitions)
-        if priority is not None:
-            m.priority = int(priority)
-        return m
 
 
 def build_template(args: argparse.Namespace) -> ProofTemplate:
@@ -274,7 +236,7 @@ def _rpc_error(e: grpc.RpcError) -> int:
     return 1
 
 
-def _guard(fn: Any) -> Any:
+def guard(fn: Any) -> Any:
     def wrapper(args: argparse.Namespace) -> int:
         try:
             return fn(args)
@@ -290,7 +252,7 @@ def _guard(fn: Any) -> Any:
     return wrapper
 
 
-@_guard
+@guard
 def cmd_single(args: argparse.Namespace) -> int:
     tpl = build_template(args)
     with _client(args) as c:
@@ -318,119 +280,7 @@ def print_result(resp: pb.AwaitProofResponse, wall_s: float) -> None:
         print(f"error:     {resp.error_message}")
 
 
-class Progress:
-    """A live one-line progress display, only when stdout is a terminal."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = self.failed = self.in_flight = 0
-        self.t0 = time.perf_counter()
-        self.lock = threading.Lock()
-        self.live = sys.stdout.isatty()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True) if self.live else None
-
-    def start(self) -> None:
-        if self._thread:
-            self._thread.start()
-
-    def _line(self) -> str:
-        el = time.perf_counter() - self.t0
-        return (
-            f"  … {self.done + self.failed}/{self.total} done ({self.failed} failed), "
-            f"{self.in_flight} in flight, {el:.1f}s"
-        )
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.25):
-            with self.lock:
-                sys.stdout.write("\r\033[K" + self._line())
-                sys.stdout.flush()
-
-    def print(self, text: str) -> None:
-        with self.lock:
-            if self.live:
-                sys.stdout.write("\r\033[K")
-            print(text, flush=True)
-            if self.live:
-                sys.stdout.write(self._line())
-                sys.stdout.flush()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
-            sys.stdout.write("\r\033[K")
-            sys.stdout.flush()
-
-
-def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, conc: int) -> int:
-    print("=== Batch Benchmark ===")
-    print(f"proof type:  {type_name}")
-    print(f"count:       {count}")
-    print(f"concurrency: {conc}")
-    print()
-    progress = Progress(count)
-    results: list[tuple[int, pb.AwaitProofResponse, float]] = []
-
-    def one(i: int) -> tuple[int, pb.AwaitProofResponse, float]:
-        with progress.lock:
-            progress.in_flight += 1
-        t = time.perf_counter()
-        try:
-            resp = client.prove(tpl.fresh())
-        except grpc.RpcError as e:
-            resp = pb.AwaitProofResponse(
-                status=pb.AwaitProofResponse.FAILED, error_message=f"{e.code().name}: {e.details()}"
-            )
-        return i, resp, time.perf_counter() - t
-
-    t0 = time.perf_counter()
-    progress.start()
-    with ThreadPoolExecutor(max_workers=max(1, conc)) as pool:
-        futures = [pool.submit(one, i) for i in range(count)]
-        for f in as_completed(futures):
-            i, resp, wall = f.result()
-            ok = resp.status == pb.AwaitProofResponse.COMPLETED
-            with progress.lock:
-                progress.in_flight -= 1
-                progress.done += ok
-                progress.failed += not ok
-            line = (
-                f"  [{i + 1}/{count}] {STATUS.get(resp.status, 'UNKNOWN')} — {wall:.1f}s "
-                f"(prove={resp.gpu_compute_ms} ms, queue={resp.queue_wait_ms} ms)"
-            )
-            if not ok and resp.error_message:
-                line += f": {resp.error_message}"
-            progress.print(line)
-            results.append((i, resp, wall))
-    elapsed = time.perf_counter() - t0
-    progress.stop()
-    completed = [(r, w) for _, r, w in results if r.status == pb.AwaitProofResponse.COMPLETED]
-    print()
-    print("=== Batch Summary ===")
-    print(f"total time:    {elapsed:.1f}s")
-    print(f"completed:     {len(completed)}")
-    print(f"failed:        {len(results) - len(completed)}")
-    if completed:
-        walls = [w for _, w in completed]
-        proves = [r.gpu_compute_ms / 1000 for r, _ in completed]
-        print(
-            f"wall time:     avg={statistics.fmean(walls):.1f}s "
-            f"min={min(walls):.1f}s max={max(walls):.1f}s"
-        )
-        print(
-            f"prove time:    avg={statistics.fmean(proves):.1f}s "
-            f"min={min(proves):.1f}s max={max(proves):.1f}s"
-        )
-        print(
-            f"throughput:    {len(completed) / elapsed * 60:.3f} proofs/min "
-            f"({elapsed / len(completed):.1f}s/proof)"
-        )
-    return 0 if len(completed) == count else 1
-
-
-@_guard
+@guard
 def cmd_batch(args: argparse.Namespace) -> int:
     tpl = build_template(args)
     with _client(args) as c:
@@ -450,7 +300,7 @@ def _rate(value: str, flag: str) -> float:
     return float(m.group(1)) / per
 
 
-@_guard
+@guard
 def cmd_stress(args: argparse.Namespace) -> int:
     from cuzk.engine.config import parse_duration
 
@@ -507,64 +357,11 @@ def cmd_stress(args: argparse.Namespace) -> int:
     if not streams:
         raise UsageError("give at least one rate: --demo-rate, --porep-rate (with --porep-c1), …")
 
-    # Poisson arrivals per stream, merged into one schedule.
-    schedule: list[tuple[float, str, Any]] = []
-    for name, rate, make in streams:
-        t = rng.expovariate(rate)
-        while t < duration:
-            schedule.append((t, name, make))
-            t += rng.expovariate(rate)
-    schedule.sort(key=lambda x: x[0])
-    print("=== Stress Benchmark ===")
-    print(f"duration:    {duration:.0f}s")
-    print(f"streams:     {', '.join(f'{n} {r * 60:.2f}/min' for n, r, _ in streams)}")
-    print(f"proofs:      {len(schedule)} scheduled, at most {args.concurrency} in flight")
-    print()
-    stats: dict[str, list[tuple[bool, float, float]]] = {n: [] for n, _, _ in streams}
-    lock = threading.Lock()
-    t0 = time.perf_counter()
-    with _client(args) as c, ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-
-        def one(name: str, make: Any) -> None:
-            t = time.perf_counter()
-            try:
-                r = c.prove(make())
-                ok, queue = r.status == pb.AwaitProofResponse.COMPLETED, r.queue_wait_ms / 1000
-            except grpc.RpcError as e:
-                print(f"  {name}: {e.code().name}: {e.details()}")
-                ok, queue = False, 0.0
-            with lock:
-                stats[name].append((ok, time.perf_counter() - t, queue))
-
-        futures = []
-        for at, name, make in schedule:
-            delay = at - (time.perf_counter() - t0)
-            if delay > 0:
-                time.sleep(delay)
-            futures.append(pool.submit(one, name, make))
-        for f in futures:
-            f.result()
-    elapsed = time.perf_counter() - t0
-    print("=== Stress Summary ===")
-    print(f"total time:  {elapsed:.1f}s")
-    failed = 0
-    for name, rows in stats.items():
-        ok = [r for r in rows if r[0]]
-        failed += len(rows) - len(ok)
-        if ok:
-            walls = sorted(w for _, w, _ in ok)
-            p95 = walls[min(len(walls) - 1, int(0.95 * len(walls)))]
-            print(
-                f"{name:<8} completed={len(ok)} failed={len(rows) - len(ok)} "
-                f"wall avg={statistics.fmean(walls):.1f}s p95={p95:.1f}s max={walls[-1]:.1f}s "
-                f"queue avg={statistics.fmean(q for _, _, q in ok):.1f}s"
-            )
-        else:
-            print(f"{name:<8} completed=0 failed={len(rows)}")
-    return 0 if failed == 0 else 1
+    with _client(args) as c:
+        return run_stress(c, streams, duration, args.concurrency, rng)
 
 
-@_guard
+@guard
 def cmd_status(args: argparse.Namespace) -> int:
     with _client(args) as c:
         s = c.status()
@@ -599,7 +396,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
+@guard
 def cmd_preload(args: argparse.Namespace) -> int:
     with _client(args) as c:
         r = c.preload(args.circuit_id)
@@ -610,7 +407,7 @@ def cmd_preload(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
+@guard
 def cmd_evict(args: argparse.Namespace) -> int:
     with _client(args) as c:
         r = c.evict(args.circuit_id)
@@ -621,49 +418,8 @@ def cmd_evict(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
+@guard
 def cmd_metrics(args: argparse.Namespace) -> int:
     with _client(args) as c:
         sys.stdout.write(c.metrics())
     return 0
-
-
-@_guard
-def cmd_demo_service(args: argparse.Namespace) -> int:
-    t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="cuzk-demo-") as tmp:
-        home = Path(args.home) if args.home else Path(tmp)
-        home.mkdir(parents=True, exist_ok=True)
-        sock = home / "cuzk.sock"
-        env = {**os.environ, "CUZK_HOME": str(home)}
-        log_path = home / "daemon.log"
-        cmd = [sys.executable, "-m", "cuzk.service.daemon_main", "--no-config"]
-        cmd += ["--log-level", "info"]  # built-in defaults, whatever /data/zk/cuzk.toml says
-        print(f"starting cuzk-daemon on built-in defaults (CUZK_HOME={home}; log {log_path})")
-        with open(log_path, "wb") as log_file:
-            daemon = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-        try:
-            with Client(f"unix://{sock}") as c:
-                try:
-                    status = c.wait_ready(timeout=60)
-                except grpc.RpcError as e:
-                    print(f"the daemon did not come up: {e.details()}; see {log_path}")
-                    return 1
-                dev = status.gpus[0].name if status.gpus else "?"
-                print(f"daemon ready in {time.perf_counter() - t0:.1f}s (device: {dev})\n")
-                tpl = ProofTemplate(
-                    ProofKind.DEMO,
-                    pb.SubmitProofRequest(proof_kind=int(ProofKind.DEMO)),
-                    demo.circuit_for_constraints(args.constraints),
-                    args.partitions,
-                )
-                rc = run_batch(c, tpl, "demo", args.count, args.concurrency)
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                code = daemon.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                code = daemon.wait()
-        print(f"\ndaemon stopped (exit {code}); demo-service took {time.perf_counter() - t0:.1f}s")
-        return rc if code == 0 else 1

@@ -1,15 +1,25 @@
-"""``cuzk demo``: set up, prove and verify the built-in demo circuit, with timings."""
+"""The demo: ``cuzk demo`` sets up, proves and verifies the built-in demo circuit,
+with timings (the prover alone, ``make prove-demo``); ``cuzk-bench demo-service``
+(the README's main job, ``make demo``) starts a daemon on the built-in
+defaults, runs a batch of demo proofs against it and stops it."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
+import signal
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.backends import get_backend
+from cuzk.bench.timing import StageClock
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.groth16 import prover, setup, verifier
 from cuzk.r1cs import ConstraintSystem
@@ -27,6 +37,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def register_service(sub: argparse._SubParsersAction) -> None:
+    """``cuzk-bench demo-service``."""
+    p = sub.add_parser(
+        "demo-service", help="start a daemon on the built-in defaults, run a batch, stop it"
+    )
+    p.add_argument("-c", "--count", type=int, default=8)
+    p.add_argument("-j", "--concurrency", type=int, default=4)
+    p.add_argument("--constraints", type=int, default=2000, help="demo circuit size")
+    p.add_argument("--partitions", type=int, default=2, help="partitions per proof")
+    p.add_argument("--home", help="daemon state folder (default: a temporary one)")
+    p.set_defaults(func=cmd_demo_service)
+
+
 def _synthesize(circuit: DemoCircuit, x: int | None, words: list[int] | None, witness: bool):
     cs = ConstraintSystem(witness=witness)
     circuit.synthesize(cs, x, words)
@@ -36,13 +59,8 @@ def _synthesize(circuit: DemoCircuit, x: int | None, words: list[int] | None, wi
 def run(args: argparse.Namespace) -> int:
     circuit = DemoCircuit.with_constraints(args.constraints)
     backend = get_backend(args.backend)
-    times: dict[str, float] = {}
-
-    def mark(stage: str, t0: float) -> float:
-        now = time.perf_counter()
-        times[stage] = times.get(stage, 0.0) + now - t0
-        return now
-
+    clock = StageClock()
+    times, mark = clock.seconds, clock.mark
     t = time.perf_counter()
     r1cs = _synthesize(circuit, None, None, witness=False).r1cs()
     t = mark("compile", t)
@@ -87,3 +105,57 @@ def run(args: argparse.Namespace) -> int:
         for stage, sec in times.items():
             print(f"  {stage:<20}{sec:8.3f}")
     return 0
+
+
+def cmd_demo_service(args: argparse.Namespace) -> int:
+    from cuzk.cli.bench_service import guard
+
+    return guard(_demo_service)(args)
+
+
+def _demo_service(args: argparse.Namespace) -> int:
+    import grpc
+
+    from cuzk.bench.load import ProofTemplate, run_batch
+    from cuzk.engine.jobs import ProofKind
+    from cuzk.engine.kinds import demo
+    from cuzk.service.client import Client
+    from cuzk.service.proto import proving_pb2 as pb
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cuzk-demo-") as tmp:
+        home = Path(args.home) if args.home else Path(tmp)
+        home.mkdir(parents=True, exist_ok=True)
+        sock = home / "cuzk.sock"
+        env = {**os.environ, "CUZK_HOME": str(home)}
+        log_path = home / "daemon.log"
+        cmd = [sys.executable, "-m", "cuzk.service.daemon_main", "--no-config"]
+        cmd += ["--log-level", "info"]  # built-in defaults, whatever /data/zk/cuzk.toml says
+        print(f"starting cuzk-daemon on built-in defaults (CUZK_HOME={home}; log {log_path})")
+        with open(log_path, "wb") as log_file:
+            daemon = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            with Client(f"unix://{sock}") as c:
+                try:
+                    status = c.wait_ready(timeout=60)
+                except grpc.RpcError as e:
+                    print(f"the daemon did not come up: {e.details()}; see {log_path}")
+                    return 1
+                dev = status.gpus[0].name if status.gpus else "?"
+                print(f"daemon ready in {time.perf_counter() - t0:.1f}s (device: {dev})\n")
+                tpl = ProofTemplate(
+                    ProofKind.DEMO,
+                    pb.SubmitProofRequest(proof_kind=int(ProofKind.DEMO)),
+                    demo.circuit_for_constraints(args.constraints),
+                    args.partitions,
+                )
+                rc = run_batch(c, tpl, "demo", args.count, args.concurrency)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                code = daemon.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                code = daemon.wait()
+        print(f"\ndaemon stopped (exit {code}); demo-service took {time.perf_counter() - t0:.1f}s")
+        return rc if code == 0 else 1

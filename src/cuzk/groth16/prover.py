@@ -12,13 +12,19 @@ key (bellperson's layout, :mod:`cuzk.groth16.keys`):
    A = α + r·δ + ΣA
    B = β + s·δ + ΣB₂
    C = s·ΣA + r·ΣB₁ + rs·δ + s·α + r·β + H + L
+
+Step 2 is the key's :class:`Reduction` (arkworks' ``R1CSToQAP``): the
+scalars its H points take. bellperson's (:data:`BELLPERSON`) is the one
+above; a snarkjs key's H points absorb the division by Z and take A·B − C on
+an odd coset instead (:mod:`cuzk.formats.zkey_prover`). Everything else is
+this one body.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +32,27 @@ import numpy as np
 
 from cuzk.algebra import pairing
 from cuzk.algebra.fields import R
+from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends.base import Backend
 from cuzk.errors import BadPoint, InputError
 from cuzk.groth16.keys import QUERIES, KeySource, ProvingKey, VerifyingKey, point_bytes
 from cuzk.groth16.proof import Proof
 from cuzk.r1cs.system import R1CS
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How the H query's scalars come from the constraint evaluations
+    (arkworks' ``R1CSToQAP``): ``h(backend, a, b[, c])`` with a = A·w, b = B·w
+    (and c = C·w when the key has a C matrix); ``step`` names its stage in
+    :class:`StageTimes`."""
+
+    step: str
+    h: Callable[..., Any]
+
+
+# bellperson's (Filecoin's): the m − 1 coefficients of (A·B − C)/Z, on the coset g·⟨ω⟩.
+BELLPERSON = Reduction("h_poly", lambda be, a, b, c: be.h_poly(a, b, c))
 
 
 @dataclass
@@ -56,10 +78,12 @@ class PreparedKey:
     matrices: tuple[Any, ...] = ()  # A, B, C made ready on the backend
     a_index: Any = None  # a_select / b_select where the backend gathers (Backend.prepare_index)
     b_index: Any = None
+    reduction: Reduction = BELLPERSON
 
-    def spmv_operands(self, r1cs: R1CS) -> tuple[Any, ...]:
-        """A, B, C as the backend takes them: the prepared ones for the key's own circuit."""
-        if self.matrices and r1cs is self.r1cs:
+    def spmv_operands(self, r1cs: R1CS | None) -> tuple[Any, ...]:
+        """The matrices as the backend takes them: the prepared ones for the
+        key's own circuit (``r1cs`` None or the key's), else ``r1cs``'s A, B, C."""
+        if self.matrices and (r1cs is None or r1cs is self.r1cs):
             return self.matrices
         return (r1cs.a, r1cs.b, r1cs.c)
 
@@ -126,11 +150,8 @@ def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
     have = {name: len(getattr(pk, name)) for name in QUERIES} | {"ic": len(pk.vk.ic)}
     layout.check(have, "proving key")
 
-    def make(query: str) -> Any:
-        arr = getattr(pk, query)
-        return backend.prepare_g2(arr) if query == "b_g2" else backend.prepare_g1(arr)
-
-    return _prepared(pk.vk, layout, r1cs, backend, make)
+    make = _from_arrays(backend, {q: getattr(pk, q) for q in QUERIES})
+    return _prepared(pk.vk, layout.a_select, layout.b_select, r1cs, backend, make)
 
 
 def load(
@@ -169,24 +190,64 @@ def load(
         done_before += source.count(query) * size
         return handle
 
-    return _prepared(source.vk, layout, r1cs, backend, make)
+    return _prepared(source.vk, layout.a_select, layout.b_select, r1cs, backend, make)
+
+
+def prepare_parts(
+    vk: VerifyingKey,
+    bases: dict[str, np.ndarray],
+    matrices: Sequence[SparseMatrix],
+    a_select: np.ndarray,
+    b_select: np.ndarray,
+    num_inputs: int,
+    backend: Backend,
+    reduction: Reduction,
+) -> PreparedKey:
+    """A key made of parts that are not a :class:`ProvingKey` for an R1CS (a
+    snarkjs key: its own QAP matrices A and B, bases and reduction), made
+    ready as :func:`prepare` makes one. ``bases`` holds the five queries
+    (:data:`QUERIES`); the key proves with ``prove(key, None, assignment)``."""
+    make = _from_arrays(backend, bases)
+    return _prepared(vk, a_select, b_select, matrices, backend, make, num_inputs, reduction)
+
+
+def _from_arrays(backend: Backend, bases: dict[str, np.ndarray]) -> Callable[[str], Any]:
+    """make(query): that query's bases in memory, prepared on the backend."""
+
+    def make(query: str) -> Any:
+        arr = bases[query]
+        return backend.prepare_g2(arr) if query == "b_g2" else backend.prepare_g1(arr)
+
+    return make
 
 
 def _prepared(
-    vk: VerifyingKey, layout: KeyLayout, r1cs: R1CS, backend: Backend, make
+    vk: VerifyingKey,
+    a_select: np.ndarray,
+    b_select: np.ndarray,
+    circuit: R1CS | Sequence[SparseMatrix],
+    backend: Backend,
+    make: Callable[[str], Any],
+    num_inputs: int | None = None,
+    reduction: Reduction = BELLPERSON,
 ) -> PreparedKey:
+    """The bases made by ``make(query)``, the matrices (an R1CS's A, B, C, or
+    the given ones) and the a / b selections, ready on the backend; on a
+    failure, what was made before it is given back."""
+    r1cs = circuit if isinstance(circuit, R1CS) else None
+    matrices = (r1cs.a, r1cs.b, r1cs.c) if r1cs is not None else tuple(circuit)
     handles: list[Any] = []
     try:
         for query in QUERIES:
             handles.append(make(query))
-        for m in (r1cs.a, r1cs.b, r1cs.c):
+        for m in matrices:
             handles.append(backend.prepare_matrix(m))
-        handles.append(backend.prepare_index(layout.a_select))
-        handles.append(backend.prepare_index(layout.b_select))
+        handles.append(backend.prepare_index(a_select))
+        handles.append(backend.prepare_index(b_select))
     except BaseException:
-        _close_all(handles)  # what was made before the failure is given back
+        _close_all(handles)
         raise
-    h, l_, a, b_g1, b_g2, *matrices, a_index, b_index = handles
+    h, l_, a, b_g1, b_g2, *prepared, a_index, b_index = handles
     return PreparedKey(
         vk=vk,
         backend=backend,
@@ -195,13 +256,14 @@ def _prepared(
         a=a,
         b_g1=b_g1,
         b_g2=b_g2,
-        a_select=layout.a_select,
-        b_select=layout.b_select,
-        num_inputs=r1cs.num_inputs,
+        a_select=a_select,
+        b_select=b_select,
+        num_inputs=r1cs.num_inputs if r1cs is not None else int(num_inputs or 0),
         r1cs=r1cs,
-        matrices=tuple(matrices),
+        matrices=tuple(prepared),
         a_index=a_index,
         b_index=b_index,
+        reduction=reduction,
     )
 
 
@@ -239,7 +301,7 @@ class StageTimes:
 
 def prove(
     key: PreparedKey,
-    r1cs: R1CS,
+    r1cs: R1CS | None,
     assignment: Any,
     r: int | None = None,
     s: int | None = None,
@@ -248,30 +310,33 @@ def prove(
     """A Groth16 proof for a full assignment ((n, 4) uint64: a host array, or
     the backend's own array when the witness was made there).
 
-    The assignment crosses to the backend once; the a and b queries' scalars
-    are gathered where it lives (``Backend.gather``), never on the host.
+    ``r1cs`` is the circuit whose matrices the assignment is evaluated on
+    (its length is checked against it); None means the key's own prepared
+    matrices, for a caller that has checked the assignment itself (a snarkjs
+    key, :func:`prepare_parts`). The assignment crosses to the backend once;
+    the a and b queries' scalars are gathered where it lives
+    (``Backend.gather``), never on the host.
     """
-    be = key.backend
-    times = times if times is not None else StageTimes()
-    times.sync = be.synchronize
-    if tuple(assignment.shape) != (r1cs.num_variables, 4):
+    if r1cs is not None and tuple(assignment.shape) != (r1cs.num_variables, 4):
         raise InputError(
             "witness", "length", f"{len(assignment)} values, the circuit has {r1cs.num_variables}"
         )
+    if r1cs is None and not key.matrices:
+        raise ValueError("prove: no R1CS given and the key holds no matrices")
+    be = key.backend
+    times = times if times is not None else StageTimes()
+    times.sync = be.synchronize
     r = secrets.randbelow(R) if r is None else r % R
     s = secrets.randbelow(R) if s is None else s % R
 
     t = time.perf_counter()
     w = be.asarray(assignment)
     t0 = t = times.mark("upload", t, detail=True)
-    ma, mb, mc = key.spmv_operands(r1cs)
-    a = be.spmv(ma, w)
-    b = be.spmv(mb, w)
-    c = be.spmv(mc, w)
+    evaluations = [be.spmv(m, w) for m in key.spmv_operands(r1cs)]
     t = times.mark("spmv", t0)
-    h = be.h_poly(a, b, c)
-    del a, b, c
-    t = times.mark("h_poly", t)
+    h = key.reduction.h(be, *evaluations)
+    del evaluations
+    t = times.mark(key.reduction.step, t)
 
     t0 = t
     aux = w[key.num_inputs :]

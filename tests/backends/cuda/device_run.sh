@@ -26,10 +26,10 @@ for name, fn in (("fr_ops.cu", "fr_add_kernel"), ("spmv.cu", "spmv_warp_kernel")
     print(f"nvrtc {name}: {time.time() - t:.1f} s, cupy {cupy.__version__}")
 PY
 echo "[t=${SECONDS}s] tests" | tee -a "$OUT/steps.log"
-python3 -m pytest -q -m gpu -p no:cacheprovider tests/backends/cuda tests/cli/test_bench_kernels.py 2>&1 | tee "$OUT/pytest.log" | tail -25
+python3 -m pytest -q -m gpu -p no:cacheprovider tests/backends/cuda tests/bench 2>&1 | tee "$OUT/pytest.log" | tail -25
 status=${PIPESTATUS[0]}
 echo "[t=${SECONDS}s] bench" | tee -a "$OUT/steps.log"
-python3 -m cuzk.cli.bench_kernels --json "$OUT/kernels.json" "$@" 2>"$OUT/bench.err" | tee "$OUT/bench.log"
+python3 -m cuzk.bench.kernels --json "$OUT/kernels.json" "$@" 2>"$OUT/bench.err" | tee "$OUT/bench.log"
 bstatus=${PIPESTATUS[0]}
 tail -5 "$OUT/bench.err"
 echo "[t=${SECONDS}s] done: tests $status, bench $bstatus" | tee -a "$OUT/steps.log"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from cuda_targets import to_numpy
 
-from cuzk.algebra.arrays import fr_random, fr_to_array
+from cuzk.algebra.arrays import fr_from_array, fr_random, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.r1cs import ConstraintSystem
@@ -83,3 +83,40 @@ def test_large_h_poly_matches_separate_transforms(backend, target):
     t = fr.scale(fr.sub(fr.mul(ea, eb), ec), d.z_on_coset_inv)
     want = to_numpy(backend.coset_intt(t))
     assert np.array_equal(to_numpy(backend.h_poly(a, b, c)), want[:-1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 100, 1000])
+def test_h_odd_coset_matches_cpu(backend, cpu, n):
+    """snarkjs's H scalars, bit for bit the CPU's: c given, and c = a∘b."""
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    a, b, c = fr_random(n, rng), fr_random(max(1, n // 2), rng), fr_random(n, rng)
+    a[0] = fr_to_array([R - 1])[0]
+    for args in ((a, b), (a, b, c)):
+        got = backend.to_host(backend.h_odd_coset(*args))
+        want = cpu.h_odd_coset(*args)
+        assert got.shape == want.shape == (1 << max(0, (n - 1).bit_length()), 4)
+        assert np.array_equal(got, want), f"n {n}, {len(args)} inputs, seed {seed}"
+
+
+def test_h_odd_coset_of_a_satisfied_circuit_is_its_h_times_z(backend, cpu):
+    """On a satisfied demo circuit P = A·B − C vanishes on ⟨ω⟩, so on the odd
+    coset, where Z = x^m − 1 is −2, P(ζ·ωⁱ) = −2·H(ζ·ωⁱ)."""
+    from cuzk.algebra.domain import EvaluationDomain
+
+    circuit = DemoCircuit.with_constraints(300)
+    cs = ConstraintSystem(witness=True)
+    circuit.synthesize(cs, 5, [secrets.randbits(64) for _ in range(circuit.words)])
+    r1cs = cs.r1cs()
+    w = fr_to_array(cs.assignment())
+    a, b, c = (cpu.spmv(m, w) for m in (r1cs.a, r1cs.b, r1cs.c))
+    p = backend.to_host(backend.h_odd_coset(a, b))
+    assert np.array_equal(p, backend.to_host(backend.h_odd_coset(a, b, c)))
+    h = cpu.h_poly(a, b, c)
+    d = EvaluationDomain.for_size(len(a))
+    zeta = EvaluationDomain(d.log_size + 1).omega
+    coeffs = fr_from_array(h)
+    for i in (0, 1, d.size - 1):
+        x = zeta * pow(d.omega, i, R) % R
+        want = -2 * sum(cf * pow(x, j, R) for j, cf in enumerate(coeffs)) % R
+        assert fr_from_array(p[i : i + 1]) == [want]

@@ -48,8 +48,26 @@ def test_ntt_default_variant_matches_kernel():
     assert V6_OPTIONS == loader._NTT_V6
 
 
-def test_prebuild_set_covers_the_benchmark():
-    from cuzk.backends.cuda.bench_fr_ntt import module_builds
+def benchmark_builds() -> list[tuple[str, tuple[str, ...]]]:
+    """Every (kernel file, compiler options) ``cuzk-bench kernels`` loads: the
+    Fr multiply variants of its ceilings, its NTT builds, the v6 H polynomial,
+    the sparse kernel's builds (cuzk.bench.fr_ntt)."""
+    from cuzk.backends.cuda.fr import DEFAULT_VARIANT
+    from cuzk.backends.cuda.ntt import V6_OPTIONS
+    from cuzk.bench.fr_ntt import NTT_BUILDS, SEG_BUILDS
 
-    missing = set(module_builds()) - set(loader.PREBUILD_DEFAULT)
+    others = sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})
+    fr = [("fr_ops.cu", ())] + [("fr_ops.cu", (f"-DFR_MUL_VARIANT={v}",)) for v in others]
+    ntt = [("ntt.cu", ())] + [
+        ("ntt.cu", (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options)
+        for _, variant, options in NTT_BUILDS
+    ]
+    spmv = [("spmv.cu", ())] + [("spmv.cu", (o,)) for o in SEG_BUILDS]
+    return [*fr, *ntt, ("hpoly.cu", ()), ("hpoly.cu", V6_OPTIONS), *spmv]
+
+
+def test_prebuild_set_covers_the_benchmark():
+    builds = benchmark_builds()
+    assert len(builds) == len(set(builds)) >= 10
+    missing = set(builds) - set(loader.PREBUILD_DEFAULT)
     assert not missing, f"add to loader.PREBUILD_DEFAULT: {sorted(missing)}"

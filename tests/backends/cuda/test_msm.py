@@ -384,8 +384,8 @@ def test_gpu_affine_rounds_match_cpu(group, gpu_engine):
 def test_gpu_version_2_matches_version_1_at_scale(gpu_engine):
     """2^20 points, a quarter of the scalars 1: the default pipeline (affine
     rounds, window groups) and version 1 (XYZZ) give the same point."""
-    from cuzk.backends.cuda.bench_msm import make_bases, random_scalars_device
     from cuzk.backends.cuda.msm import MsmEngine
+    from cuzk.bench.inputs import make_bases, random_scalars_device
 
     n = 1 << 20
     bases = make_bases(gpu_engine, "G1", n, seed=56)

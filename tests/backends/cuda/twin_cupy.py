@@ -1,9 +1,9 @@
 """A numpy stand-in for the part of CuPy that the MSM engine and its benchmark
-use, launching kernels on the CPU twin (conftest.HostKernels).
+use, launching kernels on the CPU twin (host_twin.HostKernels).
 
-It lets ``bench_msm``'s rows, checks and variants run end to end at tiny
-sizes on a machine without a GPU, so a slip in the benchmark's Python shows
-up here rather than in a device call. Timings it reports are wall-clock and
+It lets the MSM benchmark's rows (``cuzk.bench.msm``), checks and variants
+run end to end at tiny sizes on a machine without a GPU, so a slip in the
+benchmark's Python shows up here rather than in a device call. Timings it reports are wall-clock and
 meaningless.
 """
 

@@ -17,7 +17,7 @@ import numpy as np
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
-from cuzk.backends.cuda.hpoly import HPoly
+from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import DeviceContext
 from cuzk.backends.cuda.ntt import NttEngine
 from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine
@@ -156,6 +156,10 @@ class CudaBackend:
     def h_poly(self, a: Any, b: Any, c: Any):
         with self._device():
             return self.hpoly(a, b, c)
+
+    def h_odd_coset(self, a: Any, b: Any, c: Any = None):
+        with self._device():
+            return h_odd_coset(self.ntt_engine, self.fr, a, b, c)
 
     # --- multi-scalar multiplication -------------------------------------
     def _msm_engine(self):

@@ -12,6 +12,10 @@ Steps, all on one device, in place after the first pass:
 2. c: iNTT by DIF, unscaled;
 3. A·B/R: iNTT by DIF;
 4. h_i = AB[rev i]·R·g^−i/(mZ) − C[rev i]/(mZ), for i < m − 1.
+
+:func:`h_odd_coset` is snarkjs's reduction (``Backend.h_odd_coset``) from
+the same building blocks: each input's step 1 with ζ (ζ² = ω) in place of g,
+then A·B − C pointwise.
 """
 
 from __future__ import annotations
@@ -19,8 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 from cuzk.algebra.domain import EvaluationDomain
-from cuzk.algebra.fields import R
-from cuzk.backends.cuda.fr import MONT_R, THREADS, fr_rows, grid_for, mont_limbs, staged
+from cuzk.algebra.fields import FR_TWO_ADICITY, R
+from cuzk.backends.cuda.fr import (
+    MONT_R,
+    THREADS,
+    FrKernels,
+    fr_rows,
+    grid_for,
+    mont_limbs,
+    staged,
+)
 from cuzk.backends.cuda.ntt import NttEngine
 
 
@@ -63,3 +75,36 @@ class HPoly:
                 (out, ab, cc, np.uint64(m - 1), np.uint32(k), *g_down.args(), kc),
             )
         return out
+
+
+def h_odd_coset(eng: NttEngine, fr: FrKernels, a, b, c=None):
+    """snarkjs's H scalars: P = A·B − C on the odd coset ζ·⟨ω⟩ (the contract's
+    ``h_odd_coset``, bit for bit the CPU reference's).
+
+    Each of a, b and c (a∘b on the domain when not given) is zero-padded and
+    reduced into a domain-sized buffer, then transformed in place: iNTT by
+    DIF with coefficient i scaled by ζ^i/m on the way out (bit-reversed),
+    then DIT (natural out), which evaluates it at ζ·ωⁱ. Four domain-sized
+    buffers at the peak (three evaluations and a product).
+    """
+    inputs = [a, b] if c is None else [a, b, c]
+    n = max(fr_rows(x, f"h_odd_coset input {name}") for name, x in zip("abc", inputs, strict=False))
+    d = EvaluationDomain.for_size(n)
+    k, m = d.log_size, d.size
+    if k >= FR_TWO_ADICITY:
+        raise ValueError("the odd coset of a 2^32 domain needs a 2^33-th root of unity")
+    zeta = EvaluationDomain(k + 1).omega
+    with staged(eng.ctx, "h_odd_coset", inputs, 4 * m * 32) as staged_inputs:
+        up = eng.pow_table(zeta, k, d.size_inv)
+        bufs = [eng.gather(x, k, bitrev=False) for x in staged_inputs]
+        del staged_inputs
+        if c is None:
+            bufs.append(fr.mul(bufs[0], bufs[1]))
+        for buf in bufs:
+            eng.dif(buf, inverse=True, post=up)
+            eng.dit(buf, inverse=False)
+        ea, eb, ec = bufs
+        del bufs
+        ab = fr.mul(ea, eb)
+        del ea, eb
+        return fr.sub(ab, ec)

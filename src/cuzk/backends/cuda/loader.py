@@ -26,11 +26,13 @@ import sys
 from functools import cache
 from pathlib import Path
 
+from cuzk import environment
+
 KERNEL_DIR = Path(__file__).with_name("kernels")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 # The modules of the Fr / NTT / sparse / H-polynomial family, with the
-# option sets the backend, its tests and its benchmark load
-# (bench_fr_ntt.module_builds(); a test keeps the two in step).
+# option sets the backend, its tests and its benchmark (cuzk.bench.fr_ntt)
+# load; tests/backends/cuda/test_loader.py keeps the two in step.
 _NTT_V6 = ("-DFR_MUL_VARIANT=3", "-DNTT_LAZY=0", "-DNTT_BATCH=1")  # ntt.V6_OPTIONS
 PREBUILD_DEFAULT = (
     ("fr_ops.cu", ()),
@@ -85,10 +87,10 @@ def module_key(name: str, extra: tuple[str, ...], arch: str) -> str:
 
 
 def prebuilt_path(name: str, extra: tuple[str, ...], arch: str) -> Path | None:
-    folder = os.environ.get("CUZK_KERNEL_PREBUILT")
-    if not folder:
+    folder = environment.kernel_prebuilt()
+    if folder is None:
         return None
-    path = Path(folder) / f"{Path(name).stem}-{module_key(name, extra, arch)}.cubin"
+    path = folder / f"{Path(name).stem}-{module_key(name, extra, arch)}.cubin"
     return path if path.exists() else None
 
 
@@ -101,9 +103,9 @@ def load_module(name: str, extra: tuple[str, ...] = ()):
     pre = prebuilt_path(name, extra, arch)
     if pre is not None:
         return cupy.RawModule(path=str(pre))
-    cache = os.environ.get("CUZK_KERNEL_CACHE")
-    if cache:
-        os.environ.setdefault("CUPY_CACHE_DIR", cache)
+    cache = environment.kernel_cache()
+    if cache is not None:
+        os.environ.setdefault("CUPY_CACHE_DIR", str(cache))
     src = (KERNEL_DIR / name).read_text()
     # The header hash goes into the source as a comment, so CuPy's cache key
     # (which hashes the source text) changes when an included header changes.

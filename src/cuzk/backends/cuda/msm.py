@@ -15,7 +15,8 @@ one MSM (:func:`msm_xyzz`):
    (one inversion shared by hundreds of pairs) while the rounds are large,
    then XYZZ mixed additions over equal slices of what is left (load
    balanced whatever the bucket sizes), completing buckets split across
-   slices; ``Tuning(method="xyzz")`` skips the affine rounds (version 1);
+   slices; ``Tuning(method="xyzz")`` skips the affine rounds (version 1,
+   docs/device-notes/msm.md#design-as-first-built-v1);
 5. reduce each window's buckets to Σ (k+1)·B_k by running sums, and combine
    windows by Horner's rule on the GPU; one point comes back to the host.
 

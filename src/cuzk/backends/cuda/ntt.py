@@ -38,9 +38,10 @@ BLOCK_THREAD_BITS = 8
 NULL = np.uint64(0)
 HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32
 # ntt.cu's FR_MUL_VARIANT default (fr.cuh's, for the element-wise kernels, is 3):
-# inside the NTT variant 0 measured 2-3 % faster in every run (notes, v6).
+# inside the NTT variant 0 measured 2-3 % faster in every run (docs/device-notes/ntt.md#v6).
 NTT_DEFAULT_VARIANT = 0
-# The compiler defines that rebuild the v6 pass kernels (variant 3, reduced
+# The compiler defines that rebuild the pass kernels of the v6 build
+# (docs/device-notes/ntt.md#v6: variant 3, reduced
 # butterflies, one element per load round trip), for side-by-side timing.
 V6_OPTIONS = ("-DFR_MUL_VARIANT=3", "-DNTT_LAZY=0", "-DNTT_BATCH=1")
 NO_TABLE = (NULL, NULL, NULL, np.uint32(0))

@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 
+from cuzk import environment
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import Fq2, R
@@ -51,13 +52,13 @@ def unavailable_reason() -> str | None:
 
 def enabled() -> bool:
     """Built, and not switched off with ``CUZK_CPU_NATIVE=0``."""
-    return available() and os.environ.get("CUZK_CPU_NATIVE", "1") != "0"
+    return available() and environment.cpu_native()
 
 
 def _default_threads() -> int:
-    env = os.environ.get("CUZK_THREADS")
-    if env:
-        return max(1, int(env))
+    n = environment.threads()
+    if n is not None:
+        return n
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -97,7 +98,7 @@ def _lib():
 
 if _native is not None:
     _native.set_threads(_default_threads())
-    if os.environ.get("CUZK_NATIVE_ARITH") == "portable":
+    if environment.portable_arithmetic():
         _native.set_arith("portable")
 
 

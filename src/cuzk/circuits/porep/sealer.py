@@ -20,9 +20,9 @@ from cuzk.circuits.porep import derive
 from cuzk.circuits.porep.graph import StackedGraph
 from cuzk.circuits.porep.labels import create_label, cycle_parents, encode
 from cuzk.circuits.porep.params import BASE_DEGREE, NODE_SIZE, RegisteredSealProof
-from cuzk.circuits.porep.prove import assemble_c1, challenged_nodes
 from cuzk.circuits.porep.types import SealCommitPhase1Output
 from cuzk.circuits.porep.vanilla import column_hash
+from cuzk.circuits.porep.vanilla_prove import assemble_c1, challenged_nodes
 from cuzk.hashers.merkle import (
     PathElement,
     TreeShape,

@@ -33,9 +33,9 @@ from cuzk.circuits.porep import derive
 from cuzk.circuits.porep.graph import StackedGraph
 from cuzk.circuits.porep.labels import create_label, encode, layer_parents
 from cuzk.circuits.porep.params import BASE_DEGREE, RegisteredSealProof
-from cuzk.circuits.porep.prove import assemble_c1, challenged_nodes
 from cuzk.circuits.porep.types import SealCommitPhase1Output
 from cuzk.circuits.porep.vanilla import column_hash
+from cuzk.circuits.porep.vanilla_prove import assemble_c1, challenged_nodes
 from cuzk.hashers.merkle import (
     PathElement,
     sha256_path,

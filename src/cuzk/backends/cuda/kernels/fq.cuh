@@ -251,9 +251,10 @@ CUZK_POINT_FN fq_t inverse(const fq_t& a) {
 // algorithm instead of Fermat: ~600 steps of 12-limb additions, shifts and
 // selects (~130k integer instructions) against ~610 Montgomery products
 // (~1.1M issue cycles per warp), for the batch inversions of batched-affine
-// accumulation, where one inversion per thread per round adds up (device
-// notes, version 2). The steps are uniform (selects, no branches on the
-// data but the loop's exit), so a warp's lanes stay converged.
+// accumulation, where one inversion per thread per round adds up
+// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+// The steps are uniform (selects, no branches on the data but the loop's
+// exit), so a warp's lanes stay converged.
 //
 // Invariants: x1·a ≡ u and x2·a ≡ v (mod q), u and v positive. Each step
 // halves one of u, v (after subtracting the smaller from the larger when

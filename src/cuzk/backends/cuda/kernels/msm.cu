@@ -45,9 +45,9 @@ static __device__ __forceinline__ point hot_add_affine(const point& p, const aff
 #define XYZZ_WORDS (4 * words<field>::n)
 #define NO_KEY 0xffffffffu
 // Blocks of 128 per SM that the accumulation kernels must fit (a register
-// cap). G1 at 2^24 (device notes, call 3): 4 blocks (128 registers, 16
-// warps/SM, 56 B of spills) 189 ms of accumulation, 3 blocks (168) 209 ms,
-// uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
+// cap). G1 at 2^24 (docs/device-notes/msm.md#call-3-2026-11-30-165-s-of-device-time):
+// 4 blocks (128 registers, 16 warps/SM, 56 B of spills) 189 ms of
+// accumulation, 3 blocks (168) 209 ms, uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
 // so it stays uncapped.
 #ifndef CUZK_ACC_MIN_BLOCKS
 #ifdef CUZK_G2
@@ -122,8 +122,10 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
 // Histogram of bucket keys over the window group [w0, w1): key = (w − w0)·nb +
 // |d| − 1 for every non-zero digit d of window w of every full scalar (nb =
 // 2^(c−1) buckets per window). Groups of windows keep the histogram and the
-// cursors small enough for L2 at large n (device notes, version 2); the
-// digits below w0 are recomputed for their carries (a few integer operations).
+// cursors small enough for L2 at large n
+// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call);
+// the digits below w0 are recomputed for their carries (a few integer
+// operations).
 extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
                                         uint32_t w0, uint32_t w1, uint32_t* counts) {
     const uint64_t i = thread_id();
@@ -317,7 +319,8 @@ extern "C" __global__ void accumulate_partials(const uint32_t* partials, const u
     }
 }
 
-// --- batched-affine accumulation (device notes, version 2) ----------------------
+// --- batched-affine accumulation ---------------------------------------------------
+// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call)
 //
 // Buckets are summed in rounds of pairwise affine sums: round 1 pairs the
 // sorted entries (2i, 2i+1) of every bucket into a compact list; each later

@@ -2,18 +2,18 @@
 and of the NTT passes (2^24), for Nsight Compute:
 
     ncu --clock-control none --set full -k regex:"spmv_warp|ntt_dit_fwd" -c 4 \\
-        python3 tests/backends/cuda/profile_kernels.py
+        python3 -m cuzk.bench.profile_kernels
 """
 
 from __future__ import annotations
 
 import cupy
 
-from cuzk.backends.cuda.bench_fr_ntt import SHAPES, synthetic_csr
 from cuzk.backends.cuda.fr import FrKernels
 from cuzk.backends.cuda.memory import DeviceContext
 from cuzk.backends.cuda.ntt import NttEngine
 from cuzk.backends.cuda.spmv import SpmvEngine
+from cuzk.bench.inputs import SHAPES, synthetic_csr
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cuzk.cli import bench_kernels
+from cuzk.bench import kernels as bench_kernels
 
 
 def test_registers_kernels_subcommand():

@@ -1,6 +1,6 @@
 """Groth16 setup's query scalars: the Python-int reference against the native kernels.
 
-    .venv/bin/python scripts/bench_query_scalars.py [--demo 16 20] [--porep 2KiB]
+    .venv/bin/python -m cuzk.bench.query_scalars [--demo 16 20] [--porep 2KiB]
         [--tiled 6] [--python-max 4000000] [--repeat 3]
 
 For each circuit, each path runs in its own forked process (so one's
@@ -21,39 +21,27 @@ import argparse
 import hashlib
 import multiprocessing as mp
 import os
-import resource
 import time
 
 from cuzk.backends import native
+from cuzk.bench.hostmem import status_kib
+from cuzk.bench.timing import cpu_seconds
 from cuzk.groth16 import setup
-
-
-def _rss_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def _cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def _run(r1cs, path: str, repeat: int, conn) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # VmHWM := VmRSS
-    base = _rss_kib("VmRSS")
+    (base,) = status_kib("self", "VmRSS")
     fn = setup.query_scalars_python if path == "python" else setup.query_scalars
     best = (float("inf"), 0.0)
     q = None
     for _ in range(repeat):
         q = None  # the previous run's arrays must not count in this one's peak
-        t, c = time.perf_counter(), _cpu_s()
+        t, c = time.perf_counter(), cpu_seconds()
         q = fn(r1cs, setup.ToxicWaste.draw(seed=5))
-        best = min(best, (time.perf_counter() - t, _cpu_s() - c))
-    peak = _rss_kib("VmHWM") - base
+        best = min(best, (time.perf_counter() - t, cpu_seconds() - c))
+    peak = status_kib("self", "VmHWM")[0] - base
     digest = hashlib.sha256()
     for name in ("ic", "l", "h", "a", "b"):
         digest.update(getattr(q, name).tobytes())

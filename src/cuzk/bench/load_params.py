@@ -26,7 +26,7 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_random
 from cuzk.algebra.curves import G1
-from cuzk.cli.hostmem import HostMemory
+from cuzk.bench.hostmem import HostMemory
 from cuzk.errors import CuzkError
 from cuzk.formats.bellperson import MappedParams, write_params_from
 from cuzk.groth16.keys import QUERIES, VerifyingKey, query_group

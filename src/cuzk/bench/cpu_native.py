@@ -1,6 +1,6 @@
 """The CPU backend's native kernels against its pure-Python twins, side by side.
 
-    .venv/bin/python benchmarks/cpu_native.py --constraints 65000
+    .venv/bin/python -m cuzk.bench.cpu_native --constraints 65000
 
 Builds the demo circuit once, then for each path (Python twins, native C
 kernels) runs a seeded setup, loads the key, proves with fixed r and s and

@@ -1,4 +1,5 @@
-"""Benchmarks of the Fr, NTT, H-polynomial and sparse kernels (``cuzk-bench kernels``).
+"""Benchmarks of the Fr, NTT, H-polynomial and sparse kernels (``cuzk-bench kernels``),
+and the two ceilings every row is measured against (:func:`measure_ceilings`).
 
 Every figure is the median of ``reps`` timed runs (CUDA events) after a
 warm-up, with inputs already on the GPU, and comes with its floor: the larger
@@ -12,39 +13,23 @@ from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from cuzk.algebra.arrays import fr_from_array, fr_to_array
+from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
-from cuzk.backends.cuda.fr import DEFAULT_VARIANT, MONT_R, FrKernels
+from cuzk.backends.cuda.fr import DEFAULT_VARIANT, FrKernels
 from cuzk.backends.cuda.ntt import NTT_DEFAULT_VARIANT, V6_OPTIONS
+from cuzk.bench import timing
+from cuzk.bench.inputs import DICT_SIZE, SHAPES, synthetic_csr
 
 log = logging.getLogger(__name__)
 
 # 32GiB PoRep, one partition (FILECOIN.md): constraints, aux variables, inputs.
 POREP_ROWS = 130_278_869
 POREP_COLS = 130_169_893 + 328
-
-
-def time_ms(fn: Callable[[], Any], warmup: int = 1, reps: int = 5) -> list[float]:
-    import cupy
-
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.Device().synchronize()
-    out = []
-    for _ in range(reps):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        out.append(float(cupy.cuda.get_elapsed_time(start, stop)))
-    return out
 
 
 def _free() -> None:
@@ -64,7 +49,7 @@ def measure_ceilings(ctx, quick: bool = False) -> dict:
     def copy() -> None:
         bufs[1][...] = bufs[0]
 
-    t = statistics.median(time_ms(copy, reps=7))
+    t = statistics.median(timing.time_ms(copy, reps=7))
     bufs.clear()
     _free()
     ceilings: dict[str, Any] = {"copy_bytes_per_s": 2 * nbytes / (t / 1e3)}
@@ -76,7 +61,7 @@ def measure_ceilings(ctx, quick: bool = False) -> dict:
         k = FrKernels(ctx, variant)
         data = k.random(4 * threads, seed=7)
         muls = 4 * threads * iters
-        t = statistics.median(time_ms(lambda k=k, data=data: k.mul_rate_launch(data, iters)))
+        t = statistics.median(timing.time_ms(lambda k=k, data=data: k.mul_rate_launch(data, iters)))
         rate = muls / (t / 1e3)
         if variant is None:
             ceilings["fr_mul_per_s"] = rate
@@ -111,6 +96,9 @@ def _row(op: str, size: int, times: list[float], work: float, unit: str, floor_m
     }
 
 
+_FULL = {"tables": "full"}  # rows of NTT engines with full power tables
+
+
 def _ntt_floor(n: int, ceilings: dict, transforms: int = 1, extra_bytes: float = 0) -> tuple:
     """Radix-2 products (n/2·log n per transform) and one read + write per transform."""
     log_n = n.bit_length() - 1
@@ -118,12 +106,6 @@ def _ntt_floor(n: int, ceilings: dict, transforms: int = 1, extra_bytes: float =
     bytes_ = transforms * 64 * n + extra_bytes
     floor = max(muls / ceilings["fr_mul_per_s"], bytes_ / ceilings["copy_bytes_per_s"]) * 1e3
     return muls, floor
-
-
-def cupy_module():
-    import cupy
-
-    return cupy
 
 
 def _equal(cp, a, b) -> bool:
@@ -148,15 +130,15 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             check = _equal(cp, eng.intt(y), x)
             del y
             muls, floor = _ntt_floor(n, ceilings)
-            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+            t = timing.time_ms(lambda eng=eng, x=x: eng.ntt(x))
             rows.append(_row("ntt", n, t, muls, "Gmul/s", floor, tables=tables, check=check))
             buf = x.copy()
-            t = time_ms(lambda eng=eng, buf=buf: eng.dit(buf, inverse=False))
+            t = timing.time_ms(lambda eng=eng, buf=buf: eng.dit(buf, inverse=False))
             rows.append(_row("ntt_inplace", n, t, muls, "Gmul/s", floor, tables=tables))
             if k == sizes[-2]:
                 for op in ("intt", "coset_ntt", "coset_intt"):
                     fn = getattr(eng, op)
-                    t = time_ms(lambda fn=fn, x=x: fn(x))
+                    t = timing.time_ms(lambda fn=fn, x=x: fn(x))
                     rows.append(_row(op, n, t, muls, "Gmul/s", floor, tables=tables))
             del x, buf
             _free()
@@ -171,19 +153,9 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
         eng = NttEngine(ctx, full_tables=True, block_bits=11)
         y = eng.ntt(x)
         check = _equal(cp, eng.intt(y), x)
-        t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+        t = timing.time_ms(lambda eng=eng, x=x: eng.ntt(x))
         rows.append(
-            _row(
-                "ntt",
-                n,
-                t,
-                muls,
-                "Gmul/s",
-                floor,
-                tables="full",
-                build="block_bits=11",
-                check=check,
-            )
+            _row("ntt", n, t, muls, "Gmul/s", floor, **_FULL, build="block_bits=11", check=check)
         )
         eng.release_tables()
         del x, y
@@ -224,22 +196,10 @@ def ntt_build_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             y = eng.ntt(x)
             ref = y if ref is None else ref
             check = _equal(cp, y, ref)
-            t = time_ms(lambda eng=eng, x=x: eng.ntt(x))
+            t = timing.time_ms(lambda eng=eng, x=x: eng.ntt(x))
             shown = 3 if label == "v6" else NTT_DEFAULT_VARIANT if variant is None else variant
-            rows.append(
-                _row(
-                    "ntt",
-                    n,
-                    t,
-                    muls,
-                    "Gmul/s",
-                    floor,
-                    tables="full",
-                    variant=shown,
-                    build=label,
-                    check=check,
-                )
-            )
+            extra = {**_FULL, "variant": shown, "build": label, "check": check}
+            rows.append(_row("ntt", n, t, muls, "Gmul/s", floor, **extra))
             eng.release_tables()
             del y
             _free()
@@ -269,7 +229,7 @@ def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
         ref = out if ref is None else ref
         check = _equal(cp, out, ref)
         del out
-        t = time_ms(lambda h=h: h(a, b, c))
+        t = timing.time_ms(lambda h=h: h(a, b, c))
         rows.append(
             _row("h_poly", n, t, muls, "Gmul/s", floor, tables="full", build=label, check=check)
         )
@@ -303,7 +263,7 @@ def _hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
                 if k != sizes[-1] or quick:
                     check = _equal(cp, out, _h_by_transforms(eng, fr, a, b, c))
             muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
-            t = time_ms(lambda h=h, a=a, b=b, c=c: h(a, b, c))
+            t = timing.time_ms(lambda h=h, a=a, b=b, c=c: h(a, b, c))
             rows.append(
                 _row(
                     "h_poly",
@@ -338,92 +298,10 @@ def fr_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     fr = FrKernels(ctx)
     n = 1 << (16 if quick else 26)
     a, b = fr.random(n, 5), fr.random(n, 6)
-    t = time_ms(lambda: fr.mul(a, b))
+    t = timing.time_ms(lambda: fr.mul(a, b))
     bytes_ = 96 * n
     floor = max(bytes_ / ceilings["copy_bytes_per_s"], 2 * n / ceilings["fr_mul_per_s"]) * 1e3
     return [_row("fr_mul_elementwise", n, t, bytes_, "GB/s", floor)]
-
-
-# --- sparse mat-vec ------------------------------------------------------
-# Row lengths (lo, hi, probability) per matrix, shaped like a PoRep circuit:
-# mostly 1-3 entries, a tail of linear combinations up to a few hundred.
-SHAPES = {
-    "A": (
-        (1, 1, 0.50),
-        (2, 2, 0.25),
-        (3, 3, 0.10),
-        (4, 8, 0.10),
-        (9, 16, 0.04),
-        (17, 64, 0.009),
-        (65, 300, 0.001),
-    ),
-    "B": ((1, 1, 0.65), (2, 2, 0.25), (3, 8, 0.08), (9, 40, 0.02)),
-    "C": ((0, 0, 0.30), (1, 1, 0.30), (2, 2, 0.15), (3, 3, 0.15), (4, 16, 0.08), (17, 100, 0.02)),
-}
-DICT_SIZE = 4096
-
-
-def synthetic_csr(eng, fr: FrKernels, shape, nrows: int, ncols: int, seed: int):
-    """A Filecoin-like CSR built on the device: local columns, few coefficients.
-
-    85% of entries sit within ±4096 columns of the row's diagonal, 10% are
-    column 0 (ONE), 5% anywhere; 70% of coefficients are 1, 25% come from 300
-    small constants, 5% from 3795 random ones.
-    """
-    import cupy as cp
-
-    from cuzk.backends.cuda.spmv import CODE16, DeviceCsr, long_rows_of, split_ones
-
-    rand = cp.random
-    rand.seed(seed)
-    lo = cp.asarray([s[0] for s in shape], dtype=cp.int64)
-    hi = cp.asarray([s[1] for s in shape], dtype=cp.int64)
-    cum = cp.asarray(np.cumsum([s[2] for s in shape]), dtype=cp.float64)
-    bucket = cp.minimum(cp.searchsorted(cum, rand.random(nrows)), len(shape) - 1)
-    span = hi[bucket] - lo[bucket] + 1
-    lengths = lo[bucket] + cp.floor(rand.random(nrows) * span).astype(cp.int64)
-    del bucket, span
-    row_ptr = cp.zeros(nrows + 1, dtype=cp.int64)
-    row_ptr[1:] = cp.cumsum(lengths)
-    del lengths
-    nnz = int(row_ptr[-1])
-    cols = cp.empty(nnz, dtype=cp.uint32)
-    codes = cp.empty(nnz, dtype=cp.uint16)
-    chunk = 1 << 26
-    for s in range(0, nnz, chunk):
-        e = min(nnz, s + chunk)
-        m = e - s
-        rows = cp.searchsorted(row_ptr, cp.arange(s, e, dtype=cp.int64), side="right") - 1
-        col = cp.clip(rows * ncols // nrows + rand.randint(-4096, 4097, m), 0, ncols - 1)
-        del rows
-        kind = rand.random(m)
-        col = cp.where(kind < 0.10, 0, col)
-        col = cp.where(kind > 0.95, rand.randint(0, ncols, m), col)
-        cols[s:e] = col.astype(cp.uint32)
-        kc = rand.random(m)
-        code = cp.where(kc < 0.70, 0, rand.randint(1, 301, m))
-        code = cp.where(kc > 0.95, rand.randint(301, DICT_SIZE, m), code)
-        codes[s:e] = code.astype(cp.uint16)
-        del kind, col, kc, code
-    small = [1] + [pow(2, i, R) for i in range(1, 151)] + [R - pow(2, i, R) for i in range(149)]
-    dict_std = np.zeros((DICT_SIZE, 4), dtype=np.uint64)
-    dict_std[:300] = fr_to_array(small)
-    dict_std[300:] = cp.asnumpy(fr.random(DICT_SIZE - 300, seed=seed + 1))
-    dictionary = fr.to_mont(cp.asarray(dict_std))
-    dev = DeviceCsr(
-        nrows,
-        ncols,
-        nnz,
-        row_ptr,
-        cols,
-        CODE16,
-        codes=codes,
-        dictionary=dictionary,
-        one_code=0,
-        long_rows=long_rows_of(cp, row_ptr),
-    )
-    split_ones(cp, dev)
-    return dev, dict_std, (row_ptr, cols, codes)
 
 
 def _check_rows(dev, orig, dict_std: np.ndarray, w, out, samples: int, seed: int) -> bool:
@@ -503,7 +381,7 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
                     check = _equal(cp, out, ref)
                 del out
                 ok[kernel] = ok[kernel] and check
-                t = time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
+                t = timing.time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
                 rows.append(
                     _row(
                         f"spmv_{name}",
@@ -521,7 +399,7 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
             if name == "A" and nrows == sizes[-1][0]:
                 for opt, eng in seg_builds.items():
                     check = _equal(cp, eng.matvec(dev, w), ref)
-                    t = time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
+                    t = timing.time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
                     rows.append(
                         _row(
                             "spmv_A",
@@ -561,20 +439,6 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     return rows
 
 
-def module_builds() -> list[tuple[str, tuple[str, ...]]]:
-    """Every (kernel file, compiler options) this benchmark loads."""
-    fr = [("fr_ops.cu", ())] + [
-        ("fr_ops.cu", (f"-DFR_MUL_VARIANT={v}",)) for v in sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})
-    ]
-    ntt = [("ntt.cu", ())]
-    for _, variant, options in NTT_BUILDS:
-        ntt.append(
-            ("ntt.cu", (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options)
-        )
-    spmv = [("spmv.cu", ())] + [("spmv.cu", (o,)) for o in SEG_BUILDS]
-    return [*fr, *ntt, ("hpoly.cu", ()), ("hpoly.cu", V6_OPTIONS), *spmv]
-
-
 SECTIONS = {"fr": fr_rows, "ntt": ntt_rows, "h_poly": hpoly_rows, "spmv": spmv_rows}
 
 
@@ -592,6 +456,3 @@ def rows(ctx, ceilings: dict, quick: bool, sections: list[str] | None = None) ->
             out.append({"op": name, "error": f"{type(e).__name__}: {e}"})
         _free()
     return out
-
-
-__all__ = ["MONT_R", "measure_ceilings", "rows", "time_ms"]

@@ -1,6 +1,6 @@
 """PoRep partition synthesis: one thread, T threads, and a pool of P processes, side by side.
 
-    .venv/bin/python benchmarks/synthesis_processes.py --sector-size 8MiB --partitions 4 --workers 2
+    .venv/bin/python -m cuzk.bench.synthesis_processes --sector-size 8MiB --partitions 4 --workers 2
 
 Generates a synthetic C1 output (``cuzk.circuits.porep.synthetic``), parses
 it as the daemon does, and synthesizes ``--partitions`` partitions (cycling

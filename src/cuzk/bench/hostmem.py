@@ -11,22 +11,28 @@ constraint cache, that the kernel can drop).
 from __future__ import annotations
 
 import os
+import resource
 import threading
 from pathlib import Path
 
 
-def _status_kib(pid: int) -> tuple[int, int]:
-    """(VmRSS, RssAnon) of a process in KiB; zeros when it is gone."""
-    rss = anon = 0
+def status_kib(pid: int | str, *fields: str) -> tuple[int, ...]:
+    """Fields of ``/proc/<pid>/status`` in KiB (``VmRSS``, ``RssAnon``, ``VmHWM``
+    …); zeros when the process is gone."""
+    found = dict.fromkeys(fields, 0)
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("RssAnon:"):
-                anon = int(line.split()[1])
+            name, _, rest = line.partition(":")
+            if name in found:
+                found[name] = int(rest.split()[0])
     except (OSError, ValueError, IndexError):
         pass
-    return rss, anon
+    return tuple(found[f] for f in fields)
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (``ru_maxrss``) in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _tree(root: int) -> list[int]:
@@ -63,7 +69,7 @@ class HostMemory:
     def sample(self) -> None:
         rss = anon = 0
         for pid in _tree(os.getpid()):
-            r, a = _status_kib(pid)
+            r, a = status_kib(pid, "VmRSS", "RssAnon")
             rss += r
             anon += a
         self.peak_rss = max(self.peak_rss, rss * 1024)

@@ -18,7 +18,7 @@ floor is its bucket additions at 6 products each, the cheapest known
 addition (batched affine); the 0/1 path's is the larger of that and reading
 its bases once.
 
-``python3 -m cuzk.backends.cuda.bench_msm [--quick] [--check] [--json PATH]``
+``python3 -m cuzk.bench.msm [--quick] [--check] [--json PATH]``
 runs the same rows (plus, with --check, bit-exact checks against the CPU
 backend on fresh random inputs) and prints a table last.
 """
@@ -35,6 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.bench import timing
+from cuzk.bench.inputs import make_bases, random_scalars_device
+
 log = logging.getLogger(__name__)
 
 DEFAULT_CEILINGS = {"fq_mul_per_s": 17.4e9, "copy_bytes_per_s": 4.3e12}
@@ -46,45 +49,8 @@ def _ceiling(ceilings: dict, key: str) -> float:
     return float(ceilings.get(key) or DEFAULT_CEILINGS[key])
 
 
-def _time_ms(fn, reps: int, warmup: int = 1) -> float:
-    import cupy
-
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
-
-
-def random_scalars_device(n: int, seed: int):
-    """n uniformly random scalars below r, made on the GPU: (n, 4) uint64."""
-    import cupy
-
-    from cuzk.algebra.fields import R
-
-    rng = cupy.random.RandomState(seed)
-    words = rng.randint(0, 1 << 32, size=(n, 8), dtype=np.int64).astype(cupy.uint32)
-    s = words.view(cupy.uint64).reshape(n, 4)
-    # Top limb uniform below r's top limb: every value is < r.
-    s[:, 3] %= cupy.uint64(R >> 192)
-    return s
-
-
-def make_bases(engine, group: str, n: int, seed: int):
-    """n points k·G (random k) on the GPU, in the (n, 2, 6) / (n, 2, 2, 6) layout."""
-    from cuzk.algebra.curves import G1, G2
-
-    ks = random_scalars_device(n, seed)
-    if group == "G1":
-        return engine.fixed_base_g1(G1.generator, ks, to_host=False)
-    return engine.fixed_base_g2(G2.generator, ks, to_host=False)
+def _median_ms(fn, reps: int) -> float:
+    return statistics.median(timing.time_ms(fn, reps=reps))
 
 
 def _additions(n_full: int, spec) -> float:
@@ -118,7 +84,7 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
     for label, defines in (("ptx32", ()), ("u64", ("-DCUZK_FQ_U64",))):
         k = _CupyKernels(ctx.module("msm_arith.cu", defines))
         data = cupy.asarray(np.random.default_rng(1).integers(0, 1 << 29, n * 12, dtype=np.uint32))
-        ms = _time_ms(
+        ms = _median_ms(
             lambda k=k, data=data: k.launch(
                 "fq_mul_chain", n, (data, np.uint32(n), np.uint32(iters)), block=256
             ),
@@ -131,12 +97,13 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
     return out
 
 
-# Version 1 of the pipeline (device notes, call 5): XYZZ bucket accumulation,
-# every window sorted at once (one group when the windows fit 16 GiB). Timed
-# beside the default (version 2) at the sizes of the performance goals.
+# Version 1 of the pipeline: XYZZ bucket accumulation, every window sorted at
+# once (one group when the windows fit 16 GiB); timed beside the default
+# (version 2) at the sizes of the performance goals. Its final defaults:
+# docs/device-notes/msm.md#call-5-2026-11-30-61-s-of-device-time-final-defaults.
 V1_TUNING = {"method": "xyzz"}
 # Sizes (log2) of the rows; module constants so a dry run on the CPU twin can
-# shrink them (tests/backends/cuda/test_bench_msm.py).
+# shrink them (tests/bench/test_bench_msm.py).
 MSM_LOGS = {"G1": [16, 18, 20, 22, 24, 26], "G2": [16, 18, 20, 22, 24]}
 MSM_LOGS_QUICK = {"G1": [16, 18, 20, 22], "G2": [16, 18, 20]}
 COMPARE = {"G1": (24, 26), "G2": (24,)}
@@ -161,7 +128,7 @@ def _timed_variants(variants, handle, scalars, reps: int, make_row) -> list[dict
 
     out, results = [], []
     for name, eng in variants:
-        ms = _time_ms(lambda e=eng: e.msm_xyzz(handle, scalars), reps=reps)
+        ms = _median_ms(lambda e=eng: e.msm_xyzz(handle, scalars), reps=reps)
         row = make_row(ms)
         row["variant"] = name
         if len(variants) > 1:
@@ -234,7 +201,7 @@ def _streamed_rows(ctx, lg: int) -> list[dict]:
     handle = streamed.prepare_g1(bases)
     del bases
     scalars = random_scalars_device(n, seed=14)
-    ms = _time_ms(lambda: streamed.msm_xyzz(handle, scalars), reps=3)
+    ms = _median_ms(lambda: streamed.msm_xyzz(handle, scalars), reps=3)
     handle.close()
     upload_ms = n * 96 / 25e9 * 1e3  # PCIe Gen5 x16, ~25 GB/s achievable
     return [_row("msm_g1_streamed", n, ms, ms * 1e6 / n, "ns/point", upload_ms)]
@@ -274,7 +241,7 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
         ("G2", G2.generator, engine.fixed_base_g2, _FQ2_MUL_COST),
     ):
         scalars = random_scalars_device(n, seed=11)
-        ms = _time_ms(lambda fb=fb, point=point, s=scalars: fb(point, s, to_host=False), reps=3)
+        ms = _median_ms(lambda fb=fb, point=point, s=scalars: fb(point, s, to_host=False), reps=3)
         floor = n * fixed_base_windows() * _AFFINE_ADD_PRODUCTS * cost / mul_rate * 1e3
         out.append(_row(f"fixed_base_{group.lower()}", n, ms, n / ms / 1e3, "M points/s", floor))
     return out

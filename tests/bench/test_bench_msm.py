@@ -1,4 +1,4 @@
-"""bench_msm end to end on the CPU twin at tiny sizes (a numpy stand-in for
+"""The MSM benchmark end to end on the CPU twin at tiny sizes (a numpy stand-in for
 CuPy): the old-vs-new rows, the variants of --explore and the checks against
 the CPU backend all run and agree, so a device call does not find a slip in
 the benchmark's own code."""
@@ -10,7 +10,8 @@ import importlib.util
 import pytest
 import twin_cupy
 
-from cuzk.backends.cuda import bench_msm
+from cuzk.bench import msm as bench_msm
+from cuzk.bench import timing
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def twin_ctx(monkeypatch, host_kernels):
     }.items():
         monkeypatch.setattr(bench_msm, name, value)
     # One run per timing: the twin's times mean nothing, its results do.
-    monkeypatch.setattr(bench_msm, "_time_ms", lambda fn, reps, warmup=1: (fn(), 1.0)[1])
+    monkeypatch.setattr(timing, "time_ms", lambda fn, warmup=1, reps=5: [(fn(), 1.0)[1]])
     return twin_cupy.TwinContext(host_kernels)
 
 

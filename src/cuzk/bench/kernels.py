@@ -1,25 +1,22 @@
-"""``cuzk-bench kernels``: GPU kernel timings against the device's measured ceilings.
+"""``cuzk-bench kernels``: GPU kernel timings against the device's measured ceilings;
+``cuzk-bench gpu-proof``: one timed proof (:mod:`cuzk.bench.gpu_proof`).
 
 Measures the two ceilings first (device-to-device copy bandwidth, Fr
 Montgomery multiply rate), then collects the rows of each kernel family's
 benchmark module (``rows(ctx, ceilings, quick)``): Fr / NTT / H / sparse
-(``cuzk.backends.cuda.bench_fr_ntt``) and MSM (``cuzk.backends.cuda.bench_msm``,
-when present). Prints a table; ``--json`` writes everything.
+(:mod:`cuzk.bench.fr_ntt`) and MSM (:mod:`cuzk.bench.msm`). Prints a table;
+``--json`` writes everything. ``python -m cuzk.bench.kernels [options]`` runs
+the subcommand alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
 import logging
 import platform
 import sys
-
-log = logging.getLogger(__name__)
-
-FAMILIES = ("cuzk.backends.cuda.bench_fr_ntt", "cuzk.backends.cuda.bench_msm")
 
 
 def register(subparsers) -> None:
@@ -96,25 +93,15 @@ def run(args: argparse.Namespace) -> int:
     if not cuda_available():
         sys.stderr.write("cuzk-bench kernels: no CUDA device with CuPy is available here\n")
         return 2
-    from cuzk.backends.cuda import bench_fr_ntt
     from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.bench import fr_ntt, msm
 
     ctx = DeviceContext(args.device)
-    ceilings = bench_fr_ntt.measure_ceilings(ctx, args.quick)
+    ceilings = fr_ntt.measure_ceilings(ctx, args.quick)
     sections = [s for s in args.sections.split(",") if s]
-    rows: list[dict] = []
-    for name in FAMILIES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                log.info("%s is not in this build", name)
-                continue
-            raise
-        if name.endswith("bench_fr_ntt"):
-            rows.extend(module.rows(ctx, ceilings, args.quick, sections or None))
-        elif not sections:
-            rows.extend(module.rows(ctx, ceilings, args.quick))
+    rows: list[dict] = fr_ntt.rows(ctx, ceilings, args.quick, sections or None)
+    if not sections:  # the sections name the Fr / NTT family's; MSM rows only in a full run
+        rows.extend(msm.rows(ctx, ceilings, args.quick))
     copy = ceilings["copy_bytes_per_s"] / 1e9
     mul = ceilings["fr_mul_per_s"] / 1e9
     sys.stdout.write(
@@ -138,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m cuzk.cli.bench_kernels [options]``: the subcommand alone, so
+    """``python -m cuzk.bench.kernels [options]``: the subcommand alone, so
     it runs where other ``cuzk-bench`` subcommands' dependencies are missing."""
     parser = argparse.ArgumentParser(prog="cuzk-bench")
     parser.add_argument("--log-level", default="INFO")
@@ -153,12 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def run_gpu_proof(args: argparse.Namespace) -> int:
     from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.bench.gpu_proof import gpu_proof_rows
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     rows, info = gpu_proof_rows(DeviceContext(), args.log_constraints)
@@ -169,55 +153,5 @@ def run_gpu_proof(args: argparse.Namespace) -> int:
     return 0 if info.get("verified") else 1
 
 
-def gpu_proof_rows(ctx, log_constraints: int) -> tuple[list[dict], dict]:
-    """A demo-circuit proof on the CUDA backend (key from the GPU setup), verified:
-    three timed proofs after a warm-up, median in ms."""
-    import secrets
-    import statistics
-    import time
-
-    from cuzk.algebra.arrays import fr_to_array
-    from cuzk.backends.cuda import CudaBackend
-    from cuzk.circuits.demo import DemoCircuit
-    from cuzk.groth16 import prover, verifier
-    from cuzk.groth16.setup_gpu import setup_gpu
-    from cuzk.r1cs import ConstraintSystem
-
-    circuit = DemoCircuit.with_constraints(1 << log_constraints)
-    t = time.perf_counter()
-    cs0 = ConstraintSystem(witness=False)
-    circuit.synthesize(cs0, None, None)
-    r1cs = cs0.r1cs()
-    cs = ConstraintSystem()
-    circuit.synthesize(cs, 42, [secrets.randbits(64) for _ in range(circuit.words)])
-    assignment = fr_to_array(cs.assignment())
-    info: dict = {"constraints": r1cs.num_constraints, "synthesis_s": time.perf_counter() - t}
-    t = time.perf_counter()
-    pk = setup_gpu(r1cs, seed=1)
-    info["setup_gpu_s"] = time.perf_counter() - t
-    key = prover.prepare(pk, r1cs, CudaBackend(ctx=ctx))
-    prover.prove(key, r1cs, assignment)  # warm-up: kernels, tables
-    times = []
-    stages = prover.StageTimes()
-    for _ in range(3):
-        t = time.perf_counter()
-        proof = prover.prove(key, r1cs, assignment, times=stages)
-        times.append((time.perf_counter() - t) * 1e3)
-    info["stages_s"] = {k: round(v / 3, 4) for k, v in stages.seconds.items()}
-    info["detail_s"] = {k: round(v / 3, 4) for k, v in stages.detail.items()}
-    info["msm_phases_ms"] = {
-        name: {k: round(v / 3, 2) for k, v in ph.items()} for name, ph in stages.phases.items()
-    }
-    info["verified"] = verifier.verify(pk.vk, cs.public_inputs(), proof)
-    ms = statistics.median(times)
-    log.info("proof of %d constraints: %.1f ms, %s", r1cs.num_constraints, ms, info)
-    row = {
-        "op": "groth16_prove",
-        "size": r1cs.num_constraints,
-        "median_ms": round(ms, 3),
-        "rate": round(ms, 3),
-        "unit": "ms/proof",
-        "floor_ms": 0.0,
-        "ratio_to_floor": None,
-    }
-    return [row], info
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,8 +1,8 @@
 """cuzk's prover vs ``snarkjs groth16 prove`` on the same .zkey + .wtns, side by side.
 
-Usage (from the repository root, after ``make test`` has installed the tools):
+Usage (in a source tree, after ``make test`` has installed the tools):
 
-    .venv/bin/python scripts/bench_snarkjs.py [--runs 3] [--power 16] [--work .cache/bench]
+    .venv/bin/python -m cuzk.bench.snarkjs [--runs 3] [--power 16] [--work .cache/bench]
 
 Builds once and caches under --work: circomlib's SHA-256 of 512 bits
 (tests/data/circom/sha256_2blocks.circom, ~62.5k constraints, 2^16 domain),
@@ -26,14 +26,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from cuzk.bench.timing import cpu_seconds
+
+REPO = Path(__file__).resolve().parents[3]  # the source tree: src/cuzk/bench/ is 3 down
 BIN = REPO / "node_modules" / ".bin"
 CIRCUIT = REPO / "tests" / "data" / "circom" / "sha256_2blocks.circom"
 INPUT = REPO / "tests" / "data" / "circom" / "sha256_2blocks.input.json"
@@ -126,11 +127,6 @@ def run_cuzk(files, out: Path) -> tuple[float, dict[str, float]]:
     return total, stages
 
 
-def _child_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def verify(files, out: Path) -> None:
     p = subprocess.run(
         [str(BIN / "snarkjs"), "groth16", "verify", str(files["vkey"]), str(out / "public.json"),
@@ -159,9 +155,9 @@ def main() -> int:
         for tool, fn in (("snarkjs", run_snarkjs), ("cuzk", run_cuzk)):
             out = args.work / f"run-{tool}-{i}"
             out.mkdir(exist_ok=True)
-            before = _child_cpu()
+            before = cpu_seconds(children=True)
             total, stages = fn(files, out)
-            cpu = _child_cpu() - before
+            cpu = cpu_seconds(children=True) - before
             verify(files, out)
             results[tool].append((total, stages, cpu))
             print(f"run {i} {tool:<8}{total:8.2f} s wall {cpu:8.2f} s CPU (verified by snarkjs)",

@@ -1,0 +1,31 @@
+"""``cuzk-bench prove-c1``: C2 through the daemon's path."""
+
+from __future__ import annotations
+
+
+def test_prove_c1_witnesses_from_worker_processes_are_the_in_process_ones(tmp_path):
+    """prove-c1 builds C2 through the daemon's path: the request parsed by
+    ``c2.parse``, witnesses by ``c2.synthesize`` in this process, or (with
+    --processes) by the PoRep kind in a SynthesisPool; both give the same
+    assignment and public inputs."""
+    import random
+
+    import numpy as np
+
+    from cuzk.bench.prove_c1 import _witnesses_in_processes
+    from cuzk.circuits.porep import c2
+    from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
+    from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS
+    from cuzk.circuits.porep.sealer import seal_random
+    from cuzk.circuits.porep.types import C1Wrapper
+    from cuzk.circuits.porep.witness import c1_public_inputs
+
+    proof_type = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
+    _, c1 = seal_random(proof_type, random.Random(11))
+    raw = dumps_wrapper(C1Wrapper(5, dumps_c1(c1), 2048))
+    request = c2.parse(raw, str(tmp_path / "c1.json"))
+    want, want_inputs = c2.synthesize(request, 0, verify_vanilla=False)
+    assert want_inputs == c1_public_inputs(c1, proof_type, 0)
+    got = list(_witnesses_in_processes(request, [0], processes=1))
+    assert [k for k, _, _ in got] == [0]
+    assert np.array_equal(got[0][1], want) and got[0][2] == want_inputs

@@ -1,0 +1,35 @@
+"""The benchmarks' shared clocks and host-memory readers."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from cuzk.bench import hostmem, timing
+
+
+def test_stage_clock_sums_a_repeated_stage() -> None:
+    clock = timing.StageClock()
+    t = time.perf_counter()
+    t = clock.mark("a", t - 1.0)  # one second charged to "a"
+    t = clock.mark("b", t)
+    clock.mark("a", t - 0.5)
+    assert set(clock.seconds) == {"a", "b"}
+    assert 1.5 <= clock.seconds["a"] < 1.6 and clock.seconds["b"] < 0.1
+    assert clock.rounded(1)["a"] in (1.5, 1.6)
+
+
+def test_cpu_seconds_grow_with_work() -> None:
+    before = timing.cpu_seconds()
+    x = 0
+    while timing.cpu_seconds() - before < 0.02:
+        x += 1
+    assert timing.cpu_seconds() > before and timing.cpu_seconds(children=True) >= 0
+
+
+def test_status_fields_of_this_process_and_of_none() -> None:
+    rss, anon, hwm = hostmem.status_kib(os.getpid(), "VmRSS", "RssAnon", "VmHWM")
+    assert 0 < anon <= rss <= hwm
+    assert hostmem.status_kib("self", "VmRSS")[0] > 0
+    assert hostmem.status_kib(2**22 + 12345, "VmRSS", "RssAnon") == (0, 0)
+    assert hostmem.peak_rss_mib() * 1024 >= hwm * 0.9
