@@ -61,6 +61,12 @@ class StateLock:
         self._fd = fd
         log.debug("state lock %s taken (pid %d)", self.path, os.getpid())
 
+    def probe(self) -> None:
+        """Raise StateLocked when another process holds the lock (nothing is kept:
+        a daemon checks this before anything else, and takes the lock as it starts)."""
+        self.acquire()
+        self.release()
+
     def release(self) -> None:
         if self._fd is None:
             return
