@@ -100,6 +100,10 @@ def test_pending_bytes_per_kind_and_in_total(tmp_path: Path) -> None:
         assert 30_000 < status["pending_bytes"] < 40 * 1024
         assert status["by_kind"]["demo"]["jobs"] == 1
         assert status["limits"]["max_pending_bytes"] == 64 * 1024
+        text = e.metrics_text()
+        assert 'cuzk_admission_pending{proof_kind="demo",what="jobs"} 1.0' in text
+        assert 'cuzk_admission_limit{limit="max_pending_bytes"} 65536.0' in text
+        assert 'cuzk_requests_rejected_total{reason="admission"} 1.0' in text
     finally:
         e.stop()
 
