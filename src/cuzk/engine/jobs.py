@@ -170,10 +170,6 @@ class Completion(threading.Event):
             if fn in self._callbacks:
                 self._callbacks.remove(fn)
 
-    def waiters(self) -> int:
-        with self._cb_lock:
-            return len(self._callbacks)
-
 
 @dataclass(frozen=True)
 class ProofRequest:

@@ -99,6 +99,7 @@ class StatusServer:
             ssl=self._tls,
             ssl_handshake_timeout=REQUEST_TIMEOUT_S if self._tls is not None else None,
             limit=MAX_HEAD_BYTES,
+            backlog=MAX_CONNECTIONS,
             reuse_address=True,
         )
 

@@ -106,6 +106,9 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+# Calls grpc core may hold before the event loop has taken them on (see Servers._start).
+PENDING_CALLS = 50_000
+
 # Threads of the pool that answers GetStatus, GetMetrics and CancelProof: apart from
 # grpc_threads, so that submissions being parsed never delay them.
 QUICK_THREADS = 4
@@ -484,6 +487,13 @@ class Servers:
             ("grpc.max_receive_message_length", d.max_message_size),
             ("grpc.max_send_message_length", d.max_message_size),
             ("grpc.so_reuseport", 0),
+            # Calls arrive faster than the event loop takes them on when thousands of
+            # callers come at once (Curio's waiters reconnecting after a restart): grpc
+            # core queues them, and past 1,000 queued (its default) it starts refusing
+            # them at random with CANCELLED. Queue far more; each costs a few KiB.
+            ("grpc.server.max_pending_requests", PENDING_CALLS),
+            ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
+            ("grpc.server_max_unrequested_time_in_server", 300),
         ]
         for raw in d.listen:
             addr = parse_address(raw)
