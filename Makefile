@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo prove-demo test lint clean
+.PHONY: demo prove-demo test lint clean chromium
 
 # The CPU backend's C kernels are compiled by the install: rebuild when they change.
 NATIVE := $(wildcard src/cuzk/backends/native/*.c src/cuzk/backends/native/*.h)
@@ -32,7 +32,19 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-test: $(BIN)/cuzk lint node_modules/.package-lock.json
+# The status page is tested in a real headless Chromium: Debian's package, installed here
+# when it is missing and this runs as root with apt-get (CI: a clean Debian machine);
+# otherwise that test is skipped and says why.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian's chromium for the status page test"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+			>/dev/null || echo "WARNING: apt-get could not install chromium; the status page test will be skipped"; \
+	else echo "chromium is missing and cannot be installed here (not root, or no apt-get): the status page test will be skipped"; fi
+
+test: $(BIN)/cuzk lint node_modules/.package-lock.json chromium
 	$(BIN)/pytest -q
 
 clean:

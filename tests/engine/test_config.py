@@ -199,3 +199,36 @@ def test_default_config_path_is_curios_when_it_exists(tmp_path: Path, monkeypatc
     assert default_config_path() is None
     (tmp_path / "cuzk.toml").write_text("")
     assert default_config_path() == tmp_path / "cuzk.toml"
+
+
+# --- holes found under attack (issue 15, item 8) ---------------------------------------------
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"daemon": {"job_retention": -5}}, r"^cuzk.toml: daemon.job_retention: -5 is negative"),
+        ({"daemon": {"shutdown_timeout": -1.5}}, r"daemon.shutdown_timeout: -1.5 is negative"),
+        ({"memory": {"eviction_min_idle": -1}}, r"memory.eviction_min_idle: -1 is negative"),
+        ({"daemon": {"job_retention": float("nan")}}, r"daemon.job_retention: nan is not finite"),
+        ({"daemon": {"shutdown_timeout": float("inf")}}, r"shutdown_timeout: inf is not finite"),
+        ({"daemon": {"grpc_threads": 0}}, r"^cuzk.toml: daemon.grpc_threads: must be at least 1"),
+        ({"admission": {"max_pending_jobs": 0}}, r"admission.max_pending_jobs: must be at least 1"),
+        (
+            {"admission": {"max_pending_bytes_per_kind": "0"}},
+            r"admission.max_pending_bytes_per_kind: must be at least 1 byte",
+        ),
+    ],
+)
+def test_config_holes_are_errors_naming_the_key(doc: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        config_from_dict(doc, "cuzk.toml")
+
+
+def test_admission_and_dev_key_defaults_are_bounded() -> None:
+    a = Config().admission
+    assert (a.max_pending_jobs, a.max_pending_jobs_per_kind) == (1000, 500)
+    assert (a.max_pending_bytes, a.max_pending_bytes_per_kind) == (4 * GIB, 2 * GIB)
+    assert Config().srs.dev_key_disk_budget == 2 * GIB
+    cfg = config_from_dict(
+        {"admission": {"max_pending_bytes": "512MiB"}, "srs": {"dev_key_disk_budget": "1GiB"}}
+    )
+    assert cfg.admission.max_pending_bytes == 512 * MIB and cfg.srs.dev_key_disk_budget == GIB

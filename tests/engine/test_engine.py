@@ -224,3 +224,61 @@ def test_a_schema_1_journal_answers_retries_as_curio_sends_them(tmp_path: Path) 
         "porep-1000-2#2": JobState.COMPLETED,
     }
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+# --- under attack (issue 15, items 1 and 6) ---------------------------------------------------
+def test_one_engine_per_journal_the_second_names_the_first_pid(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    from cuzk.errors import CuzkError
+
+    first = Engine(config(tmp_path))
+    first.start()
+    try:
+        job_id = first.submit(request(1, "before")).job_id
+        second = Engine(config(tmp_path))
+        with pytest.raises(
+            CuzkError, match=rf"in use by another cuzk-daemon \(pid {os.getpid()}\)"
+        ):
+            second.start()
+        # The first is untouched: its job finishes, its journal is its own.
+        job, _ = first.await_job(job_id, 60)
+        assert job.state == JobState.COMPLETED
+        assert first.submit(request(1, "after")).job_id == "after"
+    finally:
+        first.stop()
+    third = Engine(config(tmp_path))  # the lock went with the first engine
+    third.start()
+    try:
+        assert third.registry.get("before").state == JobState.COMPLETED
+    finally:
+        third.stop()
+
+
+def test_request_ids_that_forge_log_lines_or_bloat_the_journal_are_refused(tmp_path: Path):
+    import pytest
+
+    from cuzk.errors import InputError
+
+    e = Engine(config(tmp_path))
+    e.start()
+    try:
+        refused = {
+            "x" * (1 << 20): r"^request: request_id: 1048576 bytes, at most 256",
+            "porep-1\n2026-12-01 INFO forged": r"request_id: control character U\+000A at 7",
+            "tab\there": r"control character U\+0009 at 3",
+            "nul\x00": r"control character U\+0000 at 3",
+            "sep\u2028": r"control character U\+2028 at 3",
+            "rtl\u202e": r"control character U\+202E at 3",
+        }
+        for rid, message in refused.items():
+            with pytest.raises(InputError, match=message):
+                e.submit(request(1, rid))
+        assert e.registry.all() == []  # nothing of them was accepted or journalled
+        assert e.journal is not None and e.journal.records() == []
+        for rid in ("porep-1000-7", "wdpost-1000-0#x", "secteur-é-12", "x" * 256):
+            assert e.submit(request(1, rid)).job_id == rid
+    finally:
+        e.stop()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import stat
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -57,7 +59,11 @@ def test_finish_and_prune(tmp_path: Path) -> None:
     assert recs["done"].proof == b"\x07" * 192 and recs["done"].timings.gpu_compute_ms == 12.5
     assert recs["done"].request.vanilla_proofs == ()  # inputs of a completed job are dropped
     assert recs["failed"].error == "partition 1: bad"
-    assert recs["failed"].request.vanilla_proofs == live.request.vanilla_proofs
+    # every terminal state drops the inputs (issue 15): only the result stays answerable
+    assert (
+        recs["failed"].request.vanilla_proofs == () and recs["failed"].request.vanilla_proof == b""
+    )
+    assert recs["live"].request.vanilla_proofs == live.request.vanilla_proofs
     assert j.prune(200.0) == 1
     assert {r.job_id for r in j.records()} == {"failed", "live"}
 
@@ -93,3 +99,72 @@ def test_several_jobs_of_one_request_id_and_a_newer_schema_refused(tmp_path: Pat
     db.close()
     with pytest.raises(InputError, match="not a cuzk journal"):
         Journal(other)
+
+
+# --- under attack (issue 15, items 2 and 7) -------------------------------------------------
+def payload_lengths(path: Path) -> dict[str, tuple[int, int]]:
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute(
+            "SELECT job_id, length(vanilla_proof), length(vanilla_list) FROM jobs"
+        ).fetchall()
+    finally:
+        db.close()
+    return {job_id: (a, b) for job_id, a, b in rows}
+
+
+def test_payloads_are_dropped_at_every_terminal_state(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    jobs = {state: make_job(state.value) for state in JobState}
+    for job in jobs.values():
+        j.insert(job)
+    for state, job in jobs.items():
+        if state.terminal:
+            job.state, job.finished_at = state, 10.0
+            j.finish(job)
+    lengths = payload_lengths(path)
+    for state, job in jobs.items():
+        if state.terminal:
+            assert lengths[job.job_id] == (0, 0), state
+        else:  # an unfinished job keeps what it needs to be resumed
+            assert lengths[job.job_id] == (3, 2 + 0 + 2000 + 3 * 8), state
+    j.close()
+
+
+def test_a_restart_reads_no_finished_payload_back(tmp_path: Path) -> None:
+    """A journal written before payloads were dropped at FAILED and CANCELLED: opening it
+    drops them, and records() never reads a finished job's payload."""
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    old, live = make_job("cancelled-long-ago"), make_job("live")
+    j.insert(old)
+    j.insert(live)
+    j.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE jobs SET state='CANCELLED', finished_at=5 WHERE job_id='cancelled-long-ago'")
+    db.commit()
+    db.close()
+    assert payload_lengths(path)["cancelled-long-ago"] != (0, 0)
+    j = Journal(path)
+    recs = {r.job_id: r for r in j.records()}
+    assert recs["cancelled-long-ago"].request.vanilla_proofs == ()
+    assert recs["live"].request == live.request
+    j.close()
+    assert payload_lengths(path)["cancelled-long-ago"] == (0, 0)
+
+
+def test_the_journal_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    j.insert(make_job("a"))  # the WAL and its index exist once written
+    files = [path, path.with_name("j.sqlite-wal"), path.with_name("j.sqlite-shm")]
+    assert all(p.exists() for p in files)
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {p.name: 0o600 for p in files}
+    j.close()
+    # A journal that an earlier version left world-readable is made private on open.
+    for p in files:
+        if p.exists():
+            p.chmod(0o644)
+    Journal(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

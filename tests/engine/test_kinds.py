@@ -179,3 +179,53 @@ def test_post_and_snap_envelopes() -> None:
     )
     with pytest.raises(InputError, match="comm_d_new: is 31 bytes, expected 32"):
         check_envelope(snap)
+
+
+# --- hostile inputs (issue 15, item 4): each is INVALID_ARGUMENT, never INTERNAL ------------
+BIG = "1" * 5000  # more digits than Python converts to an int by default (4300)
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def phase1(text: str) -> bytes:
+    """A c1.json whose Phase1Out decodes to ``text``."""
+    b64 = base64.b64encode(text.encode()).decode()
+    return json.dumps({"SectorNum": 9, "Phase1Out": b64, "SectorSize": 2048}).encode()
+
+
+HOSTILE = [
+    # (kind, vanilla_proof, the message's field and problem)
+    (
+        ProofKind.DEMO,
+        f'{{"rounds": {BIG}}}'.encode(),
+        r"^demo vanilla proof: a number of 5000 digits",
+    ),
+    (ProofKind.DEMO, DEEP.encode(), r"^demo vanilla proof: nested deeper than 64 levels"),
+    (
+        ProofKind.DEMO,
+        '{"rounds": "²", "words": 1, "instances": []}'.encode(),
+        r"^demo vanilla proof: rounds: expected an integer, got '²'",
+    ),
+    (
+        ProofKind.DEMO,
+        '{"rounds": 5, "words": 1, "instances": [{"x": "1", "secrets": ["١٢"]}]}'.encode(),
+        r"secrets\[0\]: expected an integer, got '١٢'",
+    ),
+    (
+        ProofKind.POREP_SEAL_COMMIT,
+        f'{{"SectorNum": {BIG}}}'.encode(),
+        r"^c1.json: a number of 5000 digits",
+    ),
+    (ProofKind.POREP_SEAL_COMMIT, DEEP.encode(), r"^c1.json: nested deeper than 64 levels"),
+    (
+        ProofKind.POREP_SEAL_COMMIT,
+        phase1(f'{{"registered_proof": {BIG}}}'),
+        r"^c1.json: Phase1Out: a number of 5000 digits",
+    ),
+    (ProofKind.POREP_SEAL_COMMIT, phase1(DEEP), r"^c1.json: Phase1Out: nested deeper than"),
+]
+
+
+@pytest.mark.parametrize(("kind", "raw", "message"), HOSTILE)
+def test_hostile_json_is_bad_input_named_by_field(kind: ProofKind, raw: bytes, message: str):
+    with pytest.raises(InputError, match=message):
+        default_registry().parse(ProofRequest(kind, vanilla_proof=raw))

@@ -155,3 +155,58 @@ def test_sigterm_drains_accepted_work(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert not (tmp_path / "cuzk.sock").exists()  # cleaned up on the way out
+
+
+# --- one daemon per state (issue 15, item 1) ----------------------------------------------------
+def start_second(home: Path, config: str, log_name: str) -> subprocess.Popen:
+    """Another daemon process on ``config`` (a file under ``home``), its output kept apart."""
+    cfg = home / f"{log_name}.toml"
+    cfg.write_text(config)
+    env = {**os.environ, "CUZK_HOME": str(home)}
+    log = open(home / f"{log_name}.log", "wb")  # noqa: SIM115 (the daemon keeps it)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cuzk.service.daemon_main", "--config", str(cfg)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+@pytest.mark.parametrize("shared", ["journal and socket", "socket only"])
+def test_a_second_daemon_never_takes_the_first_ones_state(tmp_path: Path, shared: str) -> None:
+    first = start(tmp_path)
+    try:
+        c = client(tmp_path)
+        reqs = [request(1) for _ in range(8)]
+        ids = [c.submit(r).job_id for r in reqs]
+        config = CONFIG.format(home=tmp_path)
+        if shared == "socket only":  # its own journal, the same socket
+            config = config.replace(
+                "[daemon]\n", f'[daemon]\njournal = "{tmp_path}/other-journal.sqlite"\n'
+            )
+        second = start_second(tmp_path, config, "second")
+        try:
+            assert second.wait(timeout=60) == 2
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait()
+        said = (tmp_path / "second.log").read_text()
+        if shared == "journal and socket":
+            assert f"in use by another cuzk-daemon (pid {first.pid})" in said
+        else:
+            assert f"unix://{tmp_path}/cuzk.sock is live: another daemon (pid {first.pid})" in said
+        assert "resumed" not in said
+        # The first serves on, on its socket; every job is proven once, by it.
+        assert (tmp_path / "cuzk.sock").exists()
+        for r, job_id in zip(reqs, ids, strict=True):
+            resp = c.await_proof(job_id, timeout_ms=120_000)
+            assert resp.status == pb.AwaitProofResponse.COMPLETED
+            assert verify(tmp_path, r, resp.proof)
+        log = (tmp_path / "daemon.log").read_text()
+        for job_id in ids:
+            assert log.count(f"job {job_id} completed") == 1
+        c.close()
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 0

@@ -3,11 +3,15 @@ a daemon invocation from a tool command."""
 
 from __future__ import annotations
 
+import logging
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from cuzk.engine import config as config_module
+from cuzk.engine.config import Config
 from cuzk.service.daemon_main import build_parser, config_path, configure, is_daemon_command
 
 
@@ -47,3 +51,111 @@ def test_config_path_prefers_the_flag_then_curios_file(tmp_path: Path, monkeypat
     cfg = configure(parse(["--config", str(other), "--listen", "127.0.0.1:1", "-l", "unix:///s"]))
     assert cfg.daemon.listen == ("127.0.0.1:1", "unix:///s")
     assert cfg.srs.cache_dir() == Path("/data/zk/params")  # Curio's default for a file
+
+
+# --- under attack (issue 15, items 6 and 8) ---------------------------------------------------
+def make_cert(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl)."""
+    cert, key = directory / f"{name}.crt", directory / f"{name}.key"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt"),
+            *("ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"),
+            *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def listener_problem(tmp_path: Path, problem: str) -> tuple[dict, str]:
+    """[daemon] keys with one problem in them, and what the error must say."""
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef-long-enough")
+    base = {"listen": ["127.0.0.1:0"], "auth_token_file": str(token)}
+    if problem == "short token":
+        token.write_text("short")
+        return base, r"auth_token_file: the token must be at least 16 characters"
+    if problem == "missing token":
+        return {**base, "auth_token_file": str(tmp_path / "nope")}, r"auth_token_file: cannot read"
+    cert, key = make_cert(tmp_path, "a")
+    _, other_key = make_cert(tmp_path, "b")
+    if problem == "tls mismatch":
+        return (
+            {**base, "tls_cert_file": str(cert), "tls_key_file": str(other_key)},
+            r"tls_key_file: .*b\.key does not match tls_cert_file .*a\.crt",
+        )
+    if problem == "not a certificate":
+        return (
+            {**base, "tls_cert_file": str(token), "tls_key_file": str(key)},
+            r"tls_cert_file: .*token is not a PEM certificate",
+        )
+    if problem == "unreachable without a token":
+        return {"listen": ["0.0.0.0:0"]}, r"reachable from other machines and has no bearer token"
+    raise AssertionError(problem)
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        "short token",
+        "missing token",
+        "tls mismatch",
+        "not a certificate",
+        "unreachable without a token",
+    ],
+)
+def test_listener_problems_stop_the_daemon_before_the_journal_is_touched(
+    tmp_path: Path, problem: str, caplog
+) -> None:
+    import time
+
+    from cuzk.circuits.demo import DemoCircuit
+    from cuzk.engine.jobs import Job, JobState, ProofKind, ProofRequest
+    from cuzk.engine.journal import Journal
+    from cuzk.engine.kinds import demo
+    from cuzk.service.daemon_main import run
+
+    journal = tmp_path / "j.sqlite"
+    j = Journal(journal)
+    req = ProofRequest(
+        ProofKind.DEMO, "waiting", vanilla_proof=demo.make_vanilla(DemoCircuit(20, 1), 1)
+    )
+    j.insert(Job("waiting", req, req.effective_priority(), time.time(), req.digest()))
+    j.close()
+    daemon, message = listener_problem(tmp_path, problem)
+    cfg = Config().with_overrides(
+        daemon={**daemon, "journal": str(journal)},
+        srs={"param_cache": str(tmp_path / "params")},
+        gpus={"backend": "cpu"},
+        memory={"total_budget": "1GiB"},
+    )
+    with caplog.at_level(logging.INFO):
+        assert run(cfg, "cuzk.toml") == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and re.search(message, errors[0]), errors
+    assert "Failed to bind" not in caplog.text
+    assert "resumed" not in caplog.text and "engine started" not in caplog.text
+    (rec,) = Journal(journal).records()
+    assert rec.state == JobState.QUEUED and rec.request == req  # for the daemon that will run
+
+
+def test_text_log_lines_cannot_be_forged(capsys) -> None:
+    """A client's text (a request id, a field of its input) cannot start a log line."""
+    from cuzk.service.daemon_main import _setup_logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        _setup_logging("info", "")
+        logging.getLogger("cuzk.engine.engine").info(
+            "job %s accepted", "x\n2026-12-01 12:00:00,000 ERROR cuzk: forged\r\x1b[2J"
+        )
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith("\n")
+    assert "accepted" in err and "\\n2026-12-01" in err and "\\r\\x1b[2J" in err

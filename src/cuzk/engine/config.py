@@ -19,6 +19,7 @@ bare, ``make demo``) the built-in defaults keep everything under ``$CUZK_HOME``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import tomllib
@@ -66,6 +67,10 @@ def parse_size(value: str | int, source: str = "config", field_name: str = "size
 def parse_duration(value: str | int | float, source: str = "config", field_name: str = "") -> float:
     """Seconds from ``"5m"``, ``"300s"``, ``"250ms"``, ``"1h"`` or a number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise InputError(source, field_name, f"{value} is not finite")
+        if value < 0:
+            raise InputError(source, field_name, f"{value} is negative")
         return float(value)
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*", str(value))
     if not m or m.group(2) not in _DURATION_UNITS:
@@ -109,10 +114,28 @@ class DaemonConfig:
     journal: str = ""  # SQLite journal; "" = $CUZK_HOME/journal.sqlite
     job_retention: float = 24 * 3600.0  # finished jobs stay answerable this long
     shutdown_timeout: float = 600.0  # SIGTERM: finish accepted work for at most this long
-    grpc_threads: int = 64  # each waiting AwaitProof or Prove holds one
+    # threads that run calls' work (parsing a request, journalling it, status); a
+    # caller waiting in AwaitProof or Prove holds none
+    grpc_threads: int = 64
+    # how often the status page's history is sampled (it keeps the last hour)
+    status_sample_interval: float = 5.0
 
     def journal_path(self) -> Path:
         return Path(self.journal) if self.journal else cuzk_home() / "journal.sqlite"
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    """Limits on work accepted and not finished: a request over one is refused
+    (RESOURCE_EXHAUSTED, naming the limit) before it is parsed or journalled. Per
+    kind, so that a flood of one kind cannot keep the others out; in total, so that
+    all of them together stay within what the host can hold. Request bytes are the
+    vanilla proofs a job carries until it ends (held in memory and in the journal)."""
+
+    max_pending_jobs: int = 1000
+    max_pending_jobs_per_kind: int = 500
+    max_pending_bytes: int = 4 * GIB
+    max_pending_bytes_per_kind: int = 2 * GIB
 
 
 @dataclass(frozen=True)
@@ -169,6 +192,9 @@ class SrsConfig:
     # true, which also lets the daemon prove with development files found
     # under Filecoin's names (their .vk is not the published one).
     generate_dev_keys: bool = False
+    # Disk for the development keys of demo sizes (cuzk-dev-demo-r<R>-w<W>.params/.vk
+    # in param_cache): the least recently used are deleted to stay within it.
+    dev_key_disk_budget: int = 2 * GIB
 
     def cache_dir(self) -> Path:
         """The first folder searched for keys, and where generated ones are written."""
@@ -199,6 +225,7 @@ class LoggingConfig:
 @dataclass(frozen=True)
 class Config:
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     gpus: GpusConfig = field(default_factory=GpusConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
@@ -230,6 +257,7 @@ _DEPRECATED = {
 }
 _SECTIONS = {
     "daemon": DaemonConfig,
+    "admission": AdmissionConfig,
     "memory": MemoryConfig,
     "gpus": GpusConfig,
     "scheduler": SchedulerConfig,
@@ -238,11 +266,18 @@ _SECTIONS = {
     "logging": LoggingConfig,
     "synthesis": None,  # Curio's section; only ignored/deprecated keys here
 }
-_SIZE_KEYS = {("memory", "safety_margin"), ("daemon", "max_message_size")}
+_SIZE_KEYS = {
+    ("memory", "safety_margin"),
+    ("daemon", "max_message_size"),
+    ("admission", "max_pending_bytes"),
+    ("admission", "max_pending_bytes_per_kind"),
+    ("srs", "dev_key_disk_budget"),
+}
 _DURATION_KEYS = {
     ("memory", "eviction_min_idle"),
     ("daemon", "job_retention"),
     ("daemon", "shutdown_timeout"),
+    ("daemon", "status_sample_interval"),
 }
 
 
@@ -274,6 +309,8 @@ def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> An
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InputError(source, where, f"expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise InputError(source, where, f"{value} is not finite")
         return float(value)
     if isinstance(default, str):
         if not isinstance(value, str):
@@ -368,6 +405,18 @@ def load_config(path: str | Path | None) -> Config:
 
 
 def _validate(cfg: Config, source: str) -> None:
+    if cfg.daemon.grpc_threads < 1:
+        raise InputError(source, "daemon.grpc_threads", "must be at least 1")
+    if cfg.daemon.status_sample_interval < 0.1:
+        raise InputError(source, "daemon.status_sample_interval", "must be at least 100ms")
+    if cfg.daemon.max_message_size < 1024:
+        raise InputError(source, "daemon.max_message_size", "must be at least 1KiB")
+    for key in ("max_pending_jobs", "max_pending_jobs_per_kind"):
+        if getattr(cfg.admission, key) < 1:
+            raise InputError(source, f"admission.{key}", "must be at least 1")
+    for key in ("max_pending_bytes", "max_pending_bytes_per_kind"):
+        if getattr(cfg.admission, key) < 1:
+            raise InputError(source, f"admission.{key}", "must be at least 1 byte")
     if cfg.gpus.gpu_workers_per_device < 1:
         raise InputError(source, "gpus.gpu_workers_per_device", "must be at least 1")
     if cfg.pipeline.synthesis_concurrency < 1:

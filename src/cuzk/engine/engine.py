@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cuzk.engine.admission import Admission, AdmissionRefused, request_bytes
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device, discover
@@ -28,6 +29,7 @@ from cuzk.engine.jobs import (
     ProofRequest,
     ShuttingDown,
     SubmitResult,
+    check_request_id,
 )
 from cuzk.engine.journal import Journal
 from cuzk.engine.kinds import KindRegistry, default_registry
@@ -35,6 +37,7 @@ from cuzk.engine.metrics import EngineMetrics, curio_status_name
 from cuzk.engine.pipeline import Pipeline, PipelineHooks
 from cuzk.engine.scheduler import BatchCollector, WorkItem
 from cuzk.engine.srs import SrsManager, SrsStatus
+from cuzk.engine.statelock import StateLock
 from cuzk.errors import CuzkError
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,7 @@ class EngineStatus:
     gpu_worker_states: tuple[dict[str, Any], ...] = ()
     synthesis_workers: int = 0
     synthesis_active: int = 0
+    admission: dict[str, Any] = field(default_factory=dict)  # limits and what is pending
 
     def curio_json(self) -> dict[str, Any]:
         """The keys of Curio's ``GET /status`` (its Rust daemon's StatusSnapshot), with
@@ -168,6 +172,7 @@ class EngineStatus:
                 for s in self.srs
             ],
             "workers": list(self.workers),
+            "admission": self.admission,
         }
 
 
@@ -190,8 +195,10 @@ class Engine:
             eviction_min_idle=config.memory.eviction_min_idle,
             generate_dev_keys=config.srs.generate_dev_keys,
             search_dirs=config.srs.search_dirs(),
+            dev_key_disk_budget=config.srs.dev_key_disk_budget,
         )
         self.registry = JobRegistry()
+        self.admission = Admission(config.admission)
         self.metrics = EngineMetrics(self.status)
         self.pipeline = Pipeline(
             config,
@@ -205,6 +212,7 @@ class Engine:
             config.scheduler.max_batch_size, config.scheduler.max_batch_wait_ms, self._release
         )
         self.journal: Journal | None = None
+        self._state_lock: StateLock | None = None
         self._seq = 0
         self._seq_lock = threading.Lock()
         self._submit_lock = threading.Lock()
@@ -217,7 +225,15 @@ class Engine:
     # --- lifecycle ----------------------------------------------------------
     def start(self, journal_path: Path | None = None) -> None:
         path = journal_path or self.config.daemon.journal_path()
-        self.journal = Journal(path)
+        # One daemon per state: before anything of it is read (StateLocked names the pid).
+        lock = StateLock(path)
+        lock.acquire()
+        self._state_lock = lock
+        try:
+            self.journal = Journal(path)
+        except BaseException:
+            lock.release()
+            raise
         self.srs.discover_cached()
         self.pipeline.start()
         self.batcher.start()
@@ -258,26 +274,41 @@ class Engine:
         self.pipeline.stop()
         if self.journal is not None:
             self.journal.close()
+        if self._state_lock is not None:
+            self._state_lock.release()
 
     # --- submission ---------------------------------------------------------
     def submit(self, request: ProofRequest) -> SubmitResult:
         if self._draining:
             raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
+        check_request_id(request.request_id)
         digest = request.digest()
         known_job = self.registry.answering(request, digest)
         if known_job is not None:  # before parsing: a retry's input is not read again
             return self._answer(known_job)
-        handler, parsed = self.kinds.parse(request)
-        with self._submit_lock:
-            job, known = self.registry.new_job(request, digest=digest)
-            if known:
-                return self._answer(job)
-            job.parsed = parsed
-            job.circuit_id = parsed.circuit_id
-            job.num_partitions = len(parsed.partitions)
-            assert self.journal is not None
-            self.journal.insert(job)  # durable before acknowledged
-            self.registry.add(job)
+        kind, nbytes = request.proof_kind.label, request_bytes(request)
+        try:
+            self.admission.check(kind, nbytes)  # before parsing: a full daemon reads nothing
+            handler, parsed = self.kinds.parse(request)
+            with self._submit_lock:
+                job, known = self.registry.new_job(request, digest=digest)
+                if known:
+                    return self._answer(job)
+                self.admission.admit(job.job_id, kind, nbytes)
+                job.parsed = parsed
+                job.circuit_id = parsed.circuit_id
+                job.num_partitions = len(parsed.partitions)
+                assert self.journal is not None
+                try:
+                    self.journal.insert(job)  # durable before acknowledged
+                except BaseException:
+                    self.admission.release(job.job_id)
+                    raise
+                self.registry.add(job)
+        except AdmissionRefused as e:
+            self.metrics.rejected.labels("admission").inc()
+            log.warning("request refused: %s", e)
+            raise
         self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
         position = self._queue_position(job)
         again = (
@@ -398,6 +429,7 @@ class Engine:
         job.error = error
         job.finished_at = time.time()
         job.timings.total_ms = job.elapsed_ms()
+        self.admission.release(job.job_id)
         job.partition_proofs = {} if state != JobState.COMPLETED else job.partition_proofs
         self.totals[state] += 1
         self.metrics.job_finished(job.kind.label, state.value.lower(), job.timings.total_ms / 1000)
@@ -441,6 +473,7 @@ class Engine:
                 self.registry.add(job)
                 continue
             self.registry.add(job)
+            self.admission.resume(job.job_id, job.kind.label, request_bytes(rec.request))
             try:
                 handler, parsed = self.kinds.parse(rec.request)
             except CuzkError as e:
@@ -462,8 +495,8 @@ class Engine:
         while not self._stopped.wait(60.0):
             cutoff = time.time() - self.config.daemon.job_retention
             gone = self.registry.prune(cutoff)
-            if self.journal is not None:
-                self.journal.prune(cutoff)
+            if self.journal is not None and self.journal.prune(cutoff):
+                self.journal.compact()
             if gone:
                 log.info("forgot %d finished jobs older than job_retention", len(gone))
 
@@ -545,6 +578,7 @@ class Engine:
             ),
             synthesis_workers=len(synth),
             synthesis_active=sum(1 for w in synth if w.job_id),
+            admission=self.admission.snapshot(),
         )
 
     def metrics_text(self) -> str:

@@ -22,7 +22,9 @@ import enum
 import hashlib
 import threading
 import time
+import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +96,8 @@ class JobState(enum.Enum):
 class JobNotFound(CuzkError):
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
-        super().__init__(f"no job {job_id!r} (unknown, or finished longer ago than job_retention)")
+        shown = repr(job_id) if len(job_id) <= 80 else repr(job_id[:77]) + "..."
+        super().__init__(f"no job {shown} (unknown, or finished longer ago than job_retention)")
 
 
 class UnsupportedKind(CuzkError):
@@ -107,6 +110,65 @@ class ShuttingDown(CuzkError):
 
 class InUse(ResourceError):
     """A proving key that cannot be evicted because proofs are using it."""
+
+
+# Curio's request ids are short ("porep-1000-7"); this leaves room for any client's
+# own and keeps a hostile one from bloating the journal, the log and every answer.
+MAX_REQUEST_ID_BYTES = 256
+
+
+def check_request_id(request_id: str) -> None:
+    """InputError unless ``request_id`` is short printable text.
+
+    It becomes the job id and goes into the log, the journal and status: a
+    control, format or line-separator character (a newline that forges a log
+    line, a right-to-left override that disguises one) has no place in it.
+    """
+    size = len(request_id.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_REQUEST_ID_BYTES:
+        raise InputError(
+            "request", "request_id", f"{size} bytes, at most {MAX_REQUEST_ID_BYTES} (UTF-8)"
+        )
+    for i, ch in enumerate(request_id):
+        if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp"):
+            raise InputError(
+                "request",
+                "request_id",
+                f"control character U+{ord(ch):04X} at {i}: a request id is printable text",
+            )
+
+
+class Completion(threading.Event):
+    """A job's end: an Event that also calls back, so that a waiter needs no thread.
+
+    ``add_done_callback(fn)`` calls ``fn()`` once when the event is set (in the
+    setting thread), or at once when it is set already; the asyncio server turns
+    that into a wake-up of the coroutine awaiting the job.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+        self._cb_lock = threading.Lock()
+
+    def set(self) -> None:
+        with self._cb_lock:
+            super().set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn()
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        with self._cb_lock:
+            if not self.is_set():
+                self._callbacks.append(fn)
+                return
+        fn()
+
+    def remove_done_callback(self, fn: Callable[[], None]) -> None:
+        with self._cb_lock:
+            if fn in self._callbacks:
+                self._callbacks.remove(fn)
 
 
 @dataclass(frozen=True)
@@ -246,7 +308,7 @@ class Job:
     device: str = ""  # the device proving it now (for status)
     trace: dict[int, PartitionTrace] = field(default_factory=dict, repr=False)
     parsed: Any = None  # the kind's parsed request (partitions' inputs)
-    done: threading.Event = field(default_factory=threading.Event, repr=False)
+    done: Completion = field(default_factory=Completion, repr=False)
 
     @property
     def kind(self) -> ProofKind:

@@ -6,6 +6,12 @@ at start: finished jobs stay answerable, and every job that had not
 finished is resumed from its stored request, or failed with the reason it
 cannot be. No accepted job vanishes.
 
+A job's inputs (its vanilla proofs, up to ~50 MB for a 32GiB PoRep) are kept
+only while it is unfinished: every terminal state drops them, and a restart
+reads back the inputs of unfinished jobs only. The file (and SQLite's -wal and
+-shm beside it, which take its mode) is readable by its owner only: it holds
+every request and proof.
+
 Records are keyed by job id. Schema 2 (this one) may hold several jobs of one
 request_id (a retry after FAILED or CANCELLED, or another request under the
 same id: see :mod:`cuzk.engine.jobs`); schema 1 journals, where the job id
@@ -17,7 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +71,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 """
+_TERMINAL = "('COMPLETED','FAILED','CANCELLED')"
 
 
 @dataclass(frozen=True)
@@ -92,12 +101,36 @@ def _unpack_list(blob: bytes) -> tuple[bytes, ...]:
     return tuple(out)
 
 
+def _private(path: Path) -> None:
+    """Create ``path`` readable by its owner only, or make it so (an earlier version's
+    journal was 0644). SQLite gives the -wal and -shm files the journal's mode."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o077:
+            os.fchmod(fd, 0o600)
+            log.warning("journal %s was readable by others (%o); made private (600)", path, mode)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        try:
+            if stat.S_IMODE(side.stat().st_mode) & 0o077:
+                side.chmod(0o600)
+        except FileNotFoundError:
+            pass
+
+
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        _private(self.path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        if fresh:  # freed pages go back to the file system (a dropped payload's space)
+            self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
         try:
@@ -135,6 +168,19 @@ class Journal:
             )
         self._db.executescript(_SCHEMA)
         self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        # Earlier versions kept a FAILED or CANCELLED job's inputs: drop them now.
+        dropped = self._db.execute(
+            f"UPDATE jobs SET vanilla_proof=x'', vanilla_list=x'' WHERE state IN {_TERMINAL} "
+            "AND (length(vanilla_proof) > 0 OR length(vanilla_list) > 0)"
+        ).rowcount
+        if dropped:
+            log.info("journal %s: dropped the inputs of %d finished job(s)", self.path, dropped)
+            self.compact()
+
+    def compact(self) -> None:
+        """Give freed pages back to the file system (journals made by this version)."""
+        with self._lock:
+            self._db.execute("PRAGMA incremental_vacuum")
 
     def close(self) -> None:
         with self._lock:
@@ -179,19 +225,17 @@ class Journal:
         t = job.timings
         timings = {k: getattr(t, k) for k in t.__dataclass_fields__}
         with self._lock:
+            # Every terminal state drops the inputs: a retry after FAILED or CANCELLED
+            # carries its own, and only the result stays answerable.
             self._db.execute(
                 "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
-                "vanilla_proof=CASE WHEN ?='COMPLETED' THEN x'' ELSE vanilla_proof END, "
-                "vanilla_list=CASE WHEN ?='COMPLETED' THEN x'' ELSE vanilla_list END "
-                "WHERE job_id=?",
+                "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
                 (
                     job.state.value,
                     job.finished_at,
                     job.error,
                     job.proof,
                     json.dumps(timings),
-                    job.state.value,
-                    job.state.value,
                     job.job_id,
                 ),
             )
@@ -208,8 +252,12 @@ class Journal:
     def records(self) -> list[JournalRecord]:
         """Every job, oldest submission first."""
         with self._lock:
+            # A finished job's inputs are never read back (they are dropped, and an
+            # older journal's are dropped on open): only unfinished ones are resumed.
             rows = self._db.execute(
-                "SELECT job_id, digest, proof_kind, priority, meta, vanilla_proof, vanilla_list, "
+                "SELECT job_id, digest, proof_kind, priority, meta, "
+                f"CASE WHEN state IN {_TERMINAL} THEN x'' ELSE vanilla_proof END, "
+                f"CASE WHEN state IN {_TERMINAL} THEN x'' ELSE vanilla_list END, "
                 "state, submitted_at, finished_at, error, proof, timings FROM jobs "
                 "ORDER BY submitted_at, rowid"
             ).fetchall()

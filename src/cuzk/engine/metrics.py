@@ -152,6 +152,23 @@ class _Live(Collector):
         yield peak
         yield waits
         yield overdrawn
+        adm = getattr(s, "admission", None)  # a snapshot without it (tests) has none
+        if adm:
+            pending = GaugeMetricFamily(
+                "cuzk_admission_pending",
+                "Jobs accepted and not finished, and the request bytes they hold ([admission])",
+                labels=["proof_kind", "what"],
+            )
+            for kind, p in adm["by_kind"].items():
+                pending.add_metric([kind, "jobs"], p["jobs"])
+                pending.add_metric([kind, "bytes"], p["bytes"])
+            yield pending
+            limits = GaugeMetricFamily(
+                "cuzk_admission_limit", "The [admission] limits", labels=["limit"]
+            )
+            for name, value in adm["limits"].items():
+                limits.add_metric([name], value)
+            yield limits
         srs = GaugeMetricFamily(
             "cuzk_srs_bytes", "Proving key size by tier", labels=["circuit_id", "tier"]
         )

@@ -45,6 +45,7 @@ from typing import Any
 from cuzk.circuits.parameters import file_digest
 from cuzk.engine.budget import Budget, Reservation
 from cuzk.engine.devices import Device
+from cuzk.engine.devkeys import DevKeyCache, dev_key_bytes, managed
 from cuzk.engine.jobs import InUse
 from cuzk.engine.keygen import (
     ProgressLog,
@@ -158,9 +159,12 @@ class SrsManager:
         eviction_min_idle: float = 300.0,
         generate_dev_keys: bool = False,
         search_dirs: list[Path] | None = None,
+        dev_key_disk_budget: int = 2 << 30,
     ) -> None:
         """``cache_dir``: where generated keys are written (searched first);
-        ``search_dirs``: the folders searched after it (see SrsConfig.search_dirs)."""
+        ``search_dirs``: the folders searched after it (see SrsConfig.search_dirs);
+        ``dev_key_disk_budget``: the disk the development keys of demo sizes may take
+        there (:mod:`cuzk.engine.devkeys`)."""
         self.cache_dir = Path(cache_dir)
         dirs = [self.cache_dir] + [Path(d) for d in (search_dirs or [])]
         self.search_dirs = list(dict.fromkeys(dirs))
@@ -174,6 +178,7 @@ class SrsManager:
         self._gen_locks: dict[str, threading.Lock] = {}
         self._r1cs_locks: dict[str, threading.Lock] = {}
         self._r1cs_ready: set[str] = set()
+        self.dev_keys = DevKeyCache(self.cache_dir, dev_key_disk_budget)
 
     # --- entries ------------------------------------------------------------
     def entry(self, circuit_id: str) -> SrsEntry:
@@ -204,6 +209,7 @@ class SrsManager:
                 cid = self.kinds.circuit_for_key_file(p.name)
                 if cid is not None:
                     self.entry(cid)
+        self.dev_keys.make_room(None, 0, self.let_go)  # an older daemon kept every one
 
     def ensure_r1cs(self, circuit_id: str, cancelled: Any = None) -> None:
         """Make the circuit's matrices available, building them at most once and
@@ -329,6 +335,8 @@ class SrsManager:
         self.ensure_r1cs(e.circuit_id, cancelled)
         r1cs = e.handler.r1cs(e.circuit_id)
         layout = prover.KeyLayout.of(r1cs)
+        if managed(e.files):  # a demo size's key: within [srs] dev_key_disk_budget
+            self.dev_keys.make_room(e.files, dev_key_bytes(layout.counts), self.let_go)
         need_disk = params_file_bytes(layout.counts) + (64 << 20)
         if disk_free(self.cache_dir) < need_disk:
             if self._setup_gpu() is None:
@@ -419,11 +427,12 @@ class SrsManager:
         Where the devices are host resident (the CPU backend) the key is
         prepared here too, its memory reserved together with the working set.
         """
-        e = self.entry(circuit_id)
         t = time.perf_counter()
-        with self._lock:
+        with self._lock:  # one step: let_go never drops an entry between the two
+            e = self.entry(circuit_id)
             e.refs += 1
             e.last_used = time.monotonic()
+        self.dev_keys.used(e.files)
         try:
             self._ensure_available(e, cancelled)
             host_devices = [d for d in self.devices.values() if d.host_resident]
@@ -550,6 +559,21 @@ class SrsManager:
             lease.entry.device_refs[lease.device.ordinal] -= 1
 
     # --- eviction -------------------------------------------------------------
+    def let_go(self, circuit_id: str) -> bool:
+        """Forget an idle key entirely (evicted from every device, files closed) so
+        that its files may be deleted; False while a proof uses it. The next use
+        finds, or makes, its files afresh."""
+        with self._lock:
+            e = self._entries.get(circuit_id)
+            if e is None:
+                return True
+            if e.refs or any(e.device_refs.values()) or e.dev_reservation is not None:
+                return False
+            for ordinal in list(e.prepared):
+                self._drop(e, ordinal)
+            del self._entries[circuit_id]
+            return True
+
     def _evictable(self, e: SrsEntry, ordinal: int, now: float, respect_idle: bool) -> bool:
         if ordinal not in e.prepared:
             return False

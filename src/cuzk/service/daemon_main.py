@@ -9,8 +9,11 @@ exists; a config file gets Curio's defaults for what it leaves out (socket
 config file at all (or ``--no-config``) it runs on the built-in defaults
 (docs/SERVICE.md): a unix socket under $CUZK_HOME (~/.cache/cuzk), the CPU
 backend unless a GPU is present, and development keys for the demo kind
-generated on first use. Plain TCP without a token is refused before anything
-starts unless it is on loopback or ``allow_insecure_tcp`` is set.
+generated on first use. Everything about the listeners (plain TCP without a
+token beyond loopback unless ``allow_insecure_tcp``, the token file, the TLS
+pair, a unix socket another daemon serves) is checked before anything starts,
+and one daemon holds a journal at a time: a second exits 2 naming the first's
+pid, its journal and socket untouched.
 SIGTERM (or Ctrl-C) drains: no new proofs are accepted, accepted ones finish
 (for at most ``[daemon] shutdown_timeout``; what is left is journalled and
 resumed at the next start); a second signal stops at once.
@@ -33,6 +36,23 @@ from cuzk.errors import CuzkError
 log = logging.getLogger("cuzk.daemon")
 
 
+# Characters a client's text could use to forge or hide a log line: C0 and C1 controls,
+# DEL, and Unicode's line and paragraph separators.
+_UNPRINTABLE = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+_UNPRINTABLE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+_UNPRINTABLE.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+class _TextFormatter(logging.Formatter):
+    """One record, one line: a newline in a message (a request id, a field of a
+    client's input) is written as ``\\n``, so that it cannot start a forged line.
+    A traceback, the daemon's own text, keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = record.message.translate(_UNPRINTABLE)
+        return super().formatMessage(record)
+
+
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out = {
@@ -51,7 +71,7 @@ def _setup_logging(level: str, fmt: str) -> None:
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     name = {"warn": "WARNING", "trace": "DEBUG"}.get(level.lower(), level.upper())
@@ -141,17 +161,19 @@ def main(argv: Sequence[str] | None = None, prog: str = "cuzk-daemon") -> int:
 
 def run(cfg: Config, source: str = "config") -> int:
     from cuzk.engine.engine import Engine
+    from cuzk.engine.statelock import StateLock
     from cuzk.service.http import StatusServer
     from cuzk.service.server import (
         Servers,
-        check_access,
-        check_tcp_access,
+        check_listeners,
         parse_address,
+        read_tls,
         read_token,
     )
 
-    try:  # refuse an open TCP port before anything starts
-        check_access(cfg.daemon, source)
+    try:  # whatever would stop the daemon stops it before its journal is read
+        StateLock(cfg.daemon.journal_path()).probe()  # one daemon per state (its pid named)
+        warnings = check_listeners(cfg.daemon, source)
     except CuzkError as e:
         log.error("%s", e)
         return 2
@@ -182,12 +204,18 @@ def run(cfg: Config, source: str = "config") -> int:
         servers.start()
         if cfg.daemon.status_listen:
             token = read_token(cfg.daemon.auth_token_file) if cfg.daemon.auth_token_file else None
+            tls = read_tls(cfg.daemon, source)
             addr = parse_address(cfg.daemon.status_listen)
-            warning = check_tcp_access(cfg.daemon, addr, "status_listen", source)
-            if warning:
-                log.warning("%s", warning)
-            http = StatusServer(engine, addr.hostport or "", token)
+            http = StatusServer(
+                engine,
+                addr.hostport or "",
+                token,
+                tls=tls.server_context() if tls is not None else None,
+            )
             http.start()
+        for warning in warnings:
+            if "status_listen" in warning or "clear text" in warning:
+                log.warning("%s", warning)
     except (CuzkError, OSError, RuntimeError) as e:
         log.error("cannot listen: %s", e)
         servers.stop(0)

@@ -9,23 +9,39 @@ a warning; any other address is refused unless ``allow_insecure_tcp = true``
 says the operator means it (a louder warning). The HTTP status endpoint
 follows the same rule (:func:`check_tcp_access`). Messages up to
 ``max_message_size`` (128 MiB, as in Curio: a 32GiB c1.json is ~50 MB) are
-accepted both ways.
+accepted both ways. Everything about the listeners (addresses, the token, the
+TLS pair, a unix socket another daemon serves) is checked by
+:func:`check_listeners` before the engine starts, so that a daemon that cannot
+serve never touches its journal.
+
+The servers are grpc's asyncio servers on one event loop (:class:`LoopThread`):
+a caller waiting in AwaitProof or Prove is a coroutine woken by its job's end,
+never a parked thread, so thousands of waiters leave GetStatus and CancelProof
+answering at once. Calls' blocking work (parsing and journalling a request,
+reading the engine's status) runs in thread pools: ``grpc_threads`` for
+submissions and key loads, a small pool of its own for status, metrics and
+cancels, so that a slow submission never delays them.
 
 Engine errors map to gRPC status codes with the engine's message: bad input
 INVALID_ARGUMENT, a kind without a circuit UNIMPLEMENTED, an unknown job
 NOT_FOUND, evicting a key in use FAILED_PRECONDITION, more memory than the
-budget RESOURCE_EXHAUSTED, a draining daemon UNAVAILABLE.
+budget or an ``[admission]`` limit RESOURCE_EXHAUSTED, a draining daemon
+UNAVAILABLE.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import hmac
 import ipaddress
 import logging
 import os
-import time
+import socket
+import ssl
+import stat
+import struct
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
@@ -44,6 +60,7 @@ from cuzk.engine.jobs import (
 )
 from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
+from cuzk.service.aioloop import LoopThread
 from cuzk.service.proto import proving_pb2 as pb
 from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 
@@ -60,109 +77,173 @@ _CODES: list[tuple[type[BaseException], grpc.StatusCode]] = [
 ]
 
 
+def _status_of(e: Exception) -> tuple[grpc.StatusCode, str] | None:
+    for cls, code in _CODES:
+        if isinstance(e, cls):
+            return code, str(e)
+    return None
+
+
 def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     """Answer engine errors with their status code and message, never a traceback."""
 
     @functools.wraps(method)
-    def wrapper(self: ProvingService, request: Any, context: grpc.ServicerContext) -> Any:
+    async def wrapper(self: ProvingService, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            return method(self, request, context)
+            return await method(self, request, context)
         except Exception as e:
-            for cls, code in _CODES:
-                if isinstance(e, cls):
-                    if code == grpc.StatusCode.INVALID_ARGUMENT:
-                        self.engine.metrics.rejected.labels("invalid_argument").inc()
-                    elif code == grpc.StatusCode.UNIMPLEMENTED:
-                        self.engine.metrics.rejected.labels("unsupported_kind").inc()
-                    context.abort(code, str(e))
-            log.exception("%s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+            known = _status_of(e)
+            if known is None:
+                log.exception("%s failed", method.__name__)
+                known = (grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+            code, message = known
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                self.engine.metrics.rejected.labels("invalid_argument").inc()
+            elif code == grpc.StatusCode.UNIMPLEMENTED:
+                self.engine.metrics.rejected.labels("unsupported_kind").inc()
+        await context.abort(code, message)
 
     return wrapper
 
 
+# Calls grpc core may hold before the event loop has taken them on (see Servers._start).
+PENDING_CALLS = 50_000
+
+# Threads of the pool that answers GetStatus, GetMetrics and CancelProof: apart from
+# grpc_threads, so that submissions being parsed never delay them.
+QUICK_THREADS = 4
+
+
 class ProvingService(pb_grpc.ProvingEngineServicer):
-    def __init__(self, engine: Engine) -> None:
+    """The RPCs, as coroutines on the servers' event loop."""
+
+    def __init__(self, engine: Engine, threads: int = 8) -> None:
         self.engine = engine
+        self._work = futures.ThreadPoolExecutor(threads, thread_name_prefix="grpc")
+        self._quick = futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="grpc-quick")
+        self.waiting = 0  # calls waiting for a job to end (AwaitProof, Prove)
+
+    def close(self) -> None:
+        self._work.shutdown(wait=False, cancel_futures=True)
+        self._quick.shutdown(wait=False, cancel_futures=True)
+
+    async def _work_on(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._work, fn, *args)
+
+    async def _quickly(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._quick, fn, *args)
 
     @_rpc
-    def SubmitProof(self, request: pb.SubmitProofRequest, context: Any) -> pb.SubmitProofResponse:
-        res = self.engine.submit(convert.request_from_pb(request))
+    async def SubmitProof(
+        self, request: pb.SubmitProofRequest, context: Any
+    ) -> pb.SubmitProofResponse:
+        res = await self._work_on(self.engine.submit, convert.request_from_pb(request))
         return pb.SubmitProofResponse(
             job_id=res.job_id, queue_position=res.queue_position, assigned_gpu=res.assigned_gpu
         )
 
-    def _await(self, job_id: str, timeout_ms: int, context: Any) -> pb.AwaitProofResponse:
+    async def _await(self, job_id: str, timeout_ms: int) -> pb.AwaitProofResponse:
+        """Wait for a job's end without a thread: its Completion wakes this coroutine.
+
+        A caller that goes away cancels the coroutine (grpc.aio), which takes its
+        wake-up back; ``timeout_ms`` > 0 answers TIMEOUT when it passes."""
         job = self.engine.registry.get(job_id)
-        end = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
-        # Wake up now and then so an abandoned call does not hold its thread forever.
-        while not job.done.is_set():
-            left = 1.0 if end is None else min(1.0, end - time.monotonic())
-            if left <= 0:
-                break
-            job.done.wait(left)
-            if not context.is_active():
-                break
+        if not job.done.is_set():
+            loop = asyncio.get_running_loop()
+            ended: asyncio.Future[None] = loop.create_future()
+
+            def wake() -> None:  # in the engine's thread that ended the job
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                    loop.call_soon_threadsafe(_resolve, ended)
+
+            job.done.add_done_callback(wake)
+            self.waiting += 1
+            try:
+                await asyncio.wait_for(ended, timeout_ms / 1000 if timeout_ms > 0 else None)
+            except TimeoutError:
+                pass
+            finally:
+                self.waiting -= 1
+                job.done.remove_done_callback(wake)
         return convert.await_response(job, not job.done.is_set())
 
     @_rpc
-    def AwaitProof(self, request: pb.AwaitProofRequest, context: Any) -> pb.AwaitProofResponse:
-        return self._await(request.job_id, request.timeout_ms, context)
+    async def AwaitProof(
+        self, request: pb.AwaitProofRequest, context: Any
+    ) -> pb.AwaitProofResponse:
+        return await self._await(request.job_id, request.timeout_ms)
 
     @_rpc
-    def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
+    async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
         if not request.HasField("submit"):
             raise InputError("ProveRequest", "submit", "is missing")
-        res = self.engine.submit(convert.request_from_pb(request.submit))
-        return pb.ProveResponse(result=self._await(res.job_id, 0, context))
+        res = await self._work_on(self.engine.submit, convert.request_from_pb(request.submit))
+        return pb.ProveResponse(result=await self._await(res.job_id, 0))
 
     @_rpc
-    def CancelProof(self, request: pb.CancelProofRequest, context: Any) -> pb.CancelProofResponse:
-        return pb.CancelProofResponse(was_running=self.engine.cancel(request.job_id))
+    async def CancelProof(
+        self, request: pb.CancelProofRequest, context: Any
+    ) -> pb.CancelProofResponse:
+        was_running = await self._quickly(self.engine.cancel, request.job_id)
+        return pb.CancelProofResponse(was_running=was_running)
 
     @_rpc
-    def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.GetStatusResponse:
-        return convert.status_to_pb(self.engine.status())
+    async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.GetStatusResponse:
+        return convert.status_to_pb(await self._quickly(self.engine.status))
 
     @_rpc
-    def GetMetrics(self, request: pb.GetMetricsRequest, context: Any) -> pb.GetMetricsResponse:
-        return pb.GetMetricsResponse(prometheus_text=self.engine.metrics_text())
+    async def GetMetrics(
+        self, request: pb.GetMetricsRequest, context: Any
+    ) -> pb.GetMetricsResponse:
+        return pb.GetMetricsResponse(prometheus_text=await self._quickly(self.engine.metrics_text))
 
     @_rpc
-    def PreloadSRS(self, request: pb.PreloadSrsRequest, context: Any) -> pb.PreloadSrsResponse:
-        already, ms = self.engine.preload(request.circuit_id)
+    async def PreloadSRS(
+        self, request: pb.PreloadSrsRequest, context: Any
+    ) -> pb.PreloadSrsResponse:
+        already, ms = await self._work_on(self.engine.preload, request.circuit_id)
         return pb.PreloadSrsResponse(already_loaded=already, load_time_ms=round(ms))
 
     @_rpc
-    def EvictSRS(self, request: pb.EvictSrsRequest, context: Any) -> pb.EvictSrsResponse:
-        was_loaded, freed = self.engine.evict(request.circuit_id)
+    async def EvictSRS(self, request: pb.EvictSrsRequest, context: Any) -> pb.EvictSrsResponse:
+        was_loaded, freed = await self._work_on(self.engine.evict, request.circuit_id)
         return pb.EvictSrsResponse(was_loaded=was_loaded, freed_bytes=freed)
 
 
-class BearerAuth(grpc.ServerInterceptor):
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def bearer_ok(sent: str | None, token: bytes) -> bool:
+    """Whether an ``authorization`` value carries the token (compared in constant time)."""
+    if sent is None:
+        return False
+    scheme, _, value = sent.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token)
+
+
+class BearerAuth(grpc.aio.ServerInterceptor):
     """Every call must carry ``authorization: Bearer <token>``."""
 
     def __init__(self, token: str) -> None:
         self._token = token.encode()
 
-    def intercept_service(self, continuation: Any, details: Any) -> Any:
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
         sent = None
         for key, value in details.invocation_metadata or ():
             if key == "authorization":
                 sent = value
         if sent is None:
             return _deny("missing bearer token: send metadata 'authorization: Bearer <token>'")
-        scheme, _, token = sent.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            token.strip().encode(), self._token
-        ):
+        if not bearer_ok(sent, self._token):
             return _deny("bearer token does not match the daemon's auth_token_file")
-        return continuation(details)
+        return await continuation(details)
 
 
 def _deny(message: str) -> grpc.RpcMethodHandler:
-    def abort(request: Any, context: grpc.ServicerContext) -> None:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+    async def abort(request: Any, context: grpc.aio.ServicerContext) -> None:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
     return grpc.unary_unary_rpc_method_handler(abort)
 
@@ -266,72 +347,206 @@ def read_token(path: str) -> str:
     return token
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """The PEM certificate chain and key of the TCP listeners (gRPC and HTTP)."""
+
+    cert_file: str
+    key_file: str
+    cert: bytes
+    key: bytes
+
+    def server_context(self) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(self.cert_file, self.key_file)
+        return ctx
+
+
+def read_tls(d: DaemonConfig, source: str = "config") -> TlsFiles | None:
+    """The TLS pair of ``d``, checked: readable, PEM, and a key that matches the
+    certificate (grpc would only say "Failed to bind"). None without TLS."""
+    if not d.tls_cert_file:
+        return None
+    texts = {}
+    for key, path, marker, what in (
+        ("tls_cert_file", d.tls_cert_file, b"-----BEGIN CERTIFICATE-----", "PEM certificate"),
+        ("tls_key_file", d.tls_key_file, b"PRIVATE KEY-----", "PEM private key"),
+    ):
+        try:
+            texts[key] = Path(path).read_bytes()
+        except OSError as e:
+            raise InputError(source, f"[daemon] {key}", f"{path}: cannot read: {e.strerror}") from e
+        if marker not in texts[key]:
+            raise InputError(source, f"[daemon] {key}", f"{path} is not a {what}")
+    files = TlsFiles(d.tls_cert_file, d.tls_key_file, texts["tls_cert_file"], texts["tls_key_file"])
+    try:
+        files.server_context()
+    except ssl.SSLError as e:
+        if "KEY_VALUES_MISMATCH" in str(e):
+            raise InputError(
+                source,
+                "[daemon] tls_key_file",
+                f"{d.tls_key_file} does not match tls_cert_file {d.tls_cert_file} (the key of "
+                "another certificate)",
+            ) from None
+        raise InputError(
+            source,
+            "[daemon] tls_cert_file",
+            f"{d.tls_cert_file} with {d.tls_key_file} cannot be used: {e.reason or e}",
+        ) from None
+    return files
+
+
+def check_socket(path: Path, source: str = "config") -> bool:
+    """Whether a unix socket may be bound at ``path``: True when something stale is
+    there to remove first, False when nothing is. InputError when a daemon serves
+    on it (a live socket is never removed) or the path is not a socket at all."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return False
+    where = f"unix://{path}"
+    if not stat.S_ISSOCK(st.st_mode):
+        raise InputError(
+            source, "[daemon] listen", f"{where} exists and is not a socket; move it away"
+        )
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        probe.connect(str(path))
+        pid, _, _ = struct.unpack("3i", probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    except (ConnectionRefusedError, FileNotFoundError):
+        return True  # a socket nobody accepts on: left by a daemon that was killed
+    except OSError as e:
+        raise InputError(
+            source, "[daemon] listen", f"{where}: cannot tell whether it is live ({e.strerror})"
+        ) from None
+    finally:
+        probe.close()
+    raise InputError(
+        source,
+        "[daemon] listen",
+        f"{where} is live: another daemon (pid {pid}) serves on it; stop that one, or "
+        "listen elsewhere",
+    )
+
+
+def check_listeners(d: DaemonConfig, source: str = "config") -> list[str]:
+    """Everything about the listeners that can be known before the engine starts:
+    the access rules (:func:`check_access`), the token file, the TLS pair, and no
+    live unix socket in the way. The warnings to log; InputError for the first
+    problem, so that a daemon that cannot serve never opens its journal."""
+    warnings = check_access(d, source)
+    if d.auth_token_file:
+        read_token(d.auth_token_file)
+    tls = read_tls(d, source)
+    if d.auth_token_file and tls is None:
+        for key, raw in [("listen", x) for x in d.listen] + [("status_listen", d.status_listen)]:
+            addr = parse_address(raw) if raw else None
+            if addr is not None and addr.is_tcp and not is_loopback(addr):
+                warnings.append(
+                    f"[daemon] {key} {addr}: the bearer token crosses the network in clear "
+                    "text; set tls_cert_file and tls_key_file"
+                )
+    for raw in d.listen:
+        addr = parse_address(raw)
+        if addr.unix_path is not None:
+            check_socket(Path(addr.unix_path), source)
+    return warnings
+
+
 class Servers:
-    """One gRPC server per listen address, sharing one service."""
+    """One gRPC server per listen address, sharing one service, on one event loop."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.service = ProvingService(engine)
-        self.servers: list[grpc.Server] = []
+        self.service = ProvingService(engine, engine.config.daemon.grpc_threads)
+        self.servers: list[grpc.aio.Server] = []
         self.bound: list[str] = []  # actual addresses (a TCP port 0 resolved)
-        self._sockets: list[str] = []
+        self._sockets: list[tuple[str, int, int]] = []  # path, device, inode: ours to remove
+        self._loop = LoopThread("grpc")
+
+    def waiting_calls(self) -> int:
+        """Calls waiting for a job to end (AwaitProof, Prove): coroutines, not threads."""
+        return self.service.waiting
 
     def start(self) -> None:
         d = self.engine.config.daemon
+        token = read_token(d.auth_token_file) if d.auth_token_file else None
+        tls = read_tls(d)
+        self._loop.start()
+        try:
+            self._loop.call(self._start(d, token, tls), timeout=120)
+        except BaseException:
+            self.stop(0)
+            raise
+
+    async def _start(self, d: DaemonConfig, token: str | None, tls: TlsFiles | None) -> None:
         options = [
             ("grpc.max_receive_message_length", d.max_message_size),
             ("grpc.max_send_message_length", d.max_message_size),
             ("grpc.so_reuseport", 0),
+            # Calls arrive faster than the event loop takes them on when thousands of
+            # callers come at once (Curio's waiters reconnecting after a restart): grpc
+            # core queues them, and past 1,000 queued (its default) it starts refusing
+            # them at random with CANCELLED. Queue far more; each costs a few KiB.
+            ("grpc.server.max_pending_requests", PENDING_CALLS),
+            ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
+            ("grpc.server_max_unrequested_time_in_server", 300),
         ]
-        token = read_token(d.auth_token_file) if d.auth_token_file else None
         for raw in d.listen:
             addr = parse_address(raw)
-            interceptors: list[grpc.ServerInterceptor] = []
+            interceptors: list[grpc.aio.ServerInterceptor] = []
             if addr.is_tcp:
                 warning = check_tcp_access(d, addr)
                 if warning:
                     log.warning("%s", warning)
                 if token is not None:
                     interceptors.append(BearerAuth(token))
-            server = grpc.server(
-                futures.ThreadPoolExecutor(max_workers=d.grpc_threads, thread_name_prefix="grpc"),
-                options=options,
-                interceptors=interceptors,
-            )
+            server = grpc.aio.server(options=options, interceptors=interceptors)
             pb_grpc.add_ProvingEngineServicer_to_server(self.service, server)
             if addr.unix_path is not None:
                 path = Path(addr.unix_path)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                if path.exists() or path.is_symlink():
-                    path.unlink()  # a stale socket of an earlier run
+                if check_socket(path):  # stale; a live one raised
+                    path.unlink()
                 server.add_insecure_port(f"unix://{path}")
-                self._sockets.append(str(path))
                 bound = f"unix://{path}"
             else:
-                if d.tls_cert_file:
-                    creds = grpc.ssl_server_credentials(
-                        [(Path(d.tls_key_file).read_bytes(), Path(d.tls_cert_file).read_bytes())]
-                    )
-                    port = server.add_secure_port(addr.hostport, creds)
-                else:
-                    port = server.add_insecure_port(addr.hostport)
+                try:
+                    if tls is not None:
+                        creds = grpc.ssl_server_credentials([(tls.key, tls.cert)])
+                        port = server.add_secure_port(addr.hostport, creds)
+                    else:
+                        port = server.add_insecure_port(addr.hostport)
+                except RuntimeError:
+                    port = 0
                 if port == 0:
                     raise InputError("listen address", str(addr), "cannot bind (in use?)")
                 host = addr.hostport.rpartition(":")[0]
                 bound = f"{host}:{port}"
-            server.start()
+            await server.start()
+            self.servers.append(server)
             if addr.unix_path is not None:
                 os.chmod(addr.unix_path, 0o660)
-            self.servers.append(server)
+                st = os.stat(addr.unix_path)
+                self._sockets.append((addr.unix_path, st.st_dev, st.st_ino))
             self.bound.append(bound)
-            log.info(
-                "listening on %s%s", bound, " (TLS)" if addr.is_tcp and d.tls_cert_file else ""
-            )
+            log.info("listening on %s%s", bound, " (TLS)" if addr.is_tcp and tls else "")
+
+    async def _stop(self, grace: float) -> None:
+        await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
 
     def stop(self, grace: float = 5.0) -> None:
-        events = [s.stop(grace) for s in self.servers]
-        for e in events:
-            e.wait(grace + 1)
-        for path in self._sockets:
+        if self._loop.running and self.servers:
+            with contextlib.suppress(Exception):
+                self._loop.call(self._stop(grace), timeout=grace + 10)
+        self._loop.stop()
+        self.service.close()
+        for path, dev, ino in self._sockets:  # ours only: never another daemon's
             with contextlib.suppress(OSError):
-                os.unlink(path)
+                st = os.stat(path)
+                if (st.st_dev, st.st_ino) == (dev, ino):
+                    os.unlink(path)
+        self._sockets.clear()

@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from cuzk.algebra.fields import R
+from cuzk.circuits import jsondoc
 from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS
 from cuzk.circuits.porep.types import (
     SINGLE,
@@ -225,14 +226,7 @@ def _short(v: Any) -> str:
 
 
 def _parse_json(raw: bytes | str, source: str) -> Any:
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError as e:
-        raise InputError(source, "", f"not UTF-8 text (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise InputError(
-            source, "", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
+    return jsondoc.loads(raw, source)
 
 
 def c1_from_json(doc: Any, source: str = "c1 output") -> SealCommitPhase1Output:

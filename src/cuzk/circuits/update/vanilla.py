@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cuzk.algebra.fields import R
+from cuzk.circuits import jsondoc
 from cuzk.circuits.post.vanilla import (
     SINGLE,
     BincodeReader,
@@ -95,10 +96,7 @@ def loads_partition_proofs(
     raw: bytes | str, source: str = "vanilla proofs"
 ) -> list[PartitionProof]:
     """Curio's container: a JSON array of base64 bincode partition proofs."""
-    try:
-        doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(source, "", f"not valid JSON ({e})") from None
+    doc = jsondoc.loads(raw, source)
     if not isinstance(doc, list):
         raise InputError(source, "", "expected a JSON array of base64 partition proofs")
     out = []

@@ -23,6 +23,7 @@ from typing import Any
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
+from cuzk.circuits import jsondoc
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
@@ -39,7 +40,11 @@ MAX_ROUNDS = 1 << 16
 MAX_WORDS = 256
 MAX_PARTITIONS = 64
 _CIRCUIT_ID = re.compile(r"demo-r(\d+)-w(\d+)")
+_DECIMAL = re.compile(rf"[0-9]{{1,{jsondoc.MAX_DIGITS}}}")  # ASCII digits only: not "²" or "١"
 SOURCE = "demo vanilla proof"
+# The largest body of valid content: 64 instances of 256 words of 20 digits, an x of
+# 78 digits, with the JSON around them. More is padding, refused before it is read.
+MAX_BODY_BYTES = 1 << 20
 
 
 def circuit_id(rounds: int, words: int) -> str:
@@ -65,13 +70,18 @@ def make_vanilla(circuit: DemoCircuit, partitions: int = 1, rng: Any = None) -> 
 
 
 def _int_field(value: Any, field: str, lo: int, hi: int) -> int:
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(SOURCE, field, f"expected an integer, got {value!r}")
+        raise InputError(SOURCE, field, f"expected an integer, got {_shown(value)}")
     if not lo <= value < hi:
         raise InputError(SOURCE, field, f"{value} is out of range [{lo}, {hi})")
     return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class DemoKind(ProofKindHandler):
@@ -80,10 +90,15 @@ class DemoKind(ProofKindHandler):
     dev_keys_by_default = True
 
     def parse(self, request: ProofRequest) -> ParsedRequest:
-        try:
-            doc = json.loads(request.vanilla_proof)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InputError(SOURCE, "", f"not valid JSON ({e})") from e
+        size = len(request.vanilla_proof)
+        if size > MAX_BODY_BYTES:
+            raise InputError(
+                SOURCE,
+                "",
+                f"{size} bytes; a demo request is at most {MAX_BODY_BYTES} (64 instances of "
+                f"{MAX_WORDS} words)",
+            )
+        doc = jsondoc.loads(request.vanilla_proof, SOURCE)
         if not isinstance(doc, dict):
             raise InputError(SOURCE, "", "expected a JSON object")
         rounds = _int_field(doc.get("rounds"), "rounds", 1, MAX_ROUNDS + 1)

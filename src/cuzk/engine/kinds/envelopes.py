@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from cuzk.circuits import jsondoc
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
 
@@ -55,10 +55,6 @@ def _check_sector_size(size: int, source: str, field: str) -> None:
         )
 
 
-def _json_error(source: str, field: str, e: json.JSONDecodeError) -> InputError:
-    return InputError(source, field, f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
-
-
 def decode_base64(text: str, source: str, field: str) -> bytes:
     """Standard base64 (Go's encoding of []byte), with the first bad character located."""
     raw = text.encode("ascii", errors="replace")
@@ -80,12 +76,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     data = request.vanilla_proof
     if not data:
         raise InputError(source, "vanilla_proof", "is empty: a PoRep C2 request carries c1.json")
-    try:
-        doc = json.loads(data)
-    except UnicodeDecodeError as e:
-        raise InputError(source, "", f"not UTF-8 text (byte {e.start})") from e
-    except json.JSONDecodeError as e:
-        raise _json_error(source, "", e) from e
+    doc = jsondoc.loads(data, source)
     if not isinstance(doc, dict):
         raise InputError(source, "", f"expected a JSON object, got {type(doc).__name__}")
     for key, typ in (("SectorNum", int), ("Phase1Out", str), ("SectorSize", int)):
@@ -103,14 +94,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
             f"{sector_size_name(request.sector_size)}",
         )
     inner = decode_base64(doc["Phase1Out"], source, "Phase1Out")
-    try:
-        phase1 = json.loads(inner)
-    except UnicodeDecodeError as e:
-        raise InputError(
-            source, "Phase1Out", f"decodes to bytes that are not UTF-8 (byte {e.start})"
-        ) from e
-    except json.JSONDecodeError as e:
-        raise _json_error(source, "Phase1Out", e) from e
+    phase1 = jsondoc.loads(inner, source, "Phase1Out")
     if not isinstance(phase1, dict):
         raise InputError(source, "Phase1Out", "expected a SealCommitPhase1Output JSON object")
     for key in (

@@ -1,0 +1,163 @@
+"""Admission: how much accepted, unfinished work the daemon takes on.
+
+Every job holds its request (vanilla proofs: ~50 MB for a 32GiB PoRep's
+c1.json) in memory and in the journal from submission until it ends. Without
+a bound a client can fill the host and the disk with queued requests
+(issue 15: eight padded demo requests took the daemon to 1.15 GiB while the
+host budget showed nothing reserved). :class:`Admission` counts the jobs and
+request bytes pending per proof kind and in total, and refuses a request that
+would pass a ``[admission]`` limit with :class:`AdmissionRefused`
+(RESOURCE_EXHAUSTED on the wire), naming the limit; what a job holds is given
+back when it ends, whatever the end. Jobs resumed from the journal were
+accepted before the restart: they are counted, never refused.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk.engine.config import AdmissionConfig
+from cuzk.engine.jobs import ProofRequest
+from cuzk.errors import ResourceError
+
+
+class AdmissionRefused(ResourceError):
+    """A request that would take pending work past an ``[admission]`` limit."""
+
+    def __init__(self, limit: str, value: str, detail: str) -> None:
+        self.limit = limit
+        super().__init__(
+            f"admission: [admission] {limit} = {value} would be exceeded ({detail}); "
+            "retry when queued proofs have finished, or raise the limit"
+        )
+
+
+def request_bytes(request: ProofRequest) -> int:
+    """The bytes a request holds while its job is pending: its vanilla proofs and the
+    other byte fields (the journal stores them all)."""
+    return (
+        len(request.vanilla_proof)
+        + sum(len(v) for v in request.vanilla_proofs)
+        + len(request.randomness)
+        + len(request.comm_r_old)
+        + len(request.comm_r_new)
+        + len(request.comm_d_new)
+        + len(request.request_id)
+    )
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+@dataclass
+class _Pending:
+    jobs: int = 0
+    bytes: int = 0
+
+
+class Admission:
+    def __init__(self, limits: AdmissionConfig) -> None:
+        self.limits = limits
+        self._lock = threading.Lock()
+        self._by_kind: dict[str, _Pending] = {}
+        self._total = _Pending()
+        self._jobs: dict[str, tuple[str, int]] = {}  # job id → (kind, bytes) counted
+
+    def check(self, kind: str, nbytes: int) -> None:
+        """Raise AdmissionRefused when one more job of ``kind`` holding ``nbytes`` would
+        pass a limit (nothing is taken)."""
+        with self._lock:
+            self._check(kind, nbytes)
+
+    def admit(self, job_id: str, kind: str, nbytes: int) -> None:
+        """:meth:`check`, and count the job as pending until :meth:`release`."""
+        with self._lock:
+            self._check(kind, nbytes)
+            self._add(job_id, kind, nbytes)
+
+    def resume(self, job_id: str, kind: str, nbytes: int) -> None:
+        """Count a job accepted before a restart, whatever the limits say."""
+        with self._lock:
+            self._add(job_id, kind, nbytes)
+
+    def release(self, job_id: str) -> None:
+        """A job ended: what it held is given back (once; unknown ids are ignored)."""
+        with self._lock:
+            held = self._jobs.pop(job_id, None)
+            if held is None:
+                return
+            kind, nbytes = held
+            k = self._by_kind[kind]
+            k.jobs -= 1
+            k.bytes -= nbytes
+            self._total.jobs -= 1
+            self._total.bytes -= nbytes
+            if k.jobs <= 0:
+                del self._by_kind[kind]
+
+    def pending(self) -> tuple[int, int]:
+        """(jobs, request bytes) pending over all kinds."""
+        with self._lock:
+            return self._total.jobs, self._total.bytes
+
+    def snapshot(self) -> dict[str, Any]:
+        """For /status: the limits and what is pending, per kind and in total."""
+        lim = self.limits
+        with self._lock:
+            return {
+                "limits": {
+                    "max_pending_jobs": lim.max_pending_jobs,
+                    "max_pending_jobs_per_kind": lim.max_pending_jobs_per_kind,
+                    "max_pending_bytes": lim.max_pending_bytes,
+                    "max_pending_bytes_per_kind": lim.max_pending_bytes_per_kind,
+                },
+                "pending_jobs": self._total.jobs,
+                "pending_bytes": self._total.bytes,
+                "by_kind": {
+                    k: {"jobs": p.jobs, "bytes": p.bytes} for k, p in sorted(self._by_kind.items())
+                },
+            }
+
+    # --- with the lock held ---------------------------------------------------------
+    def _check(self, kind: str, nbytes: int) -> None:
+        lim = self.limits
+        k = self._by_kind.get(kind, _Pending())
+        t = self._total
+        if k.jobs + 1 > lim.max_pending_jobs_per_kind:
+            raise AdmissionRefused(
+                "max_pending_jobs_per_kind",
+                str(lim.max_pending_jobs_per_kind),
+                f"{kind} has {k.jobs} pending",
+            )
+        if t.jobs + 1 > lim.max_pending_jobs:
+            raise AdmissionRefused(
+                "max_pending_jobs", str(lim.max_pending_jobs), f"{t.jobs} pending, all kinds"
+            )
+        if k.bytes + nbytes > lim.max_pending_bytes_per_kind:
+            raise AdmissionRefused(
+                "max_pending_bytes_per_kind",
+                _size(lim.max_pending_bytes_per_kind),
+                f"{kind} has {_size(k.bytes)} pending, this request {_size(nbytes)}",
+            )
+        if t.bytes + nbytes > lim.max_pending_bytes:
+            raise AdmissionRefused(
+                "max_pending_bytes",
+                _size(lim.max_pending_bytes),
+                f"{_size(t.bytes)} pending over all kinds, this request {_size(nbytes)}",
+            )
+
+    def _add(self, job_id: str, kind: str, nbytes: int) -> None:
+        if job_id in self._jobs:
+            return
+        self._jobs[job_id] = (kind, nbytes)
+        k = self._by_kind.setdefault(kind, _Pending())
+        k.jobs += 1
+        k.bytes += nbytes
+        self._total.jobs += 1
+        self._total.bytes += nbytes

@@ -1,0 +1,142 @@
+"""Admission (issue 15): limits on pending jobs and pending request bytes, per kind and in
+total, refused with the limit named; what a finished job held is given back."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.config import Config
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import Job, JobState, ProofKind, ProofRequest
+from cuzk.engine.journal import Journal
+from cuzk.engine.kinds import KindRegistry, demo
+from cuzk.errors import ResourceError
+
+C = DemoCircuit(rounds=20, words=1)
+
+
+class Winning(demo.DemoKind):
+    """A second kind (the demo circuit under WinningPoSt's kind) to see limits per kind."""
+
+    kind = ProofKind.WINNING_POST
+
+
+def config(tmp_path: Path, **admission: object) -> Config:
+    return Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "1GiB", "eviction_min_idle": "0s"},
+        gpus={"backend": "cpu"},
+        # NORMAL demo jobs wait in the batch collector: they stay pending
+        scheduler={"max_batch_size": 64, "max_batch_wait_ms": 600_000},
+        admission=admission,
+    )
+
+
+def engine(tmp_path: Path, **admission: object) -> Engine:
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    reg.register(Winning())
+    e = Engine(config(tmp_path, **admission), kinds=reg)
+    e.start()
+    return e
+
+
+def held(request_id: str = "", pad: int = 0) -> ProofRequest:
+    """A demo request that waits in the batch collector; ``pad`` bytes of whitespace."""
+    body = demo.make_vanilla(C, 1) + b" " * pad
+    return ProofRequest(ProofKind.DEMO, request_id=request_id, vanilla_proof=body)
+
+
+def winning() -> ProofRequest:
+    return ProofRequest(
+        ProofKind.WINNING_POST,
+        vanilla_proof=demo.make_vanilla(C, 1),
+        vanilla_proofs=(b"v",),
+        randomness=bytes(32),
+    )
+
+
+def test_pending_jobs_per_kind_and_in_total(tmp_path: Path) -> None:
+    e = engine(tmp_path, max_pending_jobs_per_kind=2, max_pending_jobs=3)
+    try:
+        a, b = e.submit(held("a")).job_id, e.submit(held("b")).job_id
+        with pytest.raises(ResourceError) as ei:
+            e.submit(held("c"))
+        message = str(ei.value)
+        assert "[admission] max_pending_jobs_per_kind = 2" in message
+        assert "demo has 2 pending" in message
+        # another kind is still admitted: one kind cannot starve the others
+        w = e.submit(winning()).job_id
+        with pytest.raises(ResourceError, match=r"\[admission\] max_pending_jobs = 3 .*3 pending"):
+            e.submit(winning())
+        assert e.admission.pending()[0] == 3
+        # a job that ends gives its place back
+        e.cancel(b)
+        assert e.submit(held("c")).job_id == "c"
+        assert {j.job_id for j in e.registry.all()} == {a, b, "c", w}
+        assert e.metrics.rejected.labels("admission")._value.get() == 2
+    finally:
+        e.stop()
+
+
+def test_pending_bytes_per_kind_and_in_total(tmp_path: Path) -> None:
+    e = engine(tmp_path, max_pending_bytes_per_kind="40KiB", max_pending_bytes="64KiB")
+    try:
+        first = e.submit(held("first", pad=30_000)).job_id
+        with pytest.raises(ResourceError) as ei:
+            e.submit(held("second", pad=30_000))
+        message = str(ei.value)
+        assert "[admission] max_pending_bytes_per_kind = 40.0 KiB" in message
+        assert "this request" in message and "demo" in message
+        e.cancel(first)
+        assert e.submit(held("second", pad=30_000)).job_id == "second"
+        status = e.status().admission
+        assert status["pending_jobs"] == 1
+        assert 30_000 < status["pending_bytes"] < 40 * 1024
+        assert status["by_kind"]["demo"]["jobs"] == 1
+        assert status["limits"]["max_pending_bytes"] == 64 * 1024
+        text = e.metrics_text()
+        assert 'cuzk_admission_pending{proof_kind="demo",what="jobs"} 1.0' in text
+        assert 'cuzk_admission_limit{limit="max_pending_bytes"} 65536.0' in text
+        assert 'cuzk_requests_rejected_total{reason="admission"} 1.0' in text
+    finally:
+        e.stop()
+
+
+def test_a_retry_of_an_accepted_request_is_answered_when_full(tmp_path: Path) -> None:
+    e = engine(tmp_path, max_pending_jobs=1)
+    try:
+        req = held("only")
+        assert e.submit(req).job_id == "only"
+        res = e.submit(req)  # identical: answered by its job, not refused
+        assert res.job_id == "only" and res.existing
+        with pytest.raises(ResourceError, match="max_pending_jobs = 1"):
+            e.submit(held("another"))
+    finally:
+        e.stop()
+
+
+def test_journalled_jobs_are_resumed_even_beyond_the_limits(tmp_path: Path) -> None:
+    j = Journal(tmp_path / "j.sqlite")
+    for i in range(4):
+        r = held(f"old-{i}")
+        j.insert(Job(r.request_id, r, r.effective_priority(), time.time(), r.digest()))
+    j.close()
+    e = engine(tmp_path, max_pending_jobs=2)
+    try:
+        # accepted before the restart: all four resumed, none refused
+        assert {j.job_id for j in e.registry.all()} == {f"old-{i}" for i in range(4)}
+        assert all(j.state == JobState.QUEUED for j in e.registry.all())
+        assert e.admission.pending()[0] == 4
+        with pytest.raises(ResourceError, match="max_pending_jobs = 2"):
+            e.submit(held("new"))
+        for i in range(3):
+            e.cancel(f"old-{i}")
+        assert e.submit(held("new")).job_id == "new"
+    finally:
+        e.stop()

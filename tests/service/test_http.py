@@ -1,0 +1,139 @@
+"""The HTTP status listener under attack (issue 15, item 5): no thread per connection, idle
+connections cut, TLS and the token as on gRPC."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from daemon_harness import running_daemon
+from test_daemon_main import make_cert
+
+from cuzk.service import http as http_module
+from cuzk.service.client import Client
+from cuzk.service.http import StatusServer
+
+
+def get(url: str, token: str | None = None, context: ssl.SSLContext | None = None) -> bytes:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, timeout=30, context=context) as r:
+        return r.read()
+
+
+def test_idle_connections_hold_no_thread_and_are_cut(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(http_module, "REQUEST_TIMEOUT_S", 2.0, raising=False)
+    with running_daemon(tmp_path) as d:
+        server = StatusServer(d.engine, "127.0.0.1:0", None)
+        server.start()
+        idle: list[socket.socket] = []
+        try:
+            host, port = server.address.rsplit(":", 1)
+            before = threading.active_count()
+            started = time.monotonic()
+            idle = [socket.create_connection((host, int(port))) for _ in range(300)]
+            # one half-sent request among them (slowloris)
+            idle[0].sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n")
+            time.sleep(0.5)
+            assert threading.active_count() - before <= 2
+            status = json.loads(get(f"http://{server.address}/status"))  # others are served
+            assert status["totals"]["completed"] == 0
+            for s in idle:  # the server closes each once REQUEST_TIMEOUT_S has passed
+                s.settimeout(30)
+                head = s.recv(4096)
+                assert head == b"" or head.startswith(b"HTTP/1.1 408"), head[:40]
+            assert time.monotonic() - started < 25
+        finally:
+            for s in idle:
+                s.close()
+            server.stop()
+
+
+def test_oversized_and_odd_requests_are_answered_not_served(tmp_path: Path) -> None:
+    with running_daemon(tmp_path) as d:
+        server = StatusServer(d.engine, "127.0.0.1:0", None)
+        server.start()
+        try:
+            host, port = server.address.rsplit(":", 1)
+            cases = {
+                b"GET /status HTTP/1.1\r\nX: " + b"a" * 100_000 + b"\r\n\r\n": b" 431 ",
+                b"POST /status HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello": b" 405 ",
+                b"\x16\x03\x01\x02\x00garbage\r\n\r\n": b" 400 ",
+                b"GET /nothing-here HTTP/1.1\r\n\r\n": b" 404 ",
+            }
+            for raw, code in cases.items():
+                with socket.create_connection((host, int(port)), timeout=30) as s:
+                    s.sendall(raw)
+                    assert code in s.recv(4096).split(b"\r\n", 1)[0] + b" ", raw[:20]
+            assert b"cuzk_uptime_seconds" in get(f"http://{server.address}/metrics")
+        finally:
+            server.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_status_listener_uses_tls_and_the_token_as_grpc_does(tmp_path: Path) -> None:
+    cert, key = make_cert(tmp_path, "daemon")
+    token = "status-token-0123456789"
+    (tmp_path / "token").write_text(token)
+    port = free_port()
+    (tmp_path / "cuzk.toml").write_text(
+        f"""
+[daemon]
+listen = ["unix://{tmp_path}/cuzk.sock", "127.0.0.1:0"]
+status_listen = "127.0.0.1:{port}"
+auth_token_file = "{tmp_path}/token"
+tls_cert_file = "{cert}"
+tls_key_file = "{key}"
+journal = "{tmp_path}/journal.sqlite"
+[gpus]
+backend = "cpu"
+[memory]
+total_budget = "1GiB"
+[srs]
+param_cache = "{tmp_path}/params"
+"""
+    )
+    env = {**os.environ, "CUZK_HOME": str(tmp_path)}
+    with open(tmp_path / "daemon.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cuzk.service.daemon_main", "--config", f"{tmp_path}/cuzk.toml"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        Client(f"unix://{tmp_path}/cuzk.sock").wait_ready(60)
+        tls = ssl.create_default_context(cafile=str(cert))
+        base = f"https://127.0.0.1:{port}"
+        status = json.loads(get(f"{base}/status", token, tls))
+        assert status["draining"] is False
+        with pytest.raises(urllib.error.HTTPError) as ei:
+            get(f"{base}/status", None, tls)
+        assert ei.value.code == 401
+        with pytest.raises((urllib.error.URLError, ConnectionError, http_client_errors())):
+            get(f"http://127.0.0.1:{port}/status", token)  # no plain text on a TLS listener
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
+def http_client_errors() -> type[Exception]:
+    import http.client
+
+    return http.client.HTTPException
