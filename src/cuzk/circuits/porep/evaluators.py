@@ -17,6 +17,12 @@ from cuzk.algebra.fields import R
 from cuzk.circuits.plan import Evaluator, lanes_of
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.circuits.porep.vanilla import insert_lanes
+from cuzk.circuits.program import (
+    TraceEvaluator,
+    TraceValues,
+    merkle_level_outputs,
+    sha256_block_outputs,
+)
 from cuzk.gadgets.subcircuit import NUM
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
@@ -81,3 +87,28 @@ def by_key(key: str) -> Evaluator | None:
         arity = int(key.split("/")[1])
         return lambda V, ports, hints: poseidon(V, ports, hints, arity)
     return None
+
+
+# --------------------------------------------------------------------------
+# The same evaluators, recorded into a witness program (device plans)
+# --------------------------------------------------------------------------
+
+
+def trace_by_key(key: str) -> TraceEvaluator | None:
+    """The trace evaluator (:mod:`cuzk.circuits.program`) for a subcircuit key."""
+    if key.startswith("sha256-block/"):
+        from_iv, pattern = SHAPES[key]
+        return lambda V, ports, hints: sha256_block_outputs(V, from_iv, pattern, ports)
+    if key.startswith("merkle-level/"):
+        _, hasher, arity_s = key.split("/")
+        arity = int(arity_s)
+        c = poseidon_constants(arity) if hasher == "poseidon" else None
+        return lambda V, ports, hints: merkle_level_outputs(V, ports[0], hints, hasher, arity, c)
+    if key.startswith("poseidon/"):
+        c = poseidon_constants(int(key.split("/")[1]))
+        return lambda V, ports, hints: [V.rec.poseidon(ports, c)]
+    return None
+
+
+def trace_no_outputs(V: TraceValues, ports: list, hints: Any) -> list:
+    return []

@@ -1,0 +1,281 @@
+"""The witness plan compiled once per circuit, run per partition on a device.
+
+:class:`StaticPlan` records every pass of a :class:`~cuzk.circuits.plan.WitnessPlan`
+once, as a :class:`~cuzk.circuits.program.Program`, and fixes where each of
+its instances (lanes) lives: the pass's own aux and input bases, the
+columns of ``W`` its ports are read from, and which entries of the
+partition's hint table its hint slots are. All of it depends only on the
+circuit, so it is built once (from any partition's hints, for their shape)
+and kept — on the device, with its arrays uploaded once.
+
+A partition's witness is then: its hints flattened into a table (a few
+thousand field elements), and one program run per pass, callers before
+callees, on a :class:`WitnessDevice`. The assignment is made where the
+device keeps it and stays there.
+
+A pass of key K runs over the lanes of every deferred call to K, from every
+caller pass and call site: lane arrays are composed site by site from the
+caller's (``aux_base + aux_offset``, ports resolved through the caller's own
+columns, hint slots through the caller's hint index).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from cuzk.algebra.arrays import fr_to_array
+from cuzk.algebra.fields import R
+from cuzk.circuits.compile import K_AUX, K_INPUT, K_ONE, K_PORT, CompiledCircuit, Compiler
+from cuzk.circuits.program import (
+    F,
+    PoseidonTables,
+    Program,
+    TraceLookup,
+    hint_leaves,
+    record,
+    symbolic,
+)
+from cuzk.gadgets.subcircuit import Subcircuit
+
+log = logging.getLogger(__name__)
+
+
+class WitnessDevice(Protocol):
+    """Where programs run: numpy (:mod:`cuzk.circuits.program_numpy`) or a GPU
+    (``cuzk.backends.cuda.witness``). Arrays it returns stay on it."""
+
+    def zeros(self, n: int) -> Any:
+        """An ``(n, 4)`` uint64 assignment with ``W[0] = ONE`` and zeros elsewhere."""
+
+    def upload(self, a: np.ndarray) -> Any:
+        """A host array, on the device."""
+
+    def poseidon(self, head: np.ndarray, values: list[int]) -> Any:
+        """The Poseidon tables (:meth:`PoseidonTables.arrays`), on the device."""
+
+    def program(self, p: Program) -> Any:
+        """A program's arrays, on the device."""
+
+    def run(self, W: Any, hints: Any, poseidon: Any, program: Any, lanes: PassLanes) -> None:
+        """Run a program over its lanes, writing ``W``."""
+
+
+@dataclass
+class PassLanes:
+    """Where each lane of a pass lives (host arrays; ``device`` holds copies)."""
+
+    lanes: int
+    n_inputs: int  # of the circuit (ONE included): aux column j is n_inputs + j
+    aux_base: np.ndarray  # (lanes,) int64
+    input_base: np.ndarray  # (lanes,) int64
+    port_cols: np.ndarray  # (lanes, ports) int64
+    hint_index: np.ndarray  # (lanes, slots) int64
+    device: dict = field(default_factory=dict)
+
+    @staticmethod
+    def concat(parts: list[PassLanes]) -> PassLanes:
+        return PassLanes(
+            sum(p.lanes for p in parts),
+            parts[0].n_inputs,
+            np.concatenate([p.aux_base for p in parts]),
+            np.concatenate([p.input_base for p in parts]),
+            np.concatenate([p.port_cols for p in parts]),
+            np.concatenate([p.hint_index for p in parts]),
+        )
+
+    def on(self, device: WitnessDevice) -> dict:
+        """The lane arrays uploaded to ``device`` (once)."""
+        key = id(device)
+        if key not in self.device:
+            self.device[key] = {
+                name: device.upload(np.ascontiguousarray(getattr(self, name)))
+                for name in ("aux_base", "input_base", "port_cols", "hint_index")
+            }
+        return self.device[key]
+
+
+@dataclass
+class Pass:
+    program: Program
+    lanes: PassLanes
+
+
+def _callee_lanes(caller: PassLanes, site) -> PassLanes:
+    n = caller.lanes
+    cols = np.empty((n, len(site.port_codes)), dtype=np.int64)
+    for p, (kind, idx) in enumerate(site.port_codes):
+        if kind == K_ONE:
+            cols[:, p] = 0
+        elif kind == K_PORT:
+            cols[:, p] = caller.port_cols[:, idx]
+        elif kind == K_AUX:
+            cols[:, p] = caller.n_inputs + caller.aux_base + idx
+        else:
+            assert kind == K_INPUT
+            cols[:, p] = caller.input_base + idx
+    hint_map = np.asarray(site.hint_map, dtype=np.int64)
+    return PassLanes(
+        n,
+        caller.n_inputs,
+        caller.aux_base + site.aux_offset,
+        caller.input_base + site.input_offset,
+        cols,
+        caller.hint_index[:, hint_map] if len(hint_map) else np.zeros((n, 0), dtype=np.int64),
+    )
+
+
+class StaticPlan:
+    """Every pass of a circuit's witness, recorded once (see the module docstring)."""
+
+    def __init__(
+        self,
+        circuit_id: str,
+        n_inputs: int,
+        n_aux: int,
+        passes: list[Pass],
+        hint_kinds: list[str],
+        tables: PoseidonTables,
+    ) -> None:
+        self.circuit_id = circuit_id
+        self.n_inputs = n_inputs
+        self.n_aux = n_aux
+        self.passes = passes
+        self.hint_kinds = hint_kinds
+        self.tables = tables
+        self._device: dict[int, tuple[Any, list[Any]]] = {}
+        self.stats: list[tuple[str, int, int, float]] = []  # key, lanes, ops, seconds
+
+    @staticmethod
+    def build(
+        compiled: CompiledCircuit,
+        top: Subcircuit,
+        hints: Any,
+        lookup: TraceLookup,
+        compiler: Compiler | None = None,
+    ) -> StaticPlan:
+        """Record the passes of ``compiled`` (whose top subcircuit is ``top``);
+        ``hints`` are any partition's hints (only their shape is used)."""
+        t0 = time.perf_counter()
+        compiler = compiler or Compiler()
+        known = {t.key: t for t in compiled.templates()}
+
+        def template(sub: Subcircuit):
+            got = known.get(sub.key)
+            return got if got is not None else compiler.template(sub)
+
+        tables = PoseidonTables()
+        kinds: list[str] = []
+        top_hints = symbolic(hints, kinds)
+        n_in = compiled.num_inputs
+        top_lanes = PassLanes(
+            1,
+            n_in,
+            np.zeros(1, dtype=np.int64),
+            np.ones(1, dtype=np.int64),
+            np.zeros((1, 0), dtype=np.int64),
+            np.arange(len(kinds), dtype=np.int64)[None, :],
+        )
+        passes: list[Pass] = []
+        # key -> (subcircuit, symbolic hints of its first site, lane parts)
+        queue: dict[str, tuple[Subcircuit, Any, list[PassLanes]]] = {}
+        walks: dict[str, set[str]] = {}
+
+        def calls(key: str, sub: Subcircuit) -> set[str]:
+            if key not in walks:
+                walks[key] = {t.key for t in template(sub).walk()} - {key}
+            return walks[key]
+
+        def run(sub: Subcircuit, sym_hints: Any, lanes: PassLanes, n_slots: int) -> None:
+            program = record(sub, sym_hints, lookup, template, tables, n_slots)
+            passes.append(Pass(program, lanes))
+            for site in program.sites:
+                entry = queue.setdefault(site.sub.key, (site.sub, site.hints, []))
+                entry[2].append(_callee_lanes(lanes, site))
+
+        run(top, top_hints, top_lanes, len(kinds))
+        while queue:
+            key = next(
+                k for k in queue if not any(k in calls(o, s) for o, (s, _, _) in queue.items())
+            )
+            sub, sym_hints, parts = queue.pop(key)
+            lanes = PassLanes.concat(parts)
+            n_slots = lanes.hint_index.shape[1]
+            if any(p.hint_index.shape[1] != n_slots for p in parts):
+                raise AssertionError(f"{key}: call sites pass hints of different shapes")
+            run(sub, sym_hints, lanes, n_slots)
+        plan = StaticPlan(compiled.circuit_id, n_in, compiled.num_aux, passes, kinds, tables)
+        log.info(
+            "static witness plan of %s: %d passes, %d instructions, recorded in %.1f s",
+            compiled.circuit_id,
+            len(passes),
+            sum(p.program.num_ops for p in passes),
+            time.perf_counter() - t0,
+        )
+        return plan
+
+    # --- per partition ----------------------------------------------------------
+    def hint_table(self, hints: Any) -> np.ndarray:
+        """The partition's hint values as ``(leaves, 4)`` uint64 (Fr in standard
+        form; bits and words in limb 0), in slot order."""
+        leaves = hint_leaves(hints)
+        if len(leaves) != len(self.hint_kinds):
+            raise ValueError(
+                f"{self.circuit_id}: hints with {len(leaves)} values, the plan has "
+                f"{len(self.hint_kinds)}"
+            )
+        out = np.zeros((len(leaves), 4), dtype=np.uint64)
+        fr_rows = [j for j, k in enumerate(self.hint_kinds) if k == F]
+        for j, (leaf, kind) in enumerate(zip(leaves, self.hint_kinds, strict=True)):
+            if leaf.shape != (1,):
+                raise ValueError(f"{self.circuit_id}: hint value {j} is not one lane")
+            if (kind == F) != (leaf.dtype == object):
+                raise ValueError(f"{self.circuit_id}: hint value {j} changed type")
+            if kind != F:
+                out[j, 0] = int(leaf[0])
+        if fr_rows:
+            out[fr_rows] = fr_to_array([int(leaves[j][0]) % R for j in fr_rows])
+        return out
+
+    def run(self, device: WitnessDevice, hints: Any, timed: bool = False) -> Any:
+        """The full assignment ``[ONE, inputs…, aux…]`` of one partition, on ``device``."""
+        key = id(device)
+        if key not in self._device:
+            head, values = self.tables.arrays()
+            self._device[key] = (
+                device.poseidon(head, values),
+                [device.program(p.program) for p in self.passes],
+            )
+        poseidon, programs = self._device[key]
+        W = device.zeros(self.n_inputs + self.n_aux)
+        table = device.upload(self.hint_table(hints))
+        self.stats = []
+        for p, prog in zip(self.passes, programs, strict=True):
+            t0 = time.perf_counter()
+            device.run(W, table, poseidon, prog, p.lanes)
+            if timed:
+                sync = getattr(device, "synchronize", None)
+                if sync is not None:
+                    sync()
+            self.stats.append(
+                (p.program.key, p.lanes.lanes, p.program.num_ops, time.perf_counter() - t0)
+            )
+        return W
+
+    def summary(self) -> list[dict]:
+        """Per pass: key, lanes, instructions, registers (for the docs and the CLI)."""
+        return [
+            {
+                "key": p.program.key,
+                "lanes": p.lanes.lanes,
+                "ops": p.program.num_ops,
+                "u_regs": p.program.n_u,
+                "f_regs": p.program.n_f,
+                "sites": len(p.program.sites),
+            }
+            for p in self.passes
+        ]
