@@ -87,3 +87,22 @@ def sealed_2kib_c1():
 
     sealed, c1 = seal_random(REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"], random.Random(7))
     return sealed.proof_type, c1
+
+
+def test_window_post_static_plan_equals_the_cpu_witness():
+    """One lane per sector slot at the top (the circuit is copies of a slot)."""
+    from cuzk.circuits.post.circuit import compile_post, witness
+    from cuzk.circuits.post.config import WINDOW, post_config
+    from cuzk.circuits.post.device_witness import slot_hint_arrays
+    from cuzk.circuits.post.device_witness import static_plan as post_plan
+    from cuzk.circuits.post.generate import generate_sector_proof
+
+    config = post_config(WINDOW, "2KiB")
+    proofs = [generate_sector_proof(config, bytes(32), 3)]  # the second slot is padding
+    cc = compile_post(config)
+    hints = slot_hint_arrays(config, proofs)
+    sp = post_plan(cc, config, hints)
+    assert sp.passes[0].lanes.lanes == 2 and sp.copies == 2
+    assert np.array_equal(sp.run(NumpyWitness(), hints), witness(cc, config, proofs))
+    with pytest.raises(ValueError, match="copies"):
+        sp.hint_table(hints[:1])

@@ -90,13 +90,14 @@ class PassLanes:
 
     def on(self, device: WitnessDevice) -> dict:
         """The lane arrays uploaded to ``device`` (once)."""
-        key = id(device)
-        if key not in self.device:
-            self.device[key] = {
+        got = self.device.get(id(device))
+        if got is None or got[0] is not device:  # (an id can be reused once freed)
+            arrays = {
                 name: device.upload(np.ascontiguousarray(getattr(self, name)))
                 for name in ("aux_base", "input_base", "port_cols", "hint_index")
             }
-        return self.device[key]
+            got = self.device[id(device)] = (device, arrays)
+        return got[1]
 
 
 @dataclass
@@ -147,7 +148,8 @@ class StaticPlan:
         self.passes = passes
         self.hint_kinds = hint_kinds
         self.tables = tables
-        self._device: dict[int, tuple[Any, list[Any]]] = {}
+        self.copies = 1  # copies of the top subcircuit (hints: one per copy)
+        self._device: dict[int, tuple[Any, Any, list[Any]]] = {}
         self.stats: list[tuple[str, int, int, float]] = []  # key, lanes, ops, seconds
 
     @staticmethod
@@ -159,7 +161,9 @@ class StaticPlan:
         compiler: Compiler | None = None,
     ) -> StaticPlan:
         """Record the passes of ``compiled`` (whose top subcircuit is ``top``);
-        ``hints`` are any partition's hints (only their shape is used)."""
+        ``hints`` are any partition's hints (only their shape is used): of
+        the one top instance, or a list with one per copy when the circuit is
+        ``copies`` copies of ``top`` (PoSt's sector slots)."""
         t0 = time.perf_counter()
         compiler = compiler or Compiler()
         known = {t.key: t for t in compiled.templates()}
@@ -170,15 +174,18 @@ class StaticPlan:
 
         tables = PoseidonTables()
         kinds: list[str] = []
-        top_hints = symbolic(hints, kinds)
+        copies = compiled.copies
+        top_hints = symbolic(hints if copies == 1 else hints[0], kinds)
         n_in = compiled.num_inputs
+        k = np.arange(copies, dtype=np.int64)
+        t = compiled.top
         top_lanes = PassLanes(
-            1,
+            copies,
             n_in,
-            np.zeros(1, dtype=np.int64),
-            np.ones(1, dtype=np.int64),
-            np.zeros((1, 0), dtype=np.int64),
-            np.arange(len(kinds), dtype=np.int64)[None, :],
+            k * t.num_aux,
+            1 + k * t.num_inputs,
+            np.zeros((copies, 0), dtype=np.int64),
+            k[:, None] * len(kinds) + np.arange(len(kinds), dtype=np.int64)[None, :],
         )
         passes: list[Pass] = []
         # key -> (subcircuit, symbolic hints of its first site, lane parts)
@@ -209,6 +216,7 @@ class StaticPlan:
                 raise AssertionError(f"{key}: call sites pass hints of different shapes")
             run(sub, sym_hints, lanes, n_slots)
         plan = StaticPlan(compiled.circuit_id, n_in, compiled.num_aux, passes, kinds, tables)
+        plan.copies = copies
         log.info(
             "static witness plan of %s: %d passes, %d instructions, recorded in %.1f s",
             compiled.circuit_id,
@@ -221,7 +229,17 @@ class StaticPlan:
     # --- per partition ----------------------------------------------------------
     def hint_table(self, hints: Any) -> np.ndarray:
         """The partition's hint values as ``(leaves, 4)`` uint64 (Fr in standard
-        form; bits and words in limb 0), in slot order."""
+        form; bits and words in limb 0), in slot order (copy by copy)."""
+        if self.copies > 1:
+            if len(hints) != self.copies:
+                raise ValueError(
+                    f"{self.circuit_id}: hints for {len(hints)} copies, the circuit has "
+                    f"{self.copies}"
+                )
+            return np.concatenate([self._hint_table(h) for h in hints])
+        return self._hint_table(hints)
+
+    def _hint_table(self, hints: Any) -> np.ndarray:
         leaves = hint_leaves(hints)
         if len(leaves) != len(self.hint_kinds):
             raise ValueError(
@@ -243,14 +261,15 @@ class StaticPlan:
 
     def run(self, device: WitnessDevice, hints: Any, timed: bool = False) -> Any:
         """The full assignment ``[ONE, inputs…, aux…]`` of one partition, on ``device``."""
-        key = id(device)
-        if key not in self._device:
+        got = self._device.get(id(device))
+        if got is None or got[0] is not device:  # (an id can be reused once freed)
             head, values = self.tables.arrays()
-            self._device[key] = (
+            got = self._device[id(device)] = (
+                device,
                 device.poseidon(head, values),
                 [device.program(p.program) for p in self.passes],
             )
-        poseidon, programs = self._device[key]
+        _, poseidon, programs = got
         W = device.zeros(self.n_inputs + self.n_aux)
         table = device.upload(self.hint_table(hints))
         self.stats = []

@@ -88,30 +88,70 @@ def test_random_programs_match_the_numpy_interpreter_and_the_cpu_plan(device):
         assert np.array_equal(sp.run(NumpyWitness(), hints), want)
 
 
-@pytest.mark.parametrize("size", ["2KiB", "8MiB"])
-def test_porep_partition_witness_on_the_device_equals_the_cpu_witness(device, size):
-    """The whole PoRep partition: recorded once, run pass by pass by the
-    interpreter kernel, bit for bit the CPU plan's assignment."""
+def partition_case(kind: str, size: str):
+    """(static plan, hints, the CPU witness) of one partition of a kind."""
     from cuzk.circuits.compile import Compiler
-    from cuzk.circuits.porep.circuit import PoRepShape
-    from cuzk.circuits.porep.params import default_proof, parse_size
-    from cuzk.circuits.porep.synthetic import generate_c1
-    from cuzk.circuits.porep.witness import (
-        compile_partition,
-        device_witness,
-        partition_hints,
-        partition_witness,
-        static_plan,
-    )
 
-    pt = default_proof(parse_size(size))
-    c1 = generate_c1(pt, random.Random(len(size)))
-    shape = PoRepShape.of(pt.sector)
     compiler = Compiler()
-    cc = compile_partition(shape, compiler)
-    hints = partition_hints(c1, 0)
-    want = partition_witness(cc, shape, hints, compiler).W
-    plan = static_plan(cc, shape, hints, compiler)
-    W = to_numpy(device_witness(plan, hints, device))
+    if kind == "porep":
+        from cuzk.circuits.porep.circuit import PoRepShape
+        from cuzk.circuits.porep.params import default_proof, parse_size
+        from cuzk.circuits.porep.synthetic import generate_c1
+        from cuzk.circuits.porep.witness import (
+            compile_partition,
+            partition_hints,
+            partition_witness,
+            static_plan,
+        )
+
+        pt = default_proof(parse_size(size))
+        c1 = generate_c1(pt, random.Random(len(size)))
+        shape = PoRepShape.of(pt.sector)
+        cc = compile_partition(shape, compiler)
+        hints = partition_hints(c1, 0)
+        want = partition_witness(cc, shape, hints, compiler).W
+        return static_plan(cc, shape, hints, compiler), hints, want
+    if kind == "snap":
+        from cuzk.circuits.update import witness as snap
+        from cuzk.circuits.update.generate import generate_sector
+        from cuzk.circuits.update.params import UpdateParams
+
+        p = UpdateParams.of(size)
+        sector = generate_sector(p, random.Random(len(size)))
+        k = p.partition_count - 1
+        roots = (sector.comm_r_old, sector.comm_d_new, sector.comm_r_new)
+        hints = snap.partition_hints(p, sector.partition_proof(k), k, sector.h, *roots)
+        cc = snap.compile_partition(p, compiler)
+        want = snap.partition_witness(cc, p, hints, compiler).W
+        return snap.static_plan(cc, p, hints, compiler), hints, want
+    from cuzk.circuits.post.circuit import compile_post, witness
+    from cuzk.circuits.post.config import post_config
+    from cuzk.circuits.post.device_witness import slot_hint_arrays, static_plan
+    from cuzk.circuits.post.generate import generate_sector_proof
+
+    config = post_config(kind, size)
+    proofs = [generate_sector_proof(config, bytes(range(32)), 7)]
+    cc = compile_post(config)
+    hints = slot_hint_arrays(config, proofs)
+    return static_plan(cc, config, hints), hints, witness(cc, config, proofs)
+
+
+@pytest.mark.parametrize(
+    ("kind", "size"),
+    [
+        ("porep", "2KiB"),
+        ("porep", "8MiB"),
+        ("snap", "2KiB"),
+        ("snap", "8MiB"),
+        ("window-post", "2KiB"),
+        ("window-post", "8MiB"),
+        ("winning-post", "8MiB"),
+    ],
+)
+def test_partition_witness_on_the_device_equals_the_cpu_witness(device, kind, size):
+    """A whole partition: recorded once, run pass by pass by the interpreter
+    kernel, bit for bit the CPU witness (PoRep, SnapDeals, PoSt)."""
+    plan, hints, want = partition_case(kind, size)
+    W = to_numpy(plan.run(device, hints))
     assert W.shape == want.shape
     assert np.array_equal(W, want)
