@@ -797,28 +797,37 @@ def inserted(V: TraceValues, cur: Any, position: Any, siblings: list) -> list:
     return out
 
 
-def sha254_node(V: TraceValues, children: Sequence[Any]) -> Reg:
-    """Filecoin's SHA-256 node hash of field elements (32 little-endian bytes
-    each, digest truncated to 254 bits)."""
+def fr_words_be(V: TraceValues, x: Any) -> list[Reg]:
+    """The 8 big-endian message words of a field element's 32 little-endian bytes."""
     rec = V.rec
-    words = []
-    for c in children:
-        src = rec.f(c)
-        words += [rec.emit(Op.U_BSWAP, (rec.emit(Op.F_WORD, (src,), i),)) for i in range(8)]
-    nbits = 256 * len(children)
-    pad = [0x80000000] + [0] * 15
-    blocks = [words[i : i + 16] for i in range(0, len(words), 16)]
-    if len(words) % 16:
-        raise ValueError("a SHA-256 node hash of whole blocks only")
-    pad[14], pad[15] = nbits >> 32, nbits & MASK32
+    src = rec.f(x)
+    return [rec.emit(Op.U_BSWAP, (rec.emit(Op.F_WORD, (src,), i),)) for i in range(8)]
+
+
+def sha254_words(V: TraceValues, words: Sequence[Any]) -> Reg:
+    """Filecoin's sha254 of a message given as big-endian 32-bit words (whole
+    bytes: SHA-256 padding added here), as a field element: the digest's 32
+    bytes read little-endian with the top two bits cleared."""
+    rec = V.rec
+    nbits = 32 * len(words)
+    msg = [*words, 0x80000000]
+    while len(msg) % 16 != 14:
+        msg.append(0)
+    msg += [nbits >> 32, nbits & MASK32]
     state: list[Any] = list(IV)
-    for blk in [*blocks, pad]:
-        state = rec.sha256(state, blk)
+    for i in range(0, len(msg), 16):
+        state = rec.sha256(state, msg[i : i + 16])
     le = [rec.emit(Op.U_BSWAP, (rec.u(w),)) for w in state]
     le[7] = rec.emit(Op.U_MASK, (le[7],), 30)  # digest[31] &= 0x3f
     d = rec.reg(F)
     rec.instrs.append(Instr(Op.F_FROM_WORDS, (d,), tuple(le)))
     return d
+
+
+def sha254_node(V: TraceValues, children: Sequence[Any]) -> Reg:
+    """Filecoin's SHA-256 node hash of field elements (32 little-endian bytes
+    each, digest truncated to 254 bits)."""
+    return sha254_words(V, [w for c in children for w in fr_words_be(V, c)])
 
 
 def merkle_level_outputs(

@@ -104,6 +104,7 @@ class PassLanes:
 class Pass:
     program: Program
     lanes: PassLanes
+    wave: int = 0  # 1 + the latest wave of its callers: passes of a wave are independent
 
 
 def _callee_lanes(caller: PassLanes, site) -> PassLanes:
@@ -197,14 +198,17 @@ class StaticPlan:
                 walks[key] = {t.key for t in template(sub).walk()} - {key}
             return walks[key]
 
-        def run(sub: Subcircuit, sym_hints: Any, lanes: PassLanes, n_slots: int) -> None:
+        callers: dict[str, int] = {}  # key -> the latest wave that calls it
+
+        def run(sub: Subcircuit, sym_hints: Any, lanes: PassLanes, n_slots: int, wave: int):
             program = record(sub, sym_hints, lookup, template, tables, n_slots)
-            passes.append(Pass(program, lanes))
+            passes.append(Pass(program, lanes, wave))
             for site in program.sites:
                 entry = queue.setdefault(site.sub.key, (site.sub, site.hints, []))
                 entry[2].append(_callee_lanes(lanes, site))
+                callers[site.sub.key] = max(callers.get(site.sub.key, 0), wave)
 
-        run(top, top_hints, top_lanes, len(kinds))
+        run(top, top_hints, top_lanes, len(kinds), 0)
         while queue:
             key = next(
                 k for k in queue if not any(k in calls(o, s) for o, (s, _, _) in queue.items())
@@ -214,7 +218,7 @@ class StaticPlan:
             n_slots = lanes.hint_index.shape[1]
             if any(p.hint_index.shape[1] != n_slots for p in parts):
                 raise AssertionError(f"{key}: call sites pass hints of different shapes")
-            run(sub, sym_hints, lanes, n_slots)
+            run(sub, sym_hints, lanes, n_slots, callers.pop(key) + 1)
         plan = StaticPlan(compiled.circuit_id, n_in, compiled.num_aux, passes, kinds, tables)
         plan.copies = copies
         log.info(
@@ -273,23 +277,53 @@ class StaticPlan:
         W = device.zeros(self.n_inputs + self.n_aux)
         table = device.upload(self.hint_table(hints))
         self.stats = []
-        for p, prog in zip(self.passes, programs, strict=True):
+        run_many = getattr(device, "run_many", None)
+        for wave in self.waves():
             t0 = time.perf_counter()
-            device.run(W, table, poseidon, prog, p.lanes)
-            if timed:
-                sync = getattr(device, "synchronize", None)
-                if sync is not None:
-                    sync()
-            self.stats.append(
-                (p.program.key, p.lanes.lanes, p.program.num_ops, time.perf_counter() - t0)
-            )
+            if run_many is not None and len(wave) > 1 and not timed:
+                items = [(programs[i], self.passes[i].lanes) for i in wave]
+                run_many(W, table, poseidon, items)  # concurrently (streams)
+            else:
+                for i in wave:
+                    p = self.passes[i]
+                    t1 = time.perf_counter()
+                    device.run(W, table, poseidon, programs[i], p.lanes)
+                    if timed:
+                        self._sync(device)
+                        elapsed = time.perf_counter() - t1
+                        self.stats.append(
+                            (p.program.key, p.lanes.lanes, p.program.num_ops, elapsed)
+                        )
+            if not timed:
+                self.stats.append((f"wave of {len(wave)}", 0, 0, time.perf_counter() - t0))
         return W
+
+    @staticmethod
+    def _sync(device: WitnessDevice) -> None:
+        sync = getattr(device, "synchronize", None)
+        if sync is not None:
+            sync()
+
+    def waves(self) -> list[list[int]]:
+        """Pass indices grouped by wave: a wave's passes only read what earlier
+        waves wrote, so they may run concurrently."""
+        out: dict[int, list[int]] = {}
+        for i, p in enumerate(self.passes):
+            out.setdefault(p.wave, []).append(i)
+        return [out[w] for w in sorted(out)]
+
+    def forget(self, device: WitnessDevice) -> None:
+        """Drop this plan's arrays on ``device`` (programs, lanes)."""
+        self._device.pop(id(device), None)
+        for p in self.passes:
+            p.lanes.device.pop(id(device), None)
 
     def summary(self) -> list[dict]:
         """Per pass: key, lanes, instructions, registers (for the docs and the CLI)."""
         return [
             {
                 "key": p.program.key,
+                "wave": p.wave,
                 "lanes": p.lanes.lanes,
                 "ops": p.program.num_ops,
                 "u_regs": p.program.n_u,

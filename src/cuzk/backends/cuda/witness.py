@@ -56,6 +56,7 @@ class CudaWitness:
         self._sha256 = module.get_function("sha256_compress_kernel")
         self._poseidon = module.get_function("poseidon_kernel")
         self.holds: list[Hold] = []
+        self._streams: list[Any] = []
 
     # --- long-lived arrays ---------------------------------------------------
     def _keep(self, a: np.ndarray, what: str) -> Any:
@@ -95,8 +96,36 @@ class CudaWitness:
         )
 
     # --- runs --------------------------------------------------------------
+    @staticmethod
+    def register_bytes(p: DeviceProgram, lanes) -> int:
+        """Device bytes of a pass's registers (held for its launch)."""
+        n = int(lanes.lanes)
+        return 8 * max(1, p.n_u) * n + 32 * max(1, p.n_f) * n
+
     def run(self, W: Any, hints: Any, poseidon: tuple[Any, Any], p: DeviceProgram, lanes) -> None:
         """One pass: ``p`` over every lane of ``lanes``, writing ``W``."""
+        with self.ctx.budget.reserve(self.register_bytes(p, lanes), f"witness pass {p.key}"):
+            self._launch(W, hints, poseidon, p, lanes)
+
+    def run_many(self, W: Any, hints: Any, poseidon: tuple[Any, Any], items: list) -> None:
+        """Independent passes ((program, lanes) pairs) at once, one stream each
+        (up to 8): a wave of small passes fills the device together."""
+        cp = self.cp
+        total = sum(self.register_bytes(p, lanes) for p, lanes in items)
+        with self.ctx.budget.reserve(total, f"witness wave of {len(items)} passes"):
+            while len(self._streams) < min(8, len(items)):
+                self._streams.append(cp.cuda.Stream(non_blocking=True))
+            done = cp.cuda.Event()
+            done.record()  # the wave starts after everything before it
+            for i, (p, lanes) in enumerate(items):
+                stream = self._streams[i % len(self._streams)]
+                stream.wait_event(done)
+                with stream:
+                    self._launch(W, hints, poseidon, p, lanes)
+            for stream in self._streams[: len(items)]:
+                stream.synchronize()
+
+    def _launch(self, W: Any, hints: Any, poseidon: tuple[Any, Any], p: DeviceProgram, lanes):
         cp = self.cp
         n = int(lanes.lanes)
         if n == 0:
@@ -104,37 +133,35 @@ class CudaWitness:
         arrays = lanes.on(self)
         n_ports = int(lanes.port_cols.shape[1])
         n_slots = int(lanes.hint_index.shape[1])
-        reg_bytes = 8 * max(1, p.n_u) * n + 32 * max(1, p.n_f) * n
-        with self.ctx.budget.reserve(reg_bytes, f"witness registers of {p.key}"):
-            ureg = cp.empty(max(1, p.n_u) * n, dtype=cp.uint64)
-            freg = cp.empty((max(1, p.n_f) * n, 4), dtype=cp.uint64)
-            ptable, phead = poseidon
-            self._program(
-                ((n + THREADS - 1) // THREADS,),
-                (THREADS,),
-                (
-                    p.ops,
-                    np.uint32(p.n_ops),
-                    p.args,
-                    p.uconst,
-                    p.fconst,
-                    W,
-                    np.uint64(lanes.n_inputs),
-                    arrays["aux_base"],
-                    arrays["input_base"],
-                    arrays["port_cols"],
-                    np.uint32(n_ports),
-                    hints,
-                    arrays["hint_index"],
-                    np.uint32(n_slots),
-                    ureg,
-                    freg,
-                    np.uint64(n),
-                    ptable,
-                    phead,
-                ),
-            )
-            del ureg, freg  # the pool reuses them in stream order
+        ureg = cp.empty(max(1, p.n_u) * n, dtype=cp.uint64)
+        freg = cp.empty((max(1, p.n_f) * n, 4), dtype=cp.uint64)
+        ptable, phead = poseidon
+        self._program(
+            ((n + THREADS - 1) // THREADS,),
+            (THREADS,),
+            (
+                p.ops,
+                np.uint32(p.n_ops),
+                p.args,
+                p.uconst,
+                p.fconst,
+                W,
+                np.uint64(lanes.n_inputs),
+                arrays["aux_base"],
+                arrays["input_base"],
+                arrays["port_cols"],
+                np.uint32(n_ports),
+                hints,
+                arrays["hint_index"],
+                np.uint32(n_slots),
+                ureg,
+                freg,
+                np.uint64(n),
+                ptable,
+                phead,
+            ),
+        )
+        del ureg, freg  # the pool reuses them in stream order
 
     def synchronize(self) -> None:
         self.cp.cuda.Device(self.ctx.device_id).synchronize()

@@ -15,12 +15,15 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.plan import Evaluator, lanes_of
+from cuzk.circuits.porep.circuit import CHALLENGE_BITS, FR_BITS, expand_parents
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.circuits.porep.vanilla import insert_lanes
 from cuzk.circuits.program import (
     TraceEvaluator,
     TraceValues,
+    fr_words_be,
     merkle_level_outputs,
+    sha254_words,
     sha256_block_outputs,
 )
 from cuzk.gadgets.subcircuit import NUM
@@ -112,3 +115,29 @@ def trace_by_key(key: str) -> TraceEvaluator | None:
 
 def trace_no_outputs(V: TraceValues, ports: list, hints: Any) -> list:
     return []
+
+
+def trace_label(layer: int) -> TraceEvaluator:
+    """A label subcircuit's output (``circuit.label_subcircuit``): the label
+    ``sha254(replica_id ‖ u32_be(layer) ‖ u64_be(node) ‖ 0^20 ‖ 37 parents)``,
+    from its ports (replica-id bits, challenge bits, parent labels), with the
+    parents' message words taken from their values rather than their bits."""
+
+    def evaluate(V: TraceValues, ports: list, hints: Any) -> list:
+        rid_bits = [*ports[:FR_BITS], False]
+        node_bits = ports[FR_BITS : FR_BITS + CHALLENGE_BITS]
+        parents = ports[FR_BITS + CHALLENGE_BITS :]
+        # the first block as the circuit lays it out, bit by bit (big-endian bits)
+        rid = [b for i in range(0, 256, 8) for b in reversed(rid_bits[i : i + 8])]
+        layer_bits = [bool((layer >> i) & 1) for i in range(31, -1, -1)]
+        first = rid + layer_bits + list(reversed(node_bits))
+        first += [False] * (512 - len(first))
+        words = [V.w_from_bits(first[32 * i : 32 * i + 32][::-1]) for i in range(16)]
+        own: dict[int, list] = {}
+        for j in expand_parents(list(range(len(parents))), layer):
+            if j not in own:
+                own[j] = fr_words_be(V, parents[j])
+            words += own[j]
+        return [sha254_words(V, words)]
+
+    return evaluate

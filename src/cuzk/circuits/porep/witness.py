@@ -198,6 +198,11 @@ def trace_lookup(caller: str, callee: str) -> TraceEvaluator | None:
     the trace evaluators."""
     if callee.endswith("/challenge"):
         return evaluators.trace_no_outputs
+    if callee.startswith("porep-label/layer-"):
+        # a pass of its own: the challenge pass (18 lanes at 32GiB) only
+        # hashes the label's value, its 3,570 bits are allocated over all
+        # challenges' labels at once
+        return evaluators.trace_label(int(callee.rsplit("-", 1)[1]))
     if callee.startswith("poseidon/") and caller.startswith("merkle-level/"):
         return None
     return evaluators.trace_by_key(callee)
