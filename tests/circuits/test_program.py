@@ -20,6 +20,7 @@ from cuzk.circuits.porep.witness import (
 )
 from cuzk.circuits.program import CONST, Op, TraceValues
 from cuzk.circuits.program_numpy import NumpyWitness
+from cuzk.circuits.static_plan import load_or_build
 from cuzk.gadgets.subcircuit import BIT, Subcircuit
 
 
@@ -89,7 +90,7 @@ def sealed_2kib_c1():
     return sealed.proof_type, c1
 
 
-def test_window_post_static_plan_equals_the_cpu_witness():
+def test_window_post_static_plan_equals_the_cpu_witness(tmp_path):
     """One lane per sector slot at the top (the circuit is copies of a slot)."""
     from cuzk.circuits.post.circuit import compile_post, witness
     from cuzk.circuits.post.config import WINDOW, post_config
@@ -103,6 +104,14 @@ def test_window_post_static_plan_equals_the_cpu_witness():
     hints = slot_hint_arrays(config, proofs)
     sp = post_plan(cc, config, hints)
     assert sp.passes[0].lanes.lanes == 2 and sp.copies == 2
-    assert np.array_equal(sp.run(NumpyWitness(), hints), witness(cc, config, proofs))
+    want = witness(cc, config, proofs)
+    assert np.array_equal(sp.run(NumpyWitness(), hints), want)
     with pytest.raises(ValueError, match="copies"):
         sp.hint_table(hints[:1])
+    # kept on disk: loaded, it makes the same witness (and is not recorded again)
+    built = []
+    loaded = load_or_build(cc.circuit_id, lambda: built.append(1) or sp, tmp_path)
+    again = load_or_build(cc.circuit_id, lambda: built.append(1) or sp, tmp_path)
+    assert built == [1] and loaded is sp and again is not sp
+    assert [p.wave for p in again.passes] == [p.wave for p in sp.passes]
+    assert np.array_equal(again.run(NumpyWitness(), hints), want)

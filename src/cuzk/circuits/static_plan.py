@@ -21,14 +21,20 @@ columns, hint slots through the caller's hint index).
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import re
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from cuzk.algebra.arrays import fr_to_array
+from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.compile import K_AUX, K_INPUT, K_ONE, K_PORT, CompiledCircuit, Compiler
 from cuzk.circuits.program import (
@@ -53,7 +59,10 @@ class WitnessDevice(Protocol):
         """An ``(n, 4)`` uint64 assignment with ``W[0] = ONE`` and zeros elsewhere."""
 
     def upload(self, a: np.ndarray) -> Any:
-        """A host array, on the device."""
+        """A host array of the plan, on the device (kept as long as the plan)."""
+
+    def hints(self, table: np.ndarray, W: Any) -> Any:
+        """A partition's hint table, on the device as long as its assignment ``W``."""
 
     def poseidon(self, head: np.ndarray, values: list[int]) -> Any:
         """The Poseidon tables (:meth:`PoseidonTables.arrays`), on the device."""
@@ -275,7 +284,7 @@ class StaticPlan:
             )
         _, poseidon, programs = got
         W = device.zeros(self.n_inputs + self.n_aux)
-        table = device.upload(self.hint_table(hints))
+        table = device.hints(self.hint_table(hints), W)
         self.stats = []
         run_many = getattr(device, "run_many", None)
         for wave in self.waves():
@@ -332,3 +341,120 @@ class StaticPlan:
             }
             for p in self.passes
         ]
+
+
+# --------------------------------------------------------------------------
+# On disk (next to the compiled circuits: recording a 32GiB plan takes ~25 s)
+# --------------------------------------------------------------------------
+
+PLAN_FORMAT = 1
+_PROGRAM_ARRAYS = ("ops", "args", "uconst", "fconst")
+_LANE_ARRAYS = ("aux_base", "input_base", "port_cols", "hint_index")
+
+
+def save_plan(plan: StaticPlan, path: Path) -> None:
+    """Write ``plan`` as one ``.npz`` (arrays and a JSON header, no pickles)."""
+    arrays: dict[str, np.ndarray] = {}
+    meta_passes = []
+    for i, p in enumerate(plan.passes):
+        for name in _PROGRAM_ARRAYS:
+            arrays[f"p{i}_{name}"] = getattr(p.program, name)
+        for name in _LANE_ARRAYS:
+            arrays[f"l{i}_{name}"] = getattr(p.lanes, name)
+        meta_passes.append(
+            {
+                "key": p.program.key,
+                "ports": list(p.program.ports),
+                "slots": p.program.n_slots,
+                "n_u": p.program.n_u,
+                "n_f": p.program.n_f,
+                "wave": p.wave,
+                "lanes": p.lanes.lanes,
+            }
+        )
+    head, values = plan.tables.arrays()
+    arrays["poseidon_head"] = head
+    arrays["poseidon_values"] = fr_to_array(values)
+    meta = {
+        "format": PLAN_FORMAT,
+        "circuit_id": plan.circuit_id,
+        "n_inputs": plan.n_inputs,
+        "n_aux": plan.n_aux,
+        "copies": plan.copies,
+        "hint_kinds": "".join(plan.hint_kinds),
+        "tables": len(plan.tables.tables),
+        "passes": meta_passes,
+    }
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    os.close(fd)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_plan(path: Path) -> StaticPlan:
+    with np.load(path) as z:
+        meta = json.loads(bytes(z["meta"]).decode())
+        if meta["format"] != PLAN_FORMAT:
+            raise ValueError(f"{path}: plan format {meta['format']}, expected {PLAN_FORMAT}")
+        passes = []
+        for i, mp in enumerate(meta["passes"]):
+            prog = Program(
+                key=mp["key"],
+                ports=tuple(mp["ports"]),
+                n_slots=mp["slots"],
+                n_u=mp["n_u"],
+                n_f=mp["n_f"],
+                **{name: z[f"p{i}_{name}"] for name in _PROGRAM_ARRAYS},
+            )
+            lanes = PassLanes(
+                mp["lanes"], meta["n_inputs"], **{n: z[f"l{i}_{n}"] for n in _LANE_ARRAYS}
+            )
+            passes.append(Pass(prog, lanes, mp["wave"]))
+        tables = PoseidonTables()
+        head = z["poseidon_head"]
+        values = fr_from_array(z["poseidon_values"])
+        for k in range(meta["tables"]):
+            off, t, half, partial = (int(x) for x in head[k])
+            end = int(head[k + 1][0]) if k + 1 < meta["tables"] else len(values)
+            tables.tables.append(((t, half, partial), values[off:end]))
+    plan = StaticPlan(
+        meta["circuit_id"],
+        meta["n_inputs"],
+        meta["n_aux"],
+        passes,
+        list(meta["hint_kinds"]),
+        tables,
+    )
+    plan.copies = meta["copies"]
+    return plan
+
+
+def load_or_build(
+    circuit_id: str, build: Callable[[], StaticPlan], directory: Path | None = None
+) -> StaticPlan:
+    """The circuit's static plan from the circuit cache, or ``build()`` and store it
+    (same directory and code version as :func:`cuzk.circuits.cache.load_or_compile`)."""
+    from cuzk.circuits.cache import cache_dir, code_version
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", circuit_id)
+    path = (directory or cache_dir()) / f"{stem}-{code_version()}-witness-plan.npz"
+    if path.exists():
+        try:
+            plan = load_plan(path)
+            log.info("witness plan of %s loaded from %s", circuit_id, path)
+            return plan
+        except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
+            log.warning("ignoring witness plan %s: %s", path, e)
+    plan = build()
+    try:
+        save_plan(plan, path)
+    except OSError as e:
+        log.warning("could not cache the witness plan of %s at %s: %s", circuit_id, path, e)
+    return plan

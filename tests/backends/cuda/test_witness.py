@@ -83,8 +83,9 @@ def test_random_programs_match_the_numpy_interpreter_and_the_cpu_plan(device):
     rng = random.Random(29)
     for seed in range(4):
         sp, hints, want = random_case(rng, 100 + seed)
-        W = to_numpy(sp.run(device, hints))
-        assert np.array_equal(W, want), f"seed {seed}"
+        W_device = sp.run(device, hints)
+        assert np.array_equal(to_numpy(W_device), want), f"seed {seed}"
+        device.free(W_device)
         assert np.array_equal(sp.run(NumpyWitness(), hints), want)
 
 
@@ -152,6 +153,12 @@ def test_partition_witness_on_the_device_equals_the_cpu_witness(device, kind, si
     """A whole partition: recorded once, run pass by pass by the interpreter
     kernel, bit for bit the CPU witness (PoRep, SnapDeals, PoSt)."""
     plan, hints, want = partition_case(kind, size)
-    W = to_numpy(plan.run(device, hints))
+    W_device = plan.run(device, hints)
+    W = to_numpy(W_device)
     assert W.shape == want.shape
     assert np.array_equal(W, want)
+    # the assignment's VRAM (and its hints') is held until it is freed
+    budget = device.ctx.budget
+    before = budget.reserved_bytes
+    device.free(W_device)
+    assert before - budget.reserved_bytes == 32 * (len(W) + len(plan.hint_kinds) * plan.copies)

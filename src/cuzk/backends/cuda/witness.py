@@ -14,7 +14,10 @@ passes pointers; what the instructions mean is ``cuzk.circuits.program``
 
 VRAM: every allocation is counted in the context's budget. The registers of
 a pass are reserved for its launch; the assignment, the hint table and the
-programs outlive a call and hold their bytes until :meth:`CudaWitness.release`.
+programs outlive a call: an assignment holds its bytes until
+:meth:`CudaWitness.free`, the plan's arrays until :meth:`CudaWitness.release`.
+Under an engine reservation (``DeviceBudget.drawing_from``) all of them
+draw from it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class CudaWitness:
         self._sha256 = module.get_function("sha256_compress_kernel")
         self._poseidon = module.get_function("poseidon_kernel")
         self.holds: list[Hold] = []
+        self._assignments: dict[int, tuple[Any, list[Hold]]] = {}
         self._streams: list[Any] = []
 
     # --- long-lived arrays ---------------------------------------------------
@@ -70,10 +74,24 @@ class CudaWitness:
         self.holds = []
 
     def zeros(self, n: int) -> Any:
-        self.holds.append(self.ctx.budget.acquire(32 * n, "witness assignment"))
+        """A new assignment (ONE, then zeros); its bytes are held until :meth:`free`."""
+        hold = self.ctx.budget.acquire(32 * n, "witness assignment")
         W = self.cp.zeros((n, 4), dtype=self.cp.uint64)
         W[0, 0] = 1
+        self._assignments[id(W)] = (W, [hold])
         return W
+
+    def hints(self, table: np.ndarray, W: Any) -> Any:
+        """A partition's hint table, held (and freed) with its assignment ``W``."""
+        self._assignments[id(W)][1].append(self.ctx.budget.acquire(table.nbytes, "witness hints"))
+        return self.cp.asarray(np.ascontiguousarray(table))
+
+    def free(self, W: Any) -> None:
+        """Give back an assignment this device made, and its hints (drop other
+        references to them too)."""
+        _, holds = self._assignments.pop(id(W))
+        for h in holds:
+            h.release()
 
     def upload(self, a: np.ndarray) -> Any:
         return self._keep(a, "witness plan arrays")
