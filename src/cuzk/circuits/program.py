@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Template
 from cuzk.gadgets.boolean import AllocatedBit
@@ -292,15 +293,16 @@ class Recorder:
         if isinstance(value, Reg):
             if value.kind == F and value.bit is not None:
                 value = value.bit
-            op_u, op_f = (Op.ST_AUX_U, Op.ST_AUX_F) if aux else (Op.ST_IN_U, Op.ST_IN_F)
-            op = op_u if value.kind == U else op_f
+            kind = value.kind
         elif is_const(value):
             value = int(value) % R
-            op = (Op.ST_AUX_U if aux else Op.ST_IN_U) if value < 1 << 64 else None
-            if op is None:
-                op = Op.ST_AUX_F if aux else Op.ST_IN_F
+            kind = U if value < 1 << 64 else F  # a small constant has a u64's limbs
         else:
             raise TypeError(f"cannot store {type(value).__name__} in the assignment")
+        if aux:
+            op = Op.ST_AUX_U if kind == U else Op.ST_AUX_F
+        else:
+            op = Op.ST_IN_U if kind == U else Op.ST_IN_F
         self.instrs.append(Instr(op, (), (value,), j))
 
     # --- macros ---------------------------------------------------------------
@@ -744,8 +746,6 @@ def encode(sub: Subcircuit, instrs: list[Instr], n_slots: int, sites: list[Site]
         else:
             row[2 : 2 + len(srcs)] = srcs
         ops[k] = row
-    from cuzk.algebra.arrays import fr_to_array
-
     return Program(
         key=sub.key,
         ports=sub.ports,
