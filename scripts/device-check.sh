@@ -11,26 +11,15 @@
 # first), witnesses in CUZK_PROCESSES worker processes (default: nproc / 2):
 #   CUZK_SKIP_TESTS=1 CUZK_SKIP_BENCH=1 CUZK_GEN_C1=32GiB CUZK_C1_LIMIT=540 bash scripts/device-check.sh
 # CUZK_PROVE_ARGS adds prove-c1 arguments (e.g. "--key memory --partitions 0,1");
+# CUZK_GPU_PROOF_LOG=24 times a 2^24-constraint demo proof step by step
+# (cuzk-bench gpu-proof; its witness and key take minutes before the proofs).
 # CUZK_LOAD_LOG=27 streams a generated 2^27-point key file into the GPU
 # (cuzk-bench load-params: GB/s cold and warm, host peak) before the benchmark.
 # Logs and JSON go to $OUT. Each step has its own time limit (seconds):
 # CUZK_TEST_LIMIT (default 300), CUZK_C1_LIMIT (200), CUZK_BENCH_LIMIT (240).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-SECONDS=0
-step() { echo "[t=${SECONDS}s] $*" | tee -a "$OUT/steps.log"; }
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH="$PWD/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
-export CUZK_KERNEL_CACHE=${CUZK_KERNEL_CACHE:-/tmp/cuzk-kernels}
-[ -d .prebuilt ] && export CUZK_KERNEL_PREBUILT=${CUZK_KERNEL_PREBUILT:-$PWD/.prebuilt}
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-step "build native CPU kernels"
-python3 setup.py -q build_ext --inplace -j "$(nproc)" >"$OUT/build.log" 2>&1 || echo "native build failed: CPU reference falls back to Python ints (see build.log)"
+# shellcheck source=scripts/device-env.sh
+source "$(dirname "$0")/device-env.sh"
 status=0
 if [ -z "${CUZK_SKIP_TESTS:-}" ]; then
   step "GPU tests"
@@ -56,6 +45,11 @@ if [ -n "${CUZK_LOAD_LOG:-}" ]; then
   step "load-params 2^$CUZK_LOAD_LOG"
   timeout "${CUZK_LOAD_LIMIT:-240}" python3 -m cuzk.cli.bench --log-level INFO load-params \
     --log "$CUZK_LOAD_LOG" --backend cuda --dir /tmp 2>&1 | tee "$OUT/load-params.log" | tail -20
+fi
+if [ -n "${CUZK_GPU_PROOF_LOG:-}" ]; then
+  step "gpu-proof 2^$CUZK_GPU_PROOF_LOG (demo circuit: witness and key made first, then timed proofs)"
+  timeout "${CUZK_GPU_PROOF_LIMIT:-400}" python3 -m cuzk.cli.bench --log-level INFO gpu-proof \
+    --log-constraints "$CUZK_GPU_PROOF_LOG" --json "$OUT/gpu-proof.json" 2>&1 | tail -5
 fi
 if [ -z "${CUZK_SKIP_BENCH:-}" ]; then
   step "kernel benchmark ${CUZK_BENCH_ARGS:-}"

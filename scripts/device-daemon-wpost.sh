@@ -6,19 +6,8 @@
 # made straight into GPU memory). Host memory of the daemon's process tree is
 # sampled throughout. Carry [".whl", ".prebuilt"]; logs go to $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-SECONDS=0
-step() { echo "[t=${SECONDS}s] $*" | tee -a "$OUT/steps.log"; }
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-fi
-export PYTHONPATH="$PWD/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
-export CUZK_KERNEL_CACHE=${CUZK_KERNEL_CACHE:-/tmp/cuzk-kernels}
-[ -d .prebuilt ] && export CUZK_KERNEL_PREBUILT=${CUZK_KERNEL_PREBUILT:-$PWD/.prebuilt}
-export PYTHONUNBUFFERED=1
-python3 setup.py -q build_ext --inplace -j "$(nproc)" >"$OUT/build.log" 2>&1
+# shellcheck source=scripts/device-env.sh
+source "$(dirname "$0")/device-env.sh"
 # Room on the disk for this circuit's matrices (a PoRep cache may be left from an earlier call).
 rm -f "${CUZK_CIRCUIT_CACHE:-$HOME/.cache/cuzk/circuits}"/porep_* 2>/dev/null
 home=/tmp/cuzk-home

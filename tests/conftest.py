@@ -29,3 +29,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def module_circuit_cache(tmp_path_factory):
+    """``$CUZK_CIRCUIT_CACHE`` pointed, for one test module, at a folder of its own
+    (compiled circuits and their matrices are then built once per module and
+    never read from, or left in, the user's cache)."""
+    with pytest.MonkeyPatch.context() as mp:
+        d = tmp_path_factory.mktemp("circuits")
+        mp.setenv("CUZK_CIRCUIT_CACHE", str(d))
+        yield d

@@ -117,13 +117,13 @@ class BudgetedCpuBackend(CpuBackend):
         with self.vram.reserve(32 * (m.inner.num_rows + len(w)), "spmv"):
             return super().spmv(m.inner, w)
 
-    def msm_g1(self, bases, scalars):
+    def msm_g1(self, bases, scalars, phases=None):
         with self.vram.reserve(64 * len(scalars), "msm_g1 workspace"):
-            return super().msm_g1(bases.inner, scalars)
+            return super().msm_g1(bases.inner, scalars, phases)
 
-    def msm_g2(self, bases, scalars):
+    def msm_g2(self, bases, scalars, phases=None):
         with self.vram.reserve(128 * len(scalars), "msm_g2 workspace"):
-            return super().msm_g2(bases.inner, scalars)
+            return super().msm_g2(bases.inner, scalars, phases)
 
 
 def test_backend_reservations_draw_from_the_engines(tmp_path: Path) -> None:
@@ -179,10 +179,10 @@ def test_overdrawn_reservations_show_in_status_and_metrics(tmp_path: Path) -> No
     r1cs = demo.DemoKind().r1cs(cid)
 
     class Greedy(BudgetedCpuBackend):
-        def msm_g1(self, bases, scalars):
+        def msm_g1(self, bases, scalars, phases=None):
             # more than the partition's whole reservation
             with self.vram.reserve(probe.working_bytes(r1cs) + 1, "msm_g1 extra"):
-                return super().msm_g1(bases, scalars)
+                return super().msm_g1(bases, scalars, phases)
 
     probe = fake_gpu(0, 0)
     vram = DeviceBudget(0, 1 << 30)

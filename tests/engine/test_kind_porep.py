@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -32,11 +31,7 @@ from cuzk.errors import InputError
 V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def circuit_cache(tmp_path_factory) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path_factory.mktemp("circuits")))
-        yield
+pytestmark = pytest.mark.usefixtures("module_circuit_cache")
 
 
 @pytest.fixture(scope="module")

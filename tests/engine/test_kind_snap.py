@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,12 +29,7 @@ from cuzk.engine.srs import HostLease
 from cuzk.errors import InputError
 from cuzk.hashers.domain import fr_to_le_bytes
 
-
-@pytest.fixture(scope="module", autouse=True)
-def circuit_cache(tmp_path_factory) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path_factory.mktemp("circuits")))
-        yield
+pytestmark = pytest.mark.usefixtures("module_circuit_cache")
 
 
 @pytest.fixture(scope="module")

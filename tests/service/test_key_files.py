@@ -16,7 +16,6 @@ import json
 import os
 import random
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,15 +51,11 @@ KINDS = {  # gen-params kind → the circuit id the daemon proves
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def circuit_cache(tmp_path_factory) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path_factory.mktemp("circuits")))
-        yield
+pytestmark = pytest.mark.usefixtures("module_circuit_cache")
 
 
 @pytest.fixture(scope="module")
-def params_dir(tmp_path_factory, circuit_cache) -> Path:
+def params_dir(tmp_path_factory, module_circuit_cache) -> Path:
     d = tmp_path_factory.mktemp("filecoin-proof-parameters")
     for seed, kind in enumerate(KINDS):
         argv = ["gen-params", kind, "--sector-size", "2KiB", "--out", str(d), "--seed", str(seed)]

@@ -271,11 +271,15 @@ class SrsManager:
         with self._lock:
             if e.source is not None:
                 return e.source
-        source = self._dev_source(e, cancelled)
-        with self._lock:
-            e.source = source
-            e.vk = source.vk
-        return source
+            gen_lock = self._gen_locks.setdefault(e.circuit_id, threading.Lock())
+        with gen_lock:  # one generator (and one host reservation) at a time
+            if e.source is not None:
+                return e.source
+            source = self._dev_source(e, cancelled)
+            with self._lock:
+                e.source = source
+                e.vk = source.vk
+            return source
 
     def _open(self, e: SrsEntry, path: Path) -> MappedParams:
         vk_path = path.with_name(e.files.vk)
