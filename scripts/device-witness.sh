@@ -2,7 +2,7 @@
 # One call on the GPU machine for the GPU witness (issue 13): the witness
 # kernels' GPU tests (bit-exact against the CPU twins: SHA-256, Poseidon,
 # random programs, PoRep / SnapDeals / PoSt partitions up to 8MiB), then
-# scripts/gpu_witness.py on the sizes given (default: the 32GiB PoRep
+# scripts/gpu_witness.py on the cases given (default: the 32GiB PoRep
 # partition, checked against its CPU witness and timed). Run through the
 # device tool from a clean checkout with carry [".whl"] (the wheels of
 # docs/device-notes/next-runs.md):
@@ -12,18 +12,8 @@
 # Logs and JSON lines go to $OUT. Time limits (seconds): CUZK_TEST_LIMIT
 # (default 300), CUZK_WITNESS_LIMIT (400).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/cuzk-out}
-mkdir -p "$OUT"
-SECONDS=0
-step() { echo "[t=${SECONDS}s] $*" | tee -a "$OUT/steps.log"; }
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH="$PWD/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
-export CUZK_KERNEL_CACHE=${CUZK_KERNEL_CACHE:-/tmp/cuzk-kernels}
-export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+# shellcheck source=scripts/device-env.sh
+source "$(dirname "$0")/device-env.sh"
 status=0
 if [ -z "${CUZK_SKIP_TESTS:-}" ]; then
   step "witness GPU tests"
