@@ -18,9 +18,8 @@ from cuzk.circuits.plan import Evaluator, lanes_of
 from cuzk.circuits.porep.circuit import CHALLENGE_BITS, FR_BITS, expand_parents
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.circuits.porep.vanilla import insert_lanes
-from cuzk.circuits.program import (
-    TraceEvaluator,
-    TraceValues,
+from cuzk.circuits.program import TraceEvaluator, TraceValues
+from cuzk.circuits.trace_evaluators import (
     fr_words_be,
     merkle_level_outputs,
     sha254_words,

@@ -19,13 +19,9 @@ from cuzk.circuits.cache import load_or_compile
 from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
 from cuzk.circuits.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep import evaluators
-from cuzk.circuits.program import (
-    TraceEvaluator,
-    TraceValues,
-    merkle_level_outputs,
-    sha254_node,
-)
+from cuzk.circuits.program import TraceEvaluator, TraceValues
 from cuzk.circuits.static_plan import StaticPlan
+from cuzk.circuits.trace_evaluators import merkle_level_outputs, sha254_node
 from cuzk.circuits.update.circuit import ChallengeHints, PartitionHints, partition_subcircuit
 from cuzk.circuits.update.params import UpdateParams, gen_randomness_constants
 from cuzk.circuits.update.vanilla import PartitionProof
