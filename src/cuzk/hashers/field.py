@@ -131,7 +131,10 @@ class ObjectFr:
         return (a * a) % R
 
     def select(self, bits, a, b):
-        out = np.where(np.asarray(bits, dtype=bool), a, b)
+        cond = np.asarray(bits, dtype=bool)
+        # constants as object arrays: np.where cannot hold ints beyond 64 bits
+        a, b = (np.full(cond.shape, x, dtype=object) if isinstance(x, int) else x for x in (a, b))
+        out = np.where(cond, a, b)
         return out.astype(object) if out.dtype != object else out
 
     def from_bits(self, bits) -> np.ndarray:

@@ -345,3 +345,21 @@ def poseidon_constants(arity: int, strength: str = STANDARD) -> PoseidonConstant
         pre_sparse=freeze(pre_sparse),
         sparse=tuple((tuple(w), tuple(v)) for w, v in sparse),
     )
+
+
+def flat_table(c: PoseidonConstants) -> tuple[tuple[int, int, int], list[int]]:
+    """One arity's constants as a flat list of Fr values, for a device kernel.
+
+    Returns ``((t, half_full_rounds, partial_rounds), values)`` with ``values``
+    = domain tag, compressed round constants (``2·half·t + partial``), the MDS
+    matrix and the pre-sparse matrix (t × t, row-major: ``m[i][j]`` at
+    ``i·t + j``), then per partial round ``w_hat`` (t) and ``v_rest`` (t − 1):
+    the order :class:`cuzk.hashers.poseidon._Schedule` reads them in.
+    """
+    t = c.width
+    values = [c.domain_tag, *c.compressed_round_constants]
+    values += [x for row in c.mds for x in row]
+    values += [x for row in c.pre_sparse for x in row]
+    for w_hat, v_rest in c.sparse:
+        values += [*w_hat, *v_rest]
+    return (t, c.half_full_rounds, c.partial_rounds), [v % R for v in values]

@@ -15,8 +15,16 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.circuits.plan import Evaluator, lanes_of
+from cuzk.circuits.porep.circuit import CHALLENGE_BITS, FR_BITS, expand_parents
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.circuits.porep.vanilla import insert_lanes
+from cuzk.circuits.program import TraceEvaluator, TraceValues
+from cuzk.circuits.trace_evaluators import (
+    fr_words_be,
+    merkle_level_outputs,
+    sha254_words,
+    sha256_block_outputs,
+)
 from cuzk.gadgets.subcircuit import NUM
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
@@ -81,3 +89,54 @@ def by_key(key: str) -> Evaluator | None:
         arity = int(key.split("/")[1])
         return lambda V, ports, hints: poseidon(V, ports, hints, arity)
     return None
+
+
+# --------------------------------------------------------------------------
+# The same evaluators, recorded into a witness program (device plans)
+# --------------------------------------------------------------------------
+
+
+def trace_by_key(key: str) -> TraceEvaluator | None:
+    """The trace evaluator (:mod:`cuzk.circuits.program`) for a subcircuit key."""
+    if key.startswith("sha256-block/"):
+        from_iv, pattern = SHAPES[key]
+        return lambda V, ports, hints: sha256_block_outputs(V, from_iv, pattern, ports)
+    if key.startswith("merkle-level/"):
+        _, hasher, arity_s = key.split("/")
+        arity = int(arity_s)
+        c = poseidon_constants(arity) if hasher == "poseidon" else None
+        return lambda V, ports, hints: merkle_level_outputs(V, ports[0], hints, hasher, arity, c)
+    if key.startswith("poseidon/"):
+        c = poseidon_constants(int(key.split("/")[1]))
+        return lambda V, ports, hints: [V.rec.poseidon(ports, c)]
+    return None
+
+
+def trace_no_outputs(V: TraceValues, ports: list, hints: Any) -> list:
+    return []
+
+
+def trace_label(layer: int) -> TraceEvaluator:
+    """A label subcircuit's output (``circuit.label_subcircuit``): the label
+    ``sha254(replica_id ‖ u32_be(layer) ‖ u64_be(node) ‖ 0^20 ‖ 37 parents)``,
+    from its ports (replica-id bits, challenge bits, parent labels), with the
+    parents' message words taken from their values rather than their bits."""
+
+    def evaluate(V: TraceValues, ports: list, hints: Any) -> list:
+        rid_bits = [*ports[:FR_BITS], False]
+        node_bits = ports[FR_BITS : FR_BITS + CHALLENGE_BITS]
+        parents = ports[FR_BITS + CHALLENGE_BITS :]
+        # the first block as the circuit lays it out, bit by bit (big-endian bits)
+        rid = [b for i in range(0, 256, 8) for b in reversed(rid_bits[i : i + 8])]
+        layer_bits = [bool((layer >> i) & 1) for i in range(31, -1, -1)]
+        first = rid + layer_bits + list(reversed(node_bits))
+        first += [False] * (512 - len(first))
+        words = [V.w_from_bits(first[32 * i : 32 * i + 32][::-1]) for i in range(16)]
+        own: dict[int, list] = {}
+        for j in expand_parents(list(range(len(parents))), layer):
+            if j not in own:
+                own[j] = fr_words_be(V, parents[j])
+            words += own[j]
+        return [sha254_words(V, words)]
+
+    return evaluate

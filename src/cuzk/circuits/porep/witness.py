@@ -40,6 +40,8 @@ from cuzk.circuits.porep.params import (
     size_name,
 )
 from cuzk.circuits.porep.types import ChallengeProof, MerkleProof, SealCommitPhase1Output
+from cuzk.circuits.program import TraceEvaluator
+from cuzk.circuits.static_plan import StaticPlan, WitnessDevice
 from cuzk.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -191,10 +193,41 @@ def lookup(caller: str, callee: str) -> Evaluator | None:
     return evaluators.by_key(callee)
 
 
+def trace_lookup(caller: str, callee: str) -> TraceEvaluator | None:
+    """:func:`lookup` for recorded programs: the same calls deferred, valued by
+    the trace evaluators."""
+    if callee.endswith("/challenge"):
+        return evaluators.trace_no_outputs
+    if callee.startswith("porep-label/layer-"):
+        # a pass of its own: the challenge pass (18 lanes at 32GiB) only
+        # hashes the label's value, its 3,570 bits are allocated over all
+        # challenges' labels at once
+        return evaluators.trace_label(int(callee.rsplit("-", 1)[1]))
+    if callee.startswith("poseidon/") and caller.startswith("merkle-level/"):
+        return None
+    return evaluators.trace_by_key(callee)
+
+
+def static_plan(
+    compiled: CompiledCircuit,
+    shape: PoRepShape,
+    hints: PartitionHints,
+    compiler: Compiler | None = None,
+) -> StaticPlan:
+    """The partition's witness recorded once as device programs (any
+    partition's hints give the shape; keep the plan for every partition)."""
+    return StaticPlan.build(compiled, partition_subcircuit(shape), hints, trace_lookup, compiler)
+
+
+def device_witness(plan: StaticPlan, hints: PartitionHints, device: WitnessDevice) -> object:
+    """One partition's full assignment made on ``device`` (a device array)."""
+    return plan.run(device, hints)
+
+
 def partition_witness(
     compiled: CompiledCircuit, shape: PoRepShape, hints: PartitionHints, compiler: Compiler
 ) -> WitnessPlan:
-    """Compute the full assignment of one partition (``plan.W``)."""
+    """Compute the full assignment of one partition (``plan.W``) on the CPU."""
     plan = WitnessPlan(
         compiler, compiled.num_inputs, compiled.num_aux, lookup, templates=compiled.templates()
     )

@@ -19,12 +19,16 @@ from cuzk.circuits.cache import load_or_compile
 from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
 from cuzk.circuits.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep import evaluators
+from cuzk.circuits.program import TraceEvaluator, TraceValues
+from cuzk.circuits.static_plan import StaticPlan
+from cuzk.circuits.trace_evaluators import merkle_level_outputs, sha254_node
 from cuzk.circuits.update.circuit import ChallengeHints, PartitionHints, partition_subcircuit
 from cuzk.circuits.update.params import UpdateParams, gen_randomness_constants
 from cuzk.circuits.update.vanilla import PartitionProof
 from cuzk.errors import InputError
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
+from cuzk.hashers.poseidon_constants import poseidon_constants
 
 
 def _lane(v: int) -> np.ndarray:
@@ -120,6 +124,42 @@ def lookup(caller: str, callee: str) -> Evaluator | None:
             evaluators.sha_node([evaluators.obj(p, V.lanes) for p in ports])
         ]
     return evaluators.by_key(callee)
+
+
+def _trace_por_level(V: TraceValues, ports: list, hints, hasher: str, arity: int) -> list:
+    nbits = arity.bit_length() - 1
+    position = V.w_from_bits(ports[1 : 1 + nbits])
+    c = poseidon_constants(arity) if hasher == "poseidon" else None
+    parent, *_ = merkle_level_outputs(V, ports[0], (position, ports[1 + nbits :]), hasher, arity, c)
+    return [parent]
+
+
+def trace_lookup(caller: str, callee: str) -> TraceEvaluator | None:
+    """:func:`lookup` for recorded programs (device witness plans)."""
+    if callee.startswith("snap/") and callee.endswith("/challenge"):
+        return evaluators.trace_no_outputs
+    if callee.startswith("por-level/"):
+        _, hasher, arity = callee.split("/")
+        return lambda V, ports, hints: _trace_por_level(V, ports, hints, hasher, int(arity))
+    if caller.startswith("por-level/"):
+        return None
+    if callee == "poseidon-gen-randomness/2":
+        c = gen_randomness_constants()
+        return lambda V, ports, hints: [V.rec.poseidon(ports, c)]
+    if callee == "sha256-node/2":
+        return lambda V, ports, hints: [sha254_node(V, ports)]
+    return evaluators.trace_by_key(callee)
+
+
+def static_plan(
+    compiled: CompiledCircuit,
+    params: UpdateParams,
+    hints: PartitionHints,
+    compiler: Compiler | None = None,
+) -> StaticPlan:
+    """The partition's witness recorded once as device programs (any
+    partition's hints give the shape)."""
+    return StaticPlan.build(compiled, partition_subcircuit(params), hints, trace_lookup, compiler)
 
 
 def partition_witness(
