@@ -28,7 +28,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from cuzk.circuits.compile import Block, Call, CoefficientTable, CompiledCircuit
 from cuzk.r1cs import R1CS
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FORMAT = 1
 
@@ -178,25 +179,37 @@ def load_compiled(path: Path) -> CompiledCircuit:
     return CompiledCircuit(meta["circuit_id"], templates[meta["top"]], meta["copies"], coeffs)
 
 
+def cached(
+    path: Path,
+    load: Callable[[Path], T],
+    build: Callable[[], T],
+    save: Callable[[T, Path], None],
+    what: str,
+) -> T:
+    """``load(path)`` when the cache holds it, else ``build()`` and ``save`` it there;
+    a damaged entry is rebuilt, and a cache that cannot be written only warns."""
+    if path.exists():
+        try:
+            found = load(path)
+            log.info("%s loaded from %s", what, path)
+            return found
+        except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
+            log.warning("ignoring cache entry %s: %s", path, e)
+    made = build()
+    try:
+        save(made, path)
+        log.info("%s built and cached at %s", what, path)
+    except OSError as e:
+        log.warning("could not cache %s at %s: %s", what, path, e)
+    return made
+
+
 def load_or_compile(
     circuit_id: str, build: Callable[[], CompiledCircuit], directory: Path | None = None
 ) -> CompiledCircuit:
     """The compiled circuit from the cache, or ``build()`` it and store it."""
     path = (directory or cache_dir()) / f"{_stem(circuit_id)}.npz"
-    if path.exists():
-        try:
-            cc = load_compiled(path)
-            log.info("circuit %s loaded from %s", circuit_id, path)
-            return cc
-        except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
-            log.warning("ignoring cache entry %s: %s", path, e)
-    cc = build()
-    try:
-        save_compiled(cc, path)
-        log.info("circuit %s compiled and cached at %s", circuit_id, path)
-    except OSError as e:
-        log.warning("could not cache %s at %s: %s", circuit_id, path, e)
-    return cc
+    return cached(path, load_compiled, build, save_compiled, f"circuit {circuit_id}")
 
 
 # --------------------------------------------------------------------------

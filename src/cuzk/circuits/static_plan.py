@@ -441,20 +441,8 @@ def load_or_build(
 ) -> StaticPlan:
     """The circuit's static plan from the circuit cache, or ``build()`` and store it
     (same directory and code version as :func:`cuzk.circuits.cache.load_or_compile`)."""
-    from cuzk.circuits.cache import cache_dir, code_version
+    from cuzk.circuits.cache import cache_dir, cached, code_version
 
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", circuit_id)
     path = (directory or cache_dir()) / f"{stem}-{code_version()}-witness-plan.npz"
-    if path.exists():
-        try:
-            plan = load_plan(path)
-            log.info("witness plan of %s loaded from %s", circuit_id, path)
-            return plan
-        except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
-            log.warning("ignoring witness plan %s: %s", path, e)
-    plan = build()
-    try:
-        save_plan(plan, path)
-    except OSError as e:
-        log.warning("could not cache the witness plan of %s at %s: %s", circuit_id, path, e)
-    return plan
+    return cached(path, load_plan, build, save_plan, f"witness plan of {circuit_id}")
