@@ -127,7 +127,10 @@ def test_sigterm_drains_accepted_work(tmp_path: Path) -> None:
     proc = start(tmp_path)
     try:
         c = client(tmp_path)
-        reqs = [request(1) for _ in range(3)]
+        # Enough accepted work (3 jobs of 8 partitions: seconds on two cores) that the
+        # daemon is still draining when the refused submissions below arrive; with a
+        # little, it could finish and take its socket away between two of them.
+        reqs = [request(8) for _ in range(3)]
         ids = [c.submit(r).job_id for r in reqs]
         # Clients already waiting on their proofs get them before the daemon exits.
         with ThreadPoolExecutor(3) as pool:
