@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from cuzk.backends.cpu import CpuBackend
-from cuzk.backends.cuda.memory import DeviceBudget, Hold
+from gpu_stand_ins import BudgetedCpuBackend, fake_gpu
+
+from cuzk.backends.cuda.memory import DeviceBudget
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
@@ -18,13 +19,6 @@ from cuzk.engine.kinds.base import key_raw_bytes
 
 A = DemoCircuit(rounds=20, words=1)
 B = DemoCircuit(rounds=26, words=1)
-
-
-def fake_gpu(ordinal: int, limit: int) -> Device:
-    """A device with its own budget, like a GPU's VRAM, computing on the CPU backend."""
-    return Device(
-        ordinal, f"fake GPU {ordinal}", CpuBackend(), limit, Budget(f"vram:{ordinal}", limit)
-    )
 
 
 def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
@@ -76,54 +70,6 @@ def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
             time.sleep(0.01)
     finally:
         e.stop()
-
-
-class VramHandle:
-    """What a GPU backend returns for resident data: a hold on its device budget."""
-
-    def __init__(self, inner: object, hold: Hold) -> None:
-        self.inner, self.hold = inner, hold
-
-    def __len__(self) -> int:
-        return len(self.inner)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self.hold.release()
-
-
-class BudgetedCpuBackend(CpuBackend):
-    """The CPU backend reserving from a DeviceBudget what a GPU backend would:
-    resident bases and matrices for as long as the key lives, MSM and sparse
-    product workspaces while they run."""
-
-    def __init__(self, vram: DeviceBudget) -> None:
-        super().__init__()
-        self.vram = vram
-
-    def load_g1(self, count, read, progress=None):
-        # as the MSM engine decides resident vs streamed bases: by the room it sees
-        assert self.vram.free_bytes >= 96 * count, "no room seen for resident bases"
-        hold = self.vram.acquire(96 * count, "G1 bases")
-        return VramHandle(super().load_g1(count, read, progress), hold)
-
-    def load_g2(self, count, read, progress=None):
-        hold = self.vram.acquire(192 * count, "G2 bases")
-        return VramHandle(super().load_g2(count, read, progress), hold)
-
-    def prepare_matrix(self, m):
-        return VramHandle(m, self.vram.acquire(8 * m.num_rows + 36 * m.nnz, "CSR"))
-
-    def spmv(self, m, w):
-        with self.vram.reserve(32 * (m.inner.num_rows + len(w)), "spmv"):
-            return super().spmv(m.inner, w)
-
-    def msm_g1(self, bases, scalars, phases=None):
-        with self.vram.reserve(64 * len(scalars), "msm_g1 workspace"):
-            return super().msm_g1(bases.inner, scalars, phases)
-
-    def msm_g2(self, bases, scalars, phases=None):
-        with self.vram.reserve(128 * len(scalars), "msm_g2 workspace"):
-            return super().msm_g2(bases.inner, scalars, phases)
 
 
 def test_backend_reservations_draw_from_the_engines(tmp_path: Path) -> None:

@@ -313,7 +313,7 @@ def test_a_dev_key_too_big_for_the_disk_is_made_in_gpu_memory(tmp_path: Path, mo
     source = m._source(m.entry(A))
     r1cs, w = demo_witness()
     key = prover.load(source, r1cs, CpuBackend())
-    m._loaded(m.entry(A))
+    m._loaded(m.entry(A), source)
     assert host.reserved == 0
     assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
 

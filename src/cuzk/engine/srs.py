@@ -102,6 +102,7 @@ class SrsEntry:
     development: bool = False  # not Filecoin's published key (INSECURE)
     dev_waste: ToxicWaste | None = None  # a file-less development key's, to make it again
     dev_reservation: Reservation | None = None  # host memory of its scalars while loading
+    dev_users: int = 0  # loads using a file-less development key's scalars now
     prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
     reservations: dict[int, Reservation] = field(default_factory=dict)
     refs: int = 0  # in-flight partitions using the key
@@ -147,6 +148,7 @@ class SrsStatus:
     idle_s: float
     file: str = ""  # the .params file ("" while none is found, or for a key made in memory)
     development: bool = False  # INSECURE development parameters, not Filecoin's
+    device_bytes: dict[int, int] = field(default_factory=dict)  # reserved per device holding it
 
 
 class SrsManager:
@@ -272,20 +274,36 @@ class SrsManager:
 
     def _source(self, e: SrsEntry, cancelled: Any = None) -> KeySource:
         """What a device loads the key from: its opened files, or a file-less
-        development key made for this load (its scalars live until :meth:`_loaded`)."""
+        development key made for the loads under way (its scalars live until the
+        last of them calls :meth:`_loaded`: two GPUs loading it at once share them)."""
         self._ensure_available(e, cancelled)
         with self._lock:
             if e.source is not None:
-                return e.source
+                return self._use(e, e.source)
             gen_lock = self._gen_locks.setdefault(e.circuit_id, threading.Lock())
         with gen_lock:  # one generator (and one host reservation) at a time
-            if e.source is not None:
-                return e.source
+            with self._lock:
+                if e.source is not None:
+                    return self._use(e, e.source)
             source = self._dev_source(e, cancelled)
             with self._lock:
                 e.source = source
                 e.vk = source.vk
-            return source
+                return self._use(e, source)
+
+    @staticmethod
+    def _use(e: SrsEntry, source: KeySource) -> KeySource:
+        """Called with the manager lock held: one more load of a development key."""
+        if isinstance(source, DevParams):
+            e.dev_users += 1
+        return source
+
+    def _device_source(self, source: KeySource, device: Device) -> KeySource:
+        """The source as ``device`` loads it: a file-less development key's points
+        are made on the GPU that loads them (the scalars are shared)."""
+        if isinstance(source, DevParams) and device.backend.name == "cuda":
+            return source.with_points(gpu_points(device))
+        return source
 
     def _open(self, e: SrsEntry, path: Path) -> MappedParams:
         vk_path = path.with_name(e.files.vk)
@@ -389,11 +407,15 @@ class SrsManager:
             e.dev_reservation = res  # given back once the key is loaded (_loaded)
         return source
 
-    def _loaded(self, e: SrsEntry) -> None:
-        """After a device has taken the key: a file-less development key gives its
-        scalars (and their host reservation) back; it is made again if needed."""
+    def _loaded(self, e: SrsEntry, source: KeySource | None) -> None:
+        """After a device has taken the key from ``source`` (None: it never got
+        one): the last load of a file-less development key gives its scalars (and
+        their host reservation) back; it is made again if needed."""
+        if not isinstance(source, DevParams):
+            return
         with self._lock:
-            if not isinstance(e.source, DevParams):
+            e.dev_users -= 1
+            if e.dev_users > 0 or e.source is not source:
                 return
             e.source = None
             res, e.dev_reservation = e.dev_reservation, None
@@ -413,8 +435,9 @@ class SrsManager:
         e = self.entry(circuit_id)
         if e.vk is not None:
             return e.vk
-        vk = self._source(e).vk
-        self._loaded(e)
+        source = self._source(e)
+        vk = source.vk
+        self._loaded(e, source)
         return vk
 
     def _progress(self, e: SrsEntry, device: Device) -> ProgressLog:
@@ -461,6 +484,7 @@ class SrsManager:
                             evict=self.evict_idle,
                             cancelled=cancelled,
                         )
+                        source = None
                         try:
                             source = self._source(e, cancelled)
                             prepared = prover.load(
@@ -472,7 +496,7 @@ class SrsManager:
                             self._forget(e)
                             raise
                         finally:
-                            self._loaded(e)
+                            self._loaded(e, source)
                         with self._lock:
                             e.prepared[dev.ordinal] = prepared
                             e.reservations[dev.ordinal] = key_res
@@ -525,13 +549,17 @@ class SrsManager:
                         evict=lambda n: self.evict_idle(n, device),
                         cancelled=cancelled,
                     )
+                    source = None
                     try:
                         source = self._source(e, cancelled)
                         # preload may run on any thread; the backend's holds for the
                         # key's bases and matrices come out of the key's reservation
                         with device.activate(), device.budget.lend(key_res):
                             prepared = prover.load(
-                                source, r1cs, device.backend, self._progress(e, device)
+                                self._device_source(source, device),
+                                r1cs,
+                                device.backend,
+                                self._progress(e, device),
                             )
                     except BaseException:
                         key_res.release()
@@ -539,7 +567,7 @@ class SrsManager:
                         self._forget(e)
                         raise
                     finally:
-                        self._loaded(e)
+                        self._loaded(e, source)
                     with self._lock:
                         e.prepared[device.ordinal] = prepared
                         e.reservations[device.ordinal] = key_res
@@ -557,6 +585,43 @@ class SrsManager:
         lease.working.release()
         with self._lock:
             lease.entry.device_refs[lease.device.ordinal] -= 1
+
+    # --- per device -----------------------------------------------------------
+    def placed_by_device(self) -> dict[int, frozenset[str]]:
+        """Per device, the circuits whose key is resident there or being loaded
+        there (a partition holds a lease on it): what placement calls holding a key."""
+        with self._lock:
+            out: dict[int, set[str]] = {o: set() for o in self.devices}
+            for e in self._entries.values():
+                for o in e.prepared:
+                    out.setdefault(o, set()).add(e.circuit_id)
+                for o, n in e.device_refs.items():
+                    if n > 0:
+                        out.setdefault(o, set()).add(e.circuit_id)
+            return {o: frozenset(c) for o, c in out.items()}
+
+    def drop_device(self, device: Device) -> int:
+        """Drop every key resident on ``device`` that no partition uses there (the
+        device failed: nothing it held is trusted; a key still in use there is
+        dropped by a later call). Returns the bytes given back to its budget."""
+        freed = 0
+        with self._lock:
+            for e in self._entries.values():
+                if device.ordinal not in e.prepared:
+                    continue
+                in_use = e.refs if device.host_resident else e.device_refs.get(device.ordinal, 0)
+                if in_use:
+                    continue
+                try:
+                    freed += self._drop(e, device.ordinal)
+                except Exception as err:  # a lost device may fail to free; its budget still does
+                    log.warning("dropping key %s from %s: %s", e.circuit_id, device.label, err)
+                    res = e.reservations.pop(device.ordinal, None)
+                    if res is not None:
+                        res.release()
+                        freed += res.nbytes
+                log.info("dropped key %s from %s (device failed)", e.circuit_id, device.label)
+        return freed
 
     # --- eviction -------------------------------------------------------------
     def let_go(self, circuit_id: str) -> bool:
@@ -649,17 +714,20 @@ class SrsManager:
             return False, 0
 
     # --- preload ------------------------------------------------------------
-    def preload(self, circuit_id: str) -> tuple[bool, float]:
-        """PreloadSRS: make a key HOT on every device. Returns (already_loaded, ms)."""
+    def preload(self, circuit_id: str, ordinals: list[int] | None = None) -> tuple[bool, float]:
+        """PreloadSRS: make a key HOT on every device (those of ``ordinals`` when
+        given: the healthy ones). Returns (already_loaded, ms)."""
         e = self.entry(circuit_id)
+        targets = [o for o in self.devices if ordinals is None or o in ordinals]
         with self._lock:
-            if e.prepared and all(o in e.prepared for o in self.devices):
+            if e.prepared and all(o in e.prepared for o in targets):
                 e.last_used = time.monotonic()
                 return True, 0.0
         t = time.perf_counter()
         lease = self.acquire_host(circuit_id, 0)
         try:
-            for dev in self.devices.values():
+            for o in targets:
+                dev = self.devices[o]
                 if not dev.host_resident:
                     self.release_device(self.acquire_device(lease, dev))
         finally:
@@ -680,6 +748,7 @@ class SrsManager:
                     idle_s=(now - e.last_used) if e.last_used else 0.0,
                     file=str(e.path) if e.path is not None else "",
                     development=e.development,
+                    device_bytes={o: r.nbytes for o, r in sorted(e.reservations.items())},
                 )
                 for e in sorted(self._entries.values(), key=lambda x: x.circuit_id)
             ]
