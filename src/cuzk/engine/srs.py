@@ -103,6 +103,7 @@ class SrsEntry:
     dev_waste: ToxicWaste | None = None  # a file-less development key's, to make it again
     dev_reservation: Reservation | None = None  # host memory of its scalars while loading
     dev_users: int = 0  # loads using a file-less development key's scalars now
+    dev_points_on: int | None = None  # the GPU that key's own points are made on
     prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
     reservations: dict[int, Reservation] = field(default_factory=dict)
     refs: int = 0  # in-flight partitions using the key
@@ -272,7 +273,9 @@ class SrsManager:
                 e.source = source
                 e.vk = source.vk
 
-    def _source(self, e: SrsEntry, cancelled: Any = None) -> KeySource:
+    def _source(
+        self, e: SrsEntry, cancelled: Any = None, device: Device | None = None
+    ) -> KeySource:
         """What a device loads the key from: its opened files, or a file-less
         development key made for the loads under way (its scalars live until the
         last of them calls :meth:`_loaded`: two GPUs loading it at once share them)."""
@@ -285,7 +288,7 @@ class SrsManager:
             with self._lock:
                 if e.source is not None:
                     return self._use(e, e.source)
-            source = self._dev_source(e, cancelled)
+            source = self._dev_source(e, cancelled, device)
             with self._lock:
                 e.source = source
                 e.vk = source.vk
@@ -298,10 +301,14 @@ class SrsManager:
             e.dev_users += 1
         return source
 
-    def _device_source(self, source: KeySource, device: Device) -> KeySource:
+    def _device_source(self, e: SrsEntry, source: KeySource, device: Device) -> KeySource:
         """The source as ``device`` loads it: a file-less development key's points
         are made on the GPU that loads them (the scalars are shared)."""
-        if isinstance(source, DevParams) and device.backend.name == "cuda":
+        if (
+            isinstance(source, DevParams)
+            and device.backend.name == "cuda"
+            and e.dev_points_on != device.ordinal
+        ):
             return source.with_points(gpu_points(device))
         return source
 
@@ -383,8 +390,11 @@ class SrsManager:
         finally:
             res.release()
 
-    def _dev_source(self, e: SrsEntry, cancelled: Any) -> DevParams:
-        """A file-less development key, made as a device loads it (same waste each time)."""
+    def _dev_source(self, e: SrsEntry, cancelled: Any, device: Device | None) -> DevParams:
+        """A file-less development key, made as a device loads it (same waste each
+        time), its points on that device when it is a GPU (else on the first GPU)."""
+        gpu = device if device is not None and device.backend.name == "cuda" else None
+        gpu = gpu or self._setup_gpu()
         r1cs = e.handler.r1cs(e.circuit_id)
         (res,) = self.host_budget.reserve(
             [(dev_setup_host_bytes(r1cs.num_constraints), f"key generation {e.circuit_id}")],
@@ -395,7 +405,7 @@ class SrsManager:
             source = DevParams(
                 r1cs,
                 waste=e.dev_waste,
-                points=self._dev_points(),
+                points=None if gpu is None else gpu_points(gpu),
                 name=f"development key {e.circuit_id} (in memory)",
             )
         except BaseException:
@@ -405,6 +415,7 @@ class SrsManager:
             e.development = True
             e.size_bytes = source_point_bytes(source)
             e.dev_reservation = res  # given back once the key is loaded (_loaded)
+            e.dev_points_on = None if gpu is None else gpu.ordinal
         return source
 
     def _loaded(self, e: SrsEntry, source: KeySource | None) -> None:
@@ -551,12 +562,12 @@ class SrsManager:
                     )
                     source = None
                     try:
-                        source = self._source(e, cancelled)
+                        source = self._source(e, cancelled, device)
                         # preload may run on any thread; the backend's holds for the
                         # key's bases and matrices come out of the key's reservation
                         with device.activate(), device.budget.lend(key_res):
                             prepared = prover.load(
-                                self._device_source(source, device),
+                                self._device_source(e, source, device),
                                 r1cs,
                                 device.backend,
                                 self._progress(e, device),
