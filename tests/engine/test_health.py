@@ -185,6 +185,28 @@ def test_a_partition_that_fails_on_every_device_fails_its_job(tmp_path, monkeypa
         e.stop()
 
 
+def test_with_every_device_lost_waiting_partitions_fail_at_the_failed_probe(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("CUZK_FAIL_DEVICE", "0:0")
+    key, part = circuit_bytes(CID)
+    devices, gpus = stand_in_gpus(1, key + 2 * part)
+    e = Engine(engine_config(tmp_path, recovery_probe_interval="100ms"), devices=devices)
+    e.start()
+    try:
+        first = e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 1)))
+        job, _ = e.await_job(first.job_id, 120)
+        assert job.state == JobState.FAILED and "failed on every device" in job.error
+        later = e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 2)))
+        job, _ = e.await_job(later.job_id, 120)
+        assert job.state == JobState.FAILED
+        assert "every device is out of service (GPU 0: probe: GPU 0: injected" in job.error
+        assert gpus[0].proofs == 0 and not e.pipeline.health.healthy(0)
+        assert e.pipeline.health.record(0).probes_failed >= 1
+    finally:
+        e.stop()
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [

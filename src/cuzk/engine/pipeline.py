@@ -480,9 +480,24 @@ class Pipeline:
                 _describe(e),
                 self.health.probe_interval,
             )
+            self._fail_stranded()
             return
         self.health.probe_passed(dev.ordinal)
         log.warning("%s passed its probe and takes work again", dev.label)
+
+    def _fail_stranded(self) -> None:
+        """With every device out of service and a probe failed, the partitions that
+        wait for a device fail their jobs (a client learns it now rather than after
+        the devices recover, if ever); work waits only a probe interval for a device."""
+        health = self.health.snapshot()
+        if any(r.healthy for r in health.values()):
+            return
+        why = "; ".join(f"GPU {o}: {r.last_failure}" for o, r in sorted(health.items()))
+        for item in self.synthesized.take_all():
+            if item.job.finished:
+                self.release(item)
+                continue
+            self._fail(item, f"partition {item.index}: every device is out of service ({why})")
 
     def device_work(self) -> dict[int, DeviceWork]:
         with self._work_lock:

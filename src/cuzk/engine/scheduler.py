@@ -149,6 +149,14 @@ class PartitionQueue:
                 self._cond.notify_all()
             return gone
 
+    def take_all(self) -> list[WorkItem]:
+        """Remove and return every queued item."""
+        with self._cond:
+            gone = [e[2] for e in self._items]
+            self._items = []
+            self._cond.notify_all()
+            return gone
+
     def items(self) -> list[WorkItem]:
         with self._cond:
             return [e[2] for e in self._items]
