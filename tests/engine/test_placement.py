@@ -145,3 +145,22 @@ def test_a_one_partition_job_waits_for_the_busy_holder(tmp_path: Path) -> None:
         assert [s.devices for s in st.srs if s.circuit_id == cid] == [(0,)]
     finally:
         e.stop()
+
+
+def test_preload_makes_the_key_resident_on_every_healthy_gpu(tmp_path: Path) -> None:
+    c = DemoCircuit(rounds=20, words=1)
+    cid = demo.circuit_id(c.rounds, c.words)
+    key, part = circuit_bytes(cid)
+    devices, gpus = stand_in_gpus(3, key + 2 * part)
+    e = Engine(engine_config(tmp_path), devices=devices)
+    e.start()
+    try:
+        e.pipeline.health.failed(2, "GPU 2: lost")
+        assert e.preload(cid)[0] is False
+        st = e.status()
+        assert [s.devices for s in st.srs if s.circuit_id == cid] == [(0, 1)]
+        assert [len(d.resident_keys) for d in st.devices] == [1, 1, 0]
+        assert e.preload(cid) == (True, 0.0)  # on every healthy GPU already
+        assert all(g.vram.overdrawn_by_operation == {} for g in gpus)
+    finally:
+        e.stop()

@@ -38,6 +38,7 @@ import enum
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -736,11 +737,19 @@ class SrsManager:
                 return True, 0.0
         t = time.perf_counter()
         lease = self.acquire_host(circuit_id, 0)
+        gpus = [self.devices[o] for o in targets if not self.devices[o].host_resident]
         try:
-            for o in targets:
-                dev = self.devices[o]
-                if not dev.host_resident:
-                    self.release_device(self.acquire_device(lease, dev))
+            # every GPU loads at once (its own copy, from the same file or scalars)
+            with ThreadPoolExecutor(max_workers=max(1, len(gpus))) as pool:
+                loads = [pool.submit(self.acquire_device, lease, dev) for dev in gpus]
+                errors = []
+                for f in loads:
+                    try:
+                        self.release_device(f.result())
+                    except BaseException as err:
+                        errors.append(err)
+            if errors:
+                raise errors[0]
         finally:
             self.release_host(lease)
         return False, (time.perf_counter() - t) * 1000
