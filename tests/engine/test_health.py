@@ -207,6 +207,49 @@ def test_with_every_device_lost_waiting_partitions_fail_at_the_failed_probe(
         e.stop()
 
 
+class TwoFaults:
+    """GPU 1 lost for good; GPU 0 fails one proof and recovers."""
+
+    def __init__(self) -> None:
+        self.gpu0_failed = False
+
+    def before_proof(self, ordinal: int) -> None:
+        if ordinal == 1:
+            raise DeviceError(1, "lost")
+        if not self.gpu0_failed:
+            self.gpu0_failed = True
+            raise DeviceError(0, "transient")
+
+    def before_probe(self, ordinal: int) -> None:
+        if ordinal == 1:
+            raise DeviceError(1, "lost")
+
+
+def test_a_partition_no_device_in_service_may_prove_fails_instead_of_waiting(tmp_path) -> None:
+    """GPU 1 is out of service for good; the partition fails on GPU 0, which
+    recovers: no device in service may prove it, so its job fails (at GPU 1's next
+    failed probe) instead of waiting for GPU 1 forever."""
+    key, part = circuit_bytes(CID)
+    devices, gpus = stand_in_gpus(2, key + 2 * part)
+    e = Engine(engine_config(tmp_path, recovery_probe_interval="100ms"), devices=devices)
+    e.pipeline.faults = TwoFaults()
+    e.start()
+    try:
+        e.pipeline.health.failed(1, "GPU 1: lost")
+        r = e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 1)))
+        job, _ = e.await_job(r.job_id, 120)
+        assert job.state == JobState.FAILED
+        assert "GPU 0: transient" in job.error or "every device is out of service" in job.error
+        assert "GPU 1: " in job.error, job.error
+        wait_for(lambda: e.pipeline.health.healthy(0), "GPU 0 passes its probe")
+        r = e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 2)))
+        job, _ = e.await_job(r.job_id, 120)
+        assert job.state == JobState.COMPLETED, job.error
+        assert [g.proofs for g in gpus] == [2, 0]
+    finally:
+        e.stop()
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [

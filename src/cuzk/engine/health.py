@@ -18,8 +18,8 @@ after each failed probe; the probe is a small computation on the device
 checked on the host (:meth:`cuzk.engine.devices.Device.probe`). When it
 passes the device takes work again and loads keys afresh as they are needed.
 A device that is really lost never passes and stays out of service until the
-daemon restarts, while the other devices carry the work; when no device is in
-service, the partitions waiting for one fail their jobs at each failed probe.
+daemon restarts, while the other devices carry the work; a queued partition
+that no device in service may prove fails its job at the next failed probe.
 """
 
 from __future__ import annotations

@@ -486,18 +486,28 @@ class Pipeline:
         log.warning("%s passed its probe and takes work again", dev.label)
 
     def _fail_stranded(self) -> None:
-        """With every device out of service and a probe failed, the partitions that
-        wait for a device fail their jobs (a client learns it now rather than after
-        the devices recover, if ever); work waits only a probe interval for a device."""
+        """After a failed probe: the queued partitions that no device in service may
+        prove (every one has failed them already, or none is in service) fail their
+        jobs now, rather than wait for devices that may never recover; a partition
+        waits at most a probe interval for a device to come back."""
         health = self.health.snapshot()
-        if any(r.healthy for r in health.values()):
-            return
-        why = "; ".join(f"GPU {o}: {r.last_failure}" for o, r in sorted(health.items()))
-        for item in self.synthesized.take_all():
+        in_service = {o for o, r in health.items() if r.healthy}
+        stranded = self.synthesized.take_where(lambda it: not in_service - it.failed_on)
+        for item in stranded:
             if item.job.finished:
                 self.release(item)
                 continue
-            self._fail(item, f"partition {item.index}: every device is out of service ({why})")
+            out = "; ".join(
+                f"GPU {o}: {r.last_failure}"
+                for o, r in sorted(health.items())
+                if not r.healthy and o not in item.failed_on
+            )
+            if in_service:
+                why = f"every device in service has failed it ({'; '.join(item.failures)})"
+                why += f" and the others are out of service ({out})" if out else ""
+            else:
+                why = f"every device is out of service ({out or '; '.join(item.failures)})"
+            self._fail(item, f"partition {item.index}: {why}")
 
     def device_work(self) -> dict[int, DeviceWork]:
         with self._work_lock:

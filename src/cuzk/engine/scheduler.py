@@ -149,12 +149,13 @@ class PartitionQueue:
                 self._cond.notify_all()
             return gone
 
-    def take_all(self) -> list[WorkItem]:
-        """Remove and return every queued item."""
+    def take_where(self, pred: Callable[[WorkItem], bool]) -> list[WorkItem]:
+        """Remove and return the queued items ``pred`` holds for."""
         with self._cond:
-            gone = [e[2] for e in self._items]
-            self._items = []
-            self._cond.notify_all()
+            gone = [e[2] for e in self._items if pred(e[2])]
+            if gone:
+                self._items = [e for e in self._items if not pred(e[2])]
+                self._cond.notify_all()
             return gone
 
     def items(self) -> list[WorkItem]:
