@@ -164,3 +164,40 @@ def test_preload_makes_the_key_resident_on_every_healthy_gpu(tmp_path: Path) -> 
         assert all(g.vram.overdrawn_by_operation == {} for g in gpus)
     finally:
         e.stop()
+
+
+def test_each_gpu_keeps_its_keys_within_its_own_budget(tmp_path: Path) -> None:
+    """Unequal budgets: GPU 0 cannot hold both keys with two partitions in flight,
+    GPU 1 can. Jobs of two circuits alternate: each GPU reserves, evicts and waits
+    within its own budget, none is overdrawn or exceeded, every proof completes."""
+    small, big = DemoCircuit(rounds=20, words=1), DemoCircuit(rounds=26, words=1)
+    cids = [demo.circuit_id(c.rounds, c.words) for c in (small, big)]
+    (key_s, _), (key_b, part_b) = (circuit_bytes(c) for c in cids)
+    devices, gpus = stand_in_gpus(2, 0)
+    limits = [key_b + 2 * part_b, key_s + key_b + 2 * part_b]
+    for d, g, limit in zip(devices, gpus, limits, strict=True):
+        g.vram.limit_bytes = d.budget.limit = d.total_bytes = limit
+    e = Engine(engine_config(tmp_path), devices=devices)
+    e.start()
+    try:
+        ids = [
+            e.submit(
+                ProofRequest(
+                    ProofKind.DEMO, vanilla_proof=demo.make_vanilla((small, big)[i % 2], 2)
+                )
+            ).job_id
+            for i in range(8)
+        ]
+        jobs = [e.await_job(j, 120)[0] for j in ids]
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        st = e.status()
+        assert sum(d.partitions_proven for d in st.devices) == 16
+        assert sum(g.proofs for g in gpus) == 16
+        for d, g in zip(st.devices, gpus, strict=True):
+            assert 0 < d.budget_peak <= d.budget_limit
+            assert max(g.vram.peak_by_operation.values()) <= g.vram.limit_bytes
+            assert g.vram.overdrawn_by_operation == {}
+        # what GPU 0 could not have held at once, had its budget not been its own
+        assert key_s + key_b + 2 * part_b > limits[0]
+    finally:
+        e.stop()
