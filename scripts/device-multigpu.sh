@@ -126,6 +126,7 @@ prep() {
   fi
   python3 -m cuzk.cli.main memory-plan porep --sector-size 32GiB | tee "$OUT/memory-plan.txt"
   df -h "$home" "${CUZK_CIRCUIT_CACHE:-$HOME/.cache/cuzk}" 2>/dev/null | tee "$OUT/disk.txt"
+  rm -f "$home"/params/.*.partial  # a key file left half written by a prep cut short
   start_daemon prep "[0, 1]" || return 1
   step "preload porep-32g on both GPUs (matrices, the development key, two loads)"
   timeout 540 python3 -m cuzk.cli.bench -a "unix://$home/prep.sock" preload -c porep-32g
