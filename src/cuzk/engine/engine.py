@@ -281,7 +281,8 @@ class Engine:
         What is unfinished when it returns False stays in the journal and is
         resumed at the next start.
         """
-        self._draining = True
+        with self._submit_lock:  # a submission under way registers its job first
+            self._draining = True
         self.batcher.flush_all()
         end = time.monotonic() + timeout
         while time.monotonic() < end and not abort():
@@ -317,6 +318,8 @@ class Engine:
             self.admission.check(kind, nbytes)  # before parsing: a full daemon reads nothing
             handler, parsed = self.kinds.parse(request)
             with self._submit_lock:
+                if self._draining:  # checked again where drain sees the registry
+                    raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
                 job, known = self.registry.new_job(request, digest=digest)
                 if known:
                     return self._answer(job)
@@ -352,6 +355,8 @@ class Engine:
             job.circuit_id,
         )
         self.batcher.add(job, handler.batchable)
+        if self._draining:  # drain flushed the batches before this job reached them
+            self.batcher.flush_all()
         return SubmitResult(job.job_id, position, "", existing=False)
 
     def _answer(self, job: Job) -> SubmitResult:
