@@ -75,6 +75,13 @@ VARIABLES = (
         "a folder of cubins built ahead of time "
         "(`python -m cuzk.backends.cuda.loader DEST`), loaded instead of compiling",
     ),
+    Variable(
+        "CUZK_FAIL_DEVICE",
+        "no failure is injected",
+        "a test hook: `ORDINAL:AFTER[:MODE]` makes the daemon's device ORDINAL fail as it "
+        "starts its partition AFTER+1; MODE `lost` (the default: every later partition and "
+        "probe there fails too) or `once` (the first probe passes)",
+    ),
 )
 NAMES = frozenset(v.name for v in VARIABLES)
 
@@ -133,3 +140,27 @@ def kernel_cache() -> Path | None:
 def kernel_prebuilt() -> Path | None:
     """``CUZK_KERNEL_PREBUILT``: a folder of prebuilt cubins, when set."""
     return _folder("CUZK_KERNEL_PREBUILT")
+
+
+@dataclass(frozen=True)
+class DeviceFailure:
+    """``CUZK_FAIL_DEVICE``: the device made to fail, after how many partitions, how."""
+
+    ordinal: int
+    after: int  # partitions it proves before it fails
+    mode: str  # "lost" (stays failed) or "once" (one failure, then it recovers)
+
+
+def fail_device() -> DeviceFailure | None:
+    """``CUZK_FAIL_DEVICE=ORDINAL:AFTER[:MODE]``, or None when unset."""
+    value = _get("CUZK_FAIL_DEVICE")
+    if not value:
+        return None
+    parts = value.split(":")
+    takes = "ORDINAL:AFTER[:MODE], e.g. 1:3 or 1:3:once (MODE lost or once)"
+    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[:2]):
+        raise _bad("CUZK_FAIL_DEVICE", value, takes)
+    mode = parts[2] if len(parts) == 3 else "lost"
+    if mode not in ("lost", "once"):
+        raise _bad("CUZK_FAIL_DEVICE", value, takes)
+    return DeviceFailure(int(parts[0]), int(parts[1]), mode)

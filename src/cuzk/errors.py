@@ -82,3 +82,17 @@ class VerificationError(CuzkError):
 
 class ResourceError(CuzkError):
     """A reservation (host memory, VRAM) that cannot fit in its budget."""
+
+
+class DeviceError(CuzkError):
+    """A device that failed (a CUDA error, a lost GPU), as opposed to the work it was
+    given: the engine retries that work on another device and takes the device out
+    of service until a probe passes. ``ordinal`` names the device."""
+
+    def __init__(self, ordinal: int, problem: str) -> None:
+        self.ordinal = ordinal
+        self.problem = problem
+        super().__init__(f"GPU {ordinal}: {problem}")
+
+    def __reduce__(self):
+        return (type(self), (self.ordinal, self.problem))

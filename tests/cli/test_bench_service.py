@@ -62,6 +62,9 @@ def test_batch_report_status_preload_evict_metrics(tmp_path: Path, capsys) -> No
         assert re.search(r"wall time:     avg=\d+\.\ds min=\d+\.\ds max=\d+\.\ds", summary)
         assert re.search(r"prove time:    avg=\d+\.\ds min=\d+\.\ds max=\d+\.\ds", summary)
         assert re.search(r"throughput:    \d+\.\d{3} proofs/min \(\d+\.\ds/proof\)", summary)
+        assert re.search(
+            r"sustained:     \d+\.\ds/proof \(first to last of 3 completions\)", summary
+        )
 
         c = demo.circuit_for_constraints(300)
         cid = demo.circuit_id(c.rounds, c.words)

@@ -107,6 +107,12 @@ def test_defaults_are_curios_where_they_mean_the_same() -> None:
     assert cfg.daemon.listen[0].startswith("unix://")
 
 
+def test_gpus_select_devices_and_a_probe_interval() -> None:
+    cfg = config_from_dict({"gpus": {"devices": [1], "recovery_probe_interval": "90s"}})
+    assert cfg.gpus.devices == (1,) and cfg.gpus.recovery_probe_interval == 90.0
+    assert Config().gpus.devices == () and Config().gpus.recovery_probe_interval == 60.0
+
+
 def test_explicit_budget_and_listen_list() -> None:
     cfg = config_from_dict(
         {"memory": {"total_budget": "256GiB"}, "daemon": {"listen": ["unix:///a", "[::1]:1"]}}
@@ -125,6 +131,11 @@ def test_explicit_budget_and_listen_list() -> None:
         ({"gpus": {"backend": "tpu"}}, "auto, cpu or cuda"),
         ({"daemon": {"allow_insecure_tcp": "yes"}}, "expected true or false"),
         ({"gpus": []}, r"\[gpus\]: expected a table"),
+        ({"gpus": {"devices": [0, -1]}}, r"gpus.devices: -1 is not a GPU ordinal"),
+        ({"gpus": {"devices": [1, 0, 1]}}, r"gpus.devices: lists GPU 1 more than once"),
+        ({"gpus": {"devices": [True]}}, r"gpus.devices: expected a list of integers"),
+        ({"gpus": {"devices": 0}}, r"gpus.devices: expected a list of integers"),
+        ({"gpus": {"recovery_probe_interval": "soon"}}, r"gpus.recovery_probe_interval"),
     ],
 )
 def test_bad_configs_name_the_key(doc: dict, message: str) -> None:

@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
+import types
 from pathlib import Path
 
+import pytest
+from gpu_stand_ins import BudgetedCpuBackend, fake_gpu
+
 from cuzk.backends.cpu import CpuBackend
-from cuzk.backends.cuda.memory import DeviceBudget, Hold
+from cuzk.backends.cuda.memory import DeviceBudget
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.budget import Budget
-from cuzk.engine.config import Config
+from cuzk.engine.config import Config, GpusConfig
 from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
 from cuzk.engine.kinds import demo
 from cuzk.engine.kinds.base import key_raw_bytes
+from cuzk.errors import DeviceError, InputError
 
 A = DemoCircuit(rounds=20, words=1)
 B = DemoCircuit(rounds=26, words=1)
-
-
-def fake_gpu(ordinal: int, limit: int) -> Device:
-    """A device with its own budget, like a GPU's VRAM, computing on the CPU backend."""
-    return Device(
-        ordinal, f"fake GPU {ordinal}", CpuBackend(), limit, Budget(f"vram:{ordinal}", limit)
-    )
 
 
 def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
@@ -76,54 +76,6 @@ def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
             time.sleep(0.01)
     finally:
         e.stop()
-
-
-class VramHandle:
-    """What a GPU backend returns for resident data: a hold on its device budget."""
-
-    def __init__(self, inner: object, hold: Hold) -> None:
-        self.inner, self.hold = inner, hold
-
-    def __len__(self) -> int:
-        return len(self.inner)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self.hold.release()
-
-
-class BudgetedCpuBackend(CpuBackend):
-    """The CPU backend reserving from a DeviceBudget what a GPU backend would:
-    resident bases and matrices for as long as the key lives, MSM and sparse
-    product workspaces while they run."""
-
-    def __init__(self, vram: DeviceBudget) -> None:
-        super().__init__()
-        self.vram = vram
-
-    def load_g1(self, count, read, progress=None):
-        # as the MSM engine decides resident vs streamed bases: by the room it sees
-        assert self.vram.free_bytes >= 96 * count, "no room seen for resident bases"
-        hold = self.vram.acquire(96 * count, "G1 bases")
-        return VramHandle(super().load_g1(count, read, progress), hold)
-
-    def load_g2(self, count, read, progress=None):
-        hold = self.vram.acquire(192 * count, "G2 bases")
-        return VramHandle(super().load_g2(count, read, progress), hold)
-
-    def prepare_matrix(self, m):
-        return VramHandle(m, self.vram.acquire(8 * m.num_rows + 36 * m.nnz, "CSR"))
-
-    def spmv(self, m, w):
-        with self.vram.reserve(32 * (m.inner.num_rows + len(w)), "spmv"):
-            return super().spmv(m.inner, w)
-
-    def msm_g1(self, bases, scalars, phases=None):
-        with self.vram.reserve(64 * len(scalars), "msm_g1 workspace"):
-            return super().msm_g1(bases.inner, scalars, phases)
-
-    def msm_g2(self, bases, scalars, phases=None):
-        with self.vram.reserve(128 * len(scalars), "msm_g2 workspace"):
-            return super().msm_g2(bases.inner, scalars, phases)
 
 
 def test_backend_reservations_draw_from_the_engines(tmp_path: Path) -> None:
@@ -203,3 +155,53 @@ def test_overdrawn_reservations_show_in_status_and_metrics(tmp_path: Path) -> No
         assert 'cuzk_memory_overdrawn_bytes{budget="vram:0"}' in e.metrics_text()
     finally:
         e.stop()
+
+
+def fake_cupy(count: int) -> types.ModuleType:
+    """Just what device discovery asks of CuPy, for a host of ``count`` GPUs of 141 GB."""
+
+    class Pool:
+        def set_limit(self, size: int) -> None:
+            self.limit = size
+
+    runtime = types.SimpleNamespace(
+        getDeviceCount=lambda: count,
+        getDeviceProperties=lambda i: {"name": f"Fake H200 #{i}".encode()},
+        memGetInfo=lambda: (140 * 10**9, 141 * 10**9),
+    )
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(runtime=runtime, Device=lambda i: contextlib.nullcontext())
+    cupy.get_default_memory_pool = Pool
+    return cupy
+
+
+def test_gpus_devices_selects_a_subset_and_refuses_an_unknown_ordinal(monkeypatch) -> None:
+    import cuzk.engine.devices as devices
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(2))
+    monkeypatch.setattr(devices, "_cuda_backend", lambda ctx: CpuBackend())
+    both = devices.discover(GpusConfig(backend="auto"))
+    assert [(d.ordinal, d.name) for d in both] == [(0, "Fake H200 #0"), (1, "Fake H200 #1")]
+    assert all(d.budget is not None and d.budget.limit == int(141e9 * 0.9) for d in both)
+    (second,) = devices.discover(GpusConfig(devices=(1,), backend="cuda"))
+    assert second.ordinal == 1 and second.budget.name == "GPU 1 VRAM"
+    with pytest.raises(InputError, match=r"gpus.devices: no GPU 2 on this host: it has 2"):
+        devices.discover(GpusConfig(devices=(0, 2)))
+    assert devices.select_ordinals((), 3) == [0, 1, 2]
+    assert devices.select_ordinals((2, 0), 3) == [2, 0]
+    with pytest.raises(InputError, match=r"gpus\.devices: no GPU is visible"):
+        devices.select_ordinals((0,), 0)
+
+
+def test_a_device_probe_is_a_computation_checked_on_the_host() -> None:
+    fake_gpu(0, 1 << 20).probe()  # a working backend passes
+
+    class Broken(CpuBackend):
+        def intt(self, a):
+            out = super().intt(a).copy()
+            out[3, 0] ^= 1  # one bit wrong
+            return out
+
+    dev = Device(1, "broken", Broken(), 0, Budget("vram:1", 1 << 20))
+    with pytest.raises(DeviceError, match="GPU 1: probe: an NTT and its inverse"):
+        dev.probe()

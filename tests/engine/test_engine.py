@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
-from cuzk.engine.jobs import Job, JobState, ProofKind, ProofRequest
+from cuzk.engine.jobs import Job, JobState, ProofKind, ProofRequest, ShuttingDown
 from cuzk.engine.journal import Journal
 from cuzk.engine.kinds import KindRegistry, demo
 from cuzk.engine.kinds.base import PartitionInput, Witness, key_host_bytes
@@ -280,5 +283,38 @@ def test_request_ids_that_forge_log_lines_or_bloat_the_journal_are_refused(tmp_p
         assert e.journal is not None and e.journal.records() == []
         for rid in ("porep-1000-7", "wdpost-1000-0#x", "secteur-é-12", "x" * 256):
             assert e.submit(request(1, rid)).job_id == rid
+    finally:
+        e.stop()
+
+
+def test_drain_waits_for_a_submission_under_way(tmp_path: Path) -> None:
+    """A submission journalling its job while the drain starts: the drain waits for
+    that job (it was accepted), and a later submission is refused."""
+    e = engine_with(tmp_path, demo.DemoKind())
+    try:
+        assert e.journal is not None
+        insert, journalling, go_on = e.journal.insert, threading.Event(), threading.Event()
+
+        def slow_insert(job: Job) -> None:
+            journalling.set()
+            assert go_on.wait(60)
+            insert(job)
+
+        e.journal.insert = slow_insert
+        accepted: list = []
+        t = threading.Thread(target=lambda: accepted.append(e.submit(request(1))))
+        t.start()
+        assert journalling.wait(60)
+        drained: list[bool] = []
+        d = threading.Thread(target=lambda: drained.append(e.drain(120)))
+        d.start()
+        go_on.set()
+        t.join(60)
+        d.join(120)
+        assert drained == [True] and len(accepted) == 1
+        job = e.registry.get(accepted[0].job_id)
+        assert job.state == JobState.COMPLETED, job.error  # drained, not left behind
+        with pytest.raises(ShuttingDown):
+            e.submit(request(1))
     finally:
         e.stop()

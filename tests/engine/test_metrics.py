@@ -74,3 +74,33 @@ def test_curio_names_of_the_proof_kinds() -> None:
         "window-post",
         "winning-post",
     ]
+
+
+def test_every_device_has_its_health_work_and_keys() -> None:
+    from cuzk.engine.engine import DeviceStatus
+
+    devices = [
+        DeviceStatus(0, "H200", "cuda", 141, 127, 27, (("j1", "porep"),), partitions_proven=7,
+                     busy_s=12.5, workers=2, partitions_held=1,
+                     resident_keys=(("porep-32g", 60_000),)),
+        DeviceStatus(1, "H200", "cuda", 141, 127, 127, (), healthy=False, failures=2,
+                     failed_over=3, last_failure="GPU 1: lost"),
+    ]  # fmt: skip
+    m = EngineMetrics(lambda: snapshot(devices=devices))
+    lines = m.text().splitlines()
+    for line in (
+        'cuzk_device_healthy{device="0"} 1.0',
+        'cuzk_device_healthy{device="1"} 0.0',
+        'cuzk_device_failures_total{device="1"} 2.0',
+        'cuzk_device_partitions_failed_over_total{device="1"} 3.0',
+        'cuzk_device_partitions_proven_total{device="0"} 7.0',
+        'cuzk_device_busy_seconds_total{device="0"} 12.5',
+        'cuzk_device_partitions_held{device="0"} 1.0',
+        'cuzk_device_key_bytes{circuit_id="porep-32g",device="0"} 60000.0',
+    ):
+        assert line in lines, line
+    assert not [
+        x for x in lines if x.startswith('cuzk_device_key_bytes{circuit_id="porep-32g",device="1"')
+    ]
+    types = [x.split()[2] for x in lines if x.startswith("# TYPE ")]
+    assert len(types) == len(set(types))

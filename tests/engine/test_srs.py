@@ -313,9 +313,65 @@ def test_a_dev_key_too_big_for_the_disk_is_made_in_gpu_memory(tmp_path: Path, mo
     source = m._source(m.entry(A))
     r1cs, w = demo_witness()
     key = prover.load(source, r1cs, CpuBackend())
-    m._loaded(m.entry(A))
+    m._loaded(m.entry(A), source)
     assert host.reserved == 0
     assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
+
+
+class CudaNamed(CpuBackend):
+    """A CPU backend that says it is CUDA (for the SRS manager's GPU paths)."""
+
+    name = "cuda"
+
+
+def test_a_file_less_dev_key_is_made_on_each_gpu_that_loads_it(tmp_path: Path, monkeypatch):
+    """Two GPUs, a development key too big for the disk: each GPU makes the points
+    it loads; the query scalars are shared by the loads under way and given back
+    after the last."""
+    import contextlib
+
+    import cuzk.engine.srs as srs
+    from cuzk.groth16.setup_gpu import GpuPoints
+
+    monkeypatch.setattr(srs, "disk_free", lambda d: 0)
+    makers: list[int] = []
+    monkeypatch.setattr(
+        srs, "gpu_points", lambda d: makers.append(d.ordinal) or GpuPoints(ArkFixedBase(), np)
+    )
+    monkeypatch.setattr(Device, "activate", lambda self: contextlib.nullcontext())
+    gpus = [Device(o, f"gpu {o}", CudaNamed(), 4 << 30, Budget(f"v{o}", 4 << 30)) for o in (0, 1)]
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    host = Budget("host", 1 << 30)
+    m = SrsManager(tmp_path, reg, host, gpus, 0.0, False)
+    e = m.entry(A)
+    # two loads under way share one set of scalars; the last gives them back
+    first, second = m._source(e, device=gpus[0]), m._source(e, device=gpus[1])
+    assert first is second and e.dev_users == 2 and host.reserved > 0
+    m._loaded(e, first)
+    assert host.reserved > 0 and e.source is first
+    # GPU 1 loading the key GPU 0 is making makes its points itself, from the same scalars
+    other = m._device_source(e, first, gpus[1])
+    assert other is not first and other._scalars is first._scalars and other.vk == first.vk
+    assert m._device_source(e, first, gpus[0]) is first
+    m._loaded(e, second)
+    assert host.reserved == 0 and e.source is None and e.dev_users == 0
+    # each GPU loads the key from points made on itself
+    makers.clear()
+    r1cs, w = demo_witness()
+    lease = m.acquire_host(A, 0)
+    keys = []
+    for g in gpus:
+        dl = m.acquire_device(lease, g)
+        keys.append(dl.key)
+        m.release_device(dl)
+    m.release_host(lease)
+    assert makers[-1] == 1 and makers.count(1) == 1  # GPU 1 made its own points
+    assert status(m, A).devices == (0, 1) and host.reserved == 0
+    vk = m.verifying_key(A)
+    for key in keys:
+        assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
+    assert list(tmp_path.iterdir()) == []  # no file
 
 
 def test_a_dev_key_that_fits_neither_disk_nor_a_gpu_is_refused(tmp_path: Path, monkeypatch):

@@ -153,6 +153,8 @@ def test_the_page_plots_a_running_daemon_in_chromium(tmp_path: Path, capsys) -> 
             assert "host (" in legend(dom, "budgets")
             assert re.search(r'id="completed">3<', dom) and re.search(r'id="failed">2<', dom)
             assert "demo-r20-w1" in dom  # the keys table
+            devices = dom[dom.index('id="devices"') : dom.index('id="keys"')]
+            assert "<td>cpu</td><td>healthy</td>" in devices  # the devices table
 
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             png = ARTIFACTS / "status-page.png"

@@ -103,6 +103,7 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
     print()
     progress = Progress(count)
     results: list[tuple[int, pb.AwaitProofResponse, float]] = []
+    completions: list[float] = []  # when each completed proof came back
 
     def one(i: int) -> tuple[int, pb.AwaitProofResponse, float]:
         with progress.lock:
@@ -123,6 +124,8 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
         for f in as_completed(futures):
             i, resp, wall = f.result()
             ok = resp.status == pb.AwaitProofResponse.COMPLETED
+            if ok:
+                completions.append(time.perf_counter())
             with progress.lock:
                 progress.in_flight -= 1
                 progress.done += ok
@@ -158,6 +161,13 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
             f"throughput:    {len(completed) / elapsed * 60:.3f} proofs/min "
             f"({elapsed / len(completed):.1f}s/proof)"
         )
+        if len(completions) > 1:
+            # from the first completion to the last: without the pipeline's fill
+            span = max(completions) - min(completions)
+            print(
+                f"sustained:     {span / (len(completions) - 1):.1f}s/proof "
+                f"(first to last of {len(completions)} completions)"
+            )
     return 0 if len(completed) == count else 1
 
 

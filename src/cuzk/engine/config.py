@@ -156,6 +156,9 @@ class GpusConfig:
     gpu_workers_per_device: int = 2
     backend: str = "auto"  # auto | cpu | cuda
     vram_budget_fraction: float = 0.9  # of each device's memory
+    # A device whose backend failed takes no work; it is probed this long after the
+    # failure and after each failed probe, and takes work again when a probe passes.
+    recovery_probe_interval: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,7 @@ _DURATION_KEYS = {
     ("daemon", "job_retention"),
     ("daemon", "shutdown_timeout"),
     ("daemon", "status_sample_interval"),
+    ("gpus", "recovery_probe_interval"),
 }
 
 
@@ -293,7 +297,9 @@ def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> An
             raise InputError(source, where, "expected an address or a list of addresses")
         return tuple(items)
     if isinstance(default, tuple):
-        if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
             raise InputError(source, where, "expected a list of integers")
         return tuple(value)
     if isinstance(default, bool):
@@ -429,6 +435,12 @@ def _validate(cfg: Config, source: str) -> None:
         raise InputError(source, "scheduler.max_batch_size", "must be at least 1")
     if cfg.gpus.backend not in ("auto", "cpu", "cuda"):
         raise InputError(source, "gpus.backend", "expected auto, cpu or cuda")
+    bad = [i for i in cfg.gpus.devices if i < 0]
+    if bad:
+        raise InputError(source, "gpus.devices", f"{bad[0]} is not a GPU ordinal (0, 1, …)")
+    twice = sorted({i for i in cfg.gpus.devices if cfg.gpus.devices.count(i) > 1})
+    if twice:
+        raise InputError(source, "gpus.devices", f"lists GPU {twice[0]} more than once")
     if not 0 < cfg.gpus.vram_budget_fraction <= 1:
         raise InputError(source, "gpus.vram_budget_fraction", "must be in (0, 1]")
     if bool(cfg.daemon.tls_cert_file) != bool(cfg.daemon.tls_key_file):

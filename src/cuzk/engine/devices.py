@@ -14,10 +14,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from cuzk.algebra.arrays import fr_to_array
 from cuzk.backends.base import Backend
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import GpusConfig
 from cuzk.engine.kinds.base import domain_size
+from cuzk.errors import DeviceError, InputError
 from cuzk.r1cs.system import R1CS
 
 log = logging.getLogger(__name__)
@@ -65,6 +69,23 @@ class Device:
         """Device memory one partition's proof needs beyond its key."""
         return gpu_working_bytes(r1cs.num_constraints, r1cs.num_variables)
 
+    def probe(self) -> None:
+        """A small computation on the device, checked on the host (an NTT and its
+        inverse over 64 values); raises when the device cannot do it. Whether a
+        device that failed may take work again (:mod:`cuzk.engine.health`)."""
+        values = fr_to_array(range(1, PROBE_SIZE + 1))
+        be = self.backend
+        with self.activate():
+            back = be.to_host(be.intt(be.ntt(be.asarray(values))))
+            be.synchronize()
+        if not np.array_equal(np.asarray(back), values):
+            raise DeviceError(
+                self.ordinal, "probe: an NTT and its inverse did not give back the input"
+            )
+
+
+PROBE_SIZE = 64
+
 
 def gpu_working_bytes(num_constraints: int, num_variables: int) -> int:
     """Device bytes one proof of this shape needs beyond its key: a, b, c and
@@ -81,8 +102,28 @@ def _cuda_backend(ctx: Any) -> Backend:
     return CudaBackend(ctx=ctx)
 
 
+def select_ordinals(devices: tuple[int, ...], count: int, source: str = "config") -> list[int]:
+    """The GPUs ``[gpus] devices`` selects on a host with ``count`` of them (all
+    when it is empty); an ordinal the host does not have is an InputError naming
+    the key."""
+    if count < 1:
+        raise InputError(source, "gpus.devices", "no GPU is visible to CuPy on this host")
+    if not devices:
+        return list(range(count))
+    missing = [i for i in devices if not 0 <= i < count]
+    if missing:
+        raise InputError(
+            source,
+            "gpus.devices",
+            f"no GPU {', '.join(map(str, missing))} on this host: it has {count} "
+            f"(ordinals 0 to {count - 1}); list some of them, or [] for all",
+        )
+    return list(devices)
+
+
 def discover(cfg: GpusConfig) -> list[Device]:
-    """The devices of a config: its GPUs (all visible ones when none are listed) or the CPU."""
+    """The devices of a config: its GPUs (``[gpus] devices``, all visible ones when
+    none are listed) or the CPU."""
     from cuzk.backends.cuda import cuda_available
 
     use_cuda = cfg.backend == "cuda" or (cfg.backend == "auto" and cuda_available())
@@ -91,15 +132,15 @@ def discover(cfg: GpusConfig) -> list[Device]:
     if not use_cuda:
         from cuzk.backends.cpu import CpuBackend
 
-        if cfg.devices and cfg.backend == "cpu":
-            log.info("[gpus] devices is ignored on the CPU backend")
+        if cfg.devices:
+            log.info("[gpus] devices %s is ignored: proving on the CPU backend", list(cfg.devices))
         return [Device(0, "cpu", CpuBackend(), 0, None)]
 
     import cupy
 
     from cuzk.backends.cuda.memory import DeviceContext
 
-    ordinals = list(cfg.devices) or list(range(cupy.cuda.runtime.getDeviceCount()))
+    ordinals = select_ordinals(cfg.devices, cupy.cuda.runtime.getDeviceCount())
     out = []
     for i in ordinals:
         ctx = DeviceContext(device_id=i, budget_fraction=cfg.vram_budget_fraction)

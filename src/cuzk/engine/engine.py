@@ -52,6 +52,19 @@ class DeviceStatus:
     budget_limit: int
     budget_free: int
     current_jobs: tuple[tuple[str, str], ...]  # (job id, kind) per busy worker
+    healthy: bool = True
+    failures: int = 0  # device failures (errors from its backend, failed probes not counted)
+    failed_over: int = 0  # partitions moved from it to other devices by those failures
+    last_failure: str = ""
+    unhealthy_s: float | None = None  # out of service for this long (None: healthy)
+    next_probe_s: float | None = None  # its next probe in (None: healthy)
+    partitions_proven: int = 0  # verified partition proofs it made
+    busy_s: float = 0.0  # its workers' time proving
+    workers: int = 0
+    partitions_held: int = 0  # partitions its workers have taken and not finished
+    resident_keys: tuple[tuple[str, int], ...] = ()  # (circuit id, bytes reserved there)
+    budget_reserved: int = 0
+    budget_peak: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,7 +162,20 @@ class EngineStatus:
                     "total_bytes": d.total_bytes,
                     "budget_limit_bytes": d.budget_limit,
                     "budget_free_bytes": d.budget_free,
+                    "budget_reserved_bytes": d.budget_reserved,
+                    "budget_peak_bytes": d.budget_peak,
                     "current_jobs": [{"job_id": j, "proof_kind": k} for j, k in d.current_jobs],
+                    "health": "healthy" if d.healthy else "unhealthy",
+                    "failures": d.failures,
+                    "partitions_failed_over": d.failed_over,
+                    "last_failure": d.last_failure,
+                    "unhealthy_secs": _secs(d.unhealthy_s),
+                    "next_probe_secs": _secs(d.next_probe_s),
+                    "partitions_proven": d.partitions_proven,
+                    "busy_secs": round(d.busy_s, 3),
+                    "workers": d.workers,
+                    "partitions_held": d.partitions_held,
+                    "resident_keys": [{"circuit_id": c, "bytes": n} for c, n in d.resident_keys],
                 }
                 for d in self.devices
             ],
@@ -255,7 +281,8 @@ class Engine:
         What is unfinished when it returns False stays in the journal and is
         resumed at the next start.
         """
-        self._draining = True
+        with self._submit_lock:  # a submission under way registers its job first
+            self._draining = True
         self.batcher.flush_all()
         end = time.monotonic() + timeout
         while time.monotonic() < end and not abort():
@@ -291,6 +318,8 @@ class Engine:
             self.admission.check(kind, nbytes)  # before parsing: a full daemon reads nothing
             handler, parsed = self.kinds.parse(request)
             with self._submit_lock:
+                if self._draining:  # checked again where drain sees the registry
+                    raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
                 job, known = self.registry.new_job(request, digest=digest)
                 if known:
                     return self._answer(job)
@@ -326,6 +355,8 @@ class Engine:
             job.circuit_id,
         )
         self.batcher.add(job, handler.batchable)
+        if self._draining:  # drain flushed the batches before this job reached them
+            self.batcher.flush_all()
         return SubmitResult(job.job_id, position, "", existing=False)
 
     def _answer(self, job: Job) -> SubmitResult:
@@ -502,7 +533,9 @@ class Engine:
 
     # --- SRS ---------------------------------------------------------------------------
     def preload(self, circuit_id: str) -> tuple[bool, float]:
-        return self.srs.preload(circuit_id)
+        """PreloadSRS: the key made HOT on every healthy device."""
+        healthy = [d.ordinal for d in self.devices if self.pipeline.health.healthy(d.ordinal)]
+        return self.srs.preload(circuit_id, healthy)
 
     def evict(self, circuit_id: str) -> tuple[bool, int]:
         return self.srs.evict(circuit_id)
@@ -521,17 +554,43 @@ class Engine:
             slot = by_kind.setdefault(j.kind.label, [0, 0])
             slot[0 if state == JobState.QUEUED else 1] += 1
         queues = tuple(QueueStatus(k, p, r) for k, (p, r) in sorted(by_kind.items()))
+        srs = tuple(self.srs.status())
+        health = self.pipeline.health.snapshot()
+        work = self.pipeline.device_work()
+        clock = self.pipeline.health.clock()
         devices = []
         for d in self.devices:
-            current = tuple(
-                (w.job_id, w.kind) for w in self.pipeline.workers if w.device is d and w.job_id
-            )
-            if d.budget is None:
-                limit, free = self.host_budget.limit, self.host_budget.free
-            else:
-                limit, free = d.budget.limit, d.budget.free
+            ws = [w for w in self.pipeline.workers if w.device is d]
+            current = tuple((w.job_id, w.kind) for w in ws if w.job_id)
+            budget = d.budget if d.budget is not None else self.host_budget
+            h = health[d.ordinal]
             devices.append(
-                DeviceStatus(d.ordinal, d.name, d.backend.name, d.total_bytes, limit, free, current)
+                DeviceStatus(
+                    d.ordinal,
+                    d.name,
+                    d.backend.name,
+                    d.total_bytes,
+                    budget.limit,
+                    budget.free,
+                    current,
+                    healthy=h.healthy,
+                    failures=h.failures,
+                    failed_over=h.failed_over,
+                    last_failure=h.last_failure,
+                    unhealthy_s=None if h.unhealthy_since is None else clock - h.unhealthy_since,
+                    next_probe_s=None if h.next_probe is None else max(0.0, h.next_probe - clock),
+                    partitions_proven=work[d.ordinal].proven,
+                    busy_s=work[d.ordinal].busy_seconds,
+                    workers=len(ws),
+                    partitions_held=sum(w.held for w in ws),
+                    resident_keys=tuple(
+                        (e.circuit_id, e.device_bytes.get(d.ordinal, 0))
+                        for e in srs
+                        if d.ordinal in e.devices
+                    ),
+                    budget_reserved=budget.reserved,
+                    budget_peak=budget.peak,
+                )
             )
         budgets = {"host": self.host_budget.snapshot()}
         for d in self.devices:
@@ -548,7 +607,7 @@ class Engine:
         return EngineStatus(
             uptime_s=now - self._started_at,
             devices=tuple(devices),
-            srs=tuple(self.srs.status()),
+            srs=srs,
             queues=queues,
             completed=totals[JobState.COMPLETED],
             failed=totals[JobState.FAILED],
@@ -583,6 +642,10 @@ class Engine:
 
     def metrics_text(self) -> str:
         return self.metrics.text()
+
+
+def _secs(s: float | None) -> float | None:
+    return None if s is None else round(s, 3)
 
 
 # A finished job stays in /status's pipelines this long, as in Curio's daemon.

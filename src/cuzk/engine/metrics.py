@@ -169,6 +169,7 @@ class _Live(Collector):
             for name, value in adm["limits"].items():
                 limits.add_metric([name], value)
             yield limits
+        yield from _device_families(getattr(s, "devices", ()))
         srs = GaugeMetricFamily(
             "cuzk_srs_bytes", "Proving key size by tier", labels=["circuit_id", "tier"]
         )
@@ -180,6 +181,52 @@ class _Live(Collector):
             refs.add_metric([e.circuit_id], e.ref_count)
         yield srs
         yield refs
+
+
+def _device_families(devices: Any) -> Iterator[Any]:
+    """Per device (label ``device``: its ordinal): health, work, failures, keys."""
+    healthy = GaugeMetricFamily(
+        "cuzk_device_healthy",
+        "1 while the device takes work; 0 after a device failure, until a probe passes",
+        labels=["device"],
+    )
+    failures = CounterMetricFamily(
+        "cuzk_device_failures", "Device failures (errors from its backend)", labels=["device"]
+    )
+    failed_over = CounterMetricFamily(
+        "cuzk_device_partitions_failed_over",
+        "Partitions moved from the device to another by its failures",
+        labels=["device"],
+    )
+    proven = CounterMetricFamily(
+        "cuzk_device_partitions_proven",
+        "Partition proofs the device made that verified",
+        labels=["device"],
+    )
+    busy = CounterMetricFamily(
+        "cuzk_device_busy_seconds", "Time the device's workers spent proving", labels=["device"]
+    )
+    held = GaugeMetricFamily(
+        "cuzk_device_partitions_held",
+        "Partitions the device's workers have taken and not finished",
+        labels=["device"],
+    )
+    keys = GaugeMetricFamily(
+        "cuzk_device_key_bytes",
+        "Bytes reserved on the device for a resident proving key",
+        labels=["device", "circuit_id"],
+    )
+    for d in devices:
+        o = str(d.ordinal)
+        healthy.add_metric([o], 1 if d.healthy else 0)
+        failures.add_metric([o], d.failures)
+        failed_over.add_metric([o], d.failed_over)
+        proven.add_metric([o], d.partitions_proven)
+        busy.add_metric([o], d.busy_s)
+        held.add_metric([o], d.partitions_held)
+        for cid, nbytes in d.resident_keys:
+            keys.add_metric([o, cid], nbytes)
+    yield from (healthy, failures, failed_over, proven, busy, held, keys)
 
 
 class EngineMetrics:

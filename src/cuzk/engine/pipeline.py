@@ -7,8 +7,15 @@
 - The synthesized partitions wait in a bounded queue (``synthesis_lookahead``)
   so that synthesis runs ahead of the GPUs by a fixed amount of memory.
 - ``gpu_workers_per_device`` workers per device take them (highest priority
-  first, up to ``max_batch_size`` consecutive partitions of one circuit),
-  reserve the device's share, and prove.
+  first, up to ``max_batch_size`` consecutive partitions of one circuit,
+  shared out among the healthy devices), reserve the device's share, and
+  prove. Which device takes which partition is :mod:`cuzk.engine.placement`'s
+  rule: the partitions of one job spread over the devices that hold its key.
+- A device failure (:mod:`cuzk.engine.health`) gives the partition back to
+  the queue for another device (a partition is tried once on each device;
+  the job fails only when every device has failed it), and takes the device
+  out of service until a probe passes. Nothing is lost and nothing is proven
+  twice: a partition's proof is made by exactly one device.
 - Epilogue workers verify each partition proof against the key's verifying
   key; a job completes only when all its partitions are proven and verified.
 
@@ -29,10 +36,13 @@ from dataclasses import dataclass, field
 from cuzk.engine.budget import Cancelled
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
+from cuzk.engine.faults import FailureInjection
+from cuzk.engine.health import DeviceHealth, is_device_failure
 from cuzk.engine.jobs import Job
 from cuzk.engine.kinds import KindRegistry
 from cuzk.engine.kinds.base import PartitionInput
 from cuzk.engine.metrics import EngineMetrics
+from cuzk.engine.placement import DeviceLoad, may_take
 from cuzk.engine.scheduler import Closed, PartitionQueue, WorkItem
 from cuzk.engine.srs import SrsManager
 from cuzk.engine.synthpool import SynthesisPool
@@ -50,6 +60,16 @@ class WorkerState:
     kind: str = ""
     busy_since: float = 0.0
     partition: int = -1  # the partition of job_id it works on
+    circuit_id: str = ""  # of that partition (synthesis workers: placement counts them)
+    held: int = 0  # GPU workers: partitions taken from the queue and not finished
+
+
+@dataclass
+class DeviceWork:
+    """What one device has done since the daemon started."""
+
+    proven: int = 0  # partitions it proved that verified
+    busy_seconds: float = 0.0  # time its workers spent proving
 
 
 @dataclass
@@ -73,12 +93,26 @@ class Pipeline:
     workers: list[WorkerState] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
     synth_pool: SynthesisPool | None = None
+    health: DeviceHealth = field(init=False)
+    faults: FailureInjection | None = None  # the test hook (CUZK_FAIL_DEVICE)
+    work: dict[int, DeviceWork] = field(init=False)
 
     def __post_init__(self) -> None:
         p = self.config.pipeline
         self.pending = PartitionQueue("synthesis")
-        self.synthesized = PartitionQueue("gpu", capacity=max(1, p.synthesis_lookahead))
+        # synthesis_lookahead partitions ready per device, so that none waits on another's
+        lookahead = max(1, p.synthesis_lookahead) * max(1, len(self.devices))
+        self.synthesized = PartitionQueue("gpu", capacity=lookahead)
         self.proven = PartitionQueue("epilogue")
+        ordinals = [d.ordinal for d in self.devices]
+        self.health = DeviceHealth(
+            ordinals, self.config.gpus.recovery_probe_interval, on_change=self.synthesized.poke
+        )
+        if self.faults is None:
+            self.faults = FailureInjection.from_environment(ordinals)
+        self.work = {o: DeviceWork() for o in ordinals}
+        self._work_lock = threading.Lock()
+        self._stopping = threading.Event()
 
     # --- lifecycle ----------------------------------------------------------
     def start(self) -> None:
@@ -111,6 +145,7 @@ class Pipeline:
             log.exception("worker %s stopped by an unexpected error", state.name)
 
     def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
         for q in (self.pending, self.synthesized, self.proven):
             q.close()
         end = time.monotonic() + timeout
@@ -161,7 +196,7 @@ class Pipeline:
             if job.finished:
                 continue
             state.job_id, state.kind, state.busy_since = job.job_id, job.kind.label, time.time()
-            state.partition = item.index
+            state.partition, state.circuit_id = item.index, job.circuit_id
             try:
                 self._synthesize(item)
             except Cancelled:
@@ -170,7 +205,7 @@ class Pipeline:
                 log.warning("job %s partition %d: synthesis failed: %s", job.job_id, item.index, e)
                 self._fail(item, f"partition {item.index}: {_describe(e)}")
             finally:
-                state.job_id = state.kind = ""
+                state.job_id = state.kind = state.circuit_id = ""
                 state.partition = -1
 
     def _prover_host_bytes(self, num_constraints: int, num_variables: int) -> int:
@@ -212,35 +247,75 @@ class Pipeline:
         self.synthesized.put(item)
 
     def _gpu_loop(self, state: WorkerState) -> None:
-        assert state.device is not None
-        max_batch = self.config.scheduler.max_batch_size
+        dev = state.device
+        assert dev is not None
+
+        def claim(batch: list[WorkItem]) -> None:
+            state.held = len(batch)
+
         while True:
-            batch = self.synthesized.get_batch(max_batch)
-            for item in batch:
-                job = item.job
-                if job.finished:
-                    self.release(item)
-                    continue
-                state.job_id, state.kind, state.busy_since = job.job_id, job.kind.label, time.time()
-                state.partition = item.index
-                job.device = state.device.label
+            if self._stopping.is_set():
+                raise Closed("gpu")
+            if not self.health.healthy(dev.ordinal):
+                self._recover(dev)
+                continue
+            batch = self.synthesized.get_batch(
+                self.config.scheduler.max_batch_size,
+                timeout=1.0,
+                select=self._selector(dev),
+                claim=claim,
+            )
+            for n, item in enumerate(batch):
+                if not self.health.healthy(dev.ordinal):
+                    # the device failed in the middle of the batch: the rest go elsewhere
+                    for rest in batch[n:]:
+                        self._give_back(rest)
+                    break
                 try:
-                    self._prove(item, state.device)
-                except Cancelled:
-                    self.release(item)
-                except Exception as e:
-                    log.warning(
-                        "job %s partition %d: proving failed: %s", job.job_id, item.index, e
-                    )
-                    self._fail(item, f"partition {item.index}: proving failed: {_describe(e)}")
+                    self._gpu_one(state, item)
                 finally:
-                    state.job_id = state.kind = ""
-                    state.partition = -1
+                    state.held -= 1
+            state.held = 0
+            if batch:
+                self.synthesized.poke()  # a free worker: placement may now pick it
+
+    def _gpu_one(self, state: WorkerState, item: WorkItem) -> None:
+        dev = state.device
+        assert dev is not None
+        job = item.job
+        if job.finished:
+            self.release(item)
+            return
+        state.job_id, state.kind, state.busy_since = job.job_id, job.kind.label, time.time()
+        state.partition, state.circuit_id = item.index, job.circuit_id
+        job.device = dev.label
+        try:
+            self._prove(item, dev)
+        except Cancelled:
+            if job.finished:
+                self.release(item)
+            else:  # the device failed while the partition waited for it
+                self._give_back(item)
+        except Exception as e:
+            if is_device_failure(e):
+                self._device_failed(dev, item, e)
+            else:
+                log.warning("job %s partition %d: proving failed: %s", job.job_id, item.index, e)
+                self._fail(item, f"partition {item.index}: proving failed: {_describe(e)}")
+        finally:
+            state.job_id = state.kind = state.circuit_id = ""
+            state.partition = -1
+            if not self.health.healthy(dev.ordinal):
+                self.srs.drop_device(dev)  # the last partition there lets go of its keys
 
     def _prove(self, item: WorkItem, device: Device) -> None:
         job = item.job
         r1cs = self.kinds.handler(job.kind).r1cs(job.circuit_id)
-        lease = self.srs.acquire_device(item.lease, device, cancelled=lambda: job.finished)
+        lease = self.srs.acquire_device(
+            item.lease,
+            device,
+            cancelled=lambda: job.finished or not self.health.healthy(device.ordinal),
+        )
         try:
             now = time.monotonic()
             job.stage("srs_load", now - lease.load_ms / 1000, now)
@@ -257,6 +332,8 @@ class Pipeline:
             )
             stages = prover.StageTimes()
             with device.activate(), lent:
+                if self.faults is not None:
+                    self.faults.before_proof(device.ordinal)
                 proof = prover.prove(lease.key, r1cs, item.witness.assignment, times=stages)
             end = time.monotonic()
             dt = end - t
@@ -264,13 +341,177 @@ class Pipeline:
                 self.metrics.observe_prover(name, job.kind.label, secs)
         finally:
             self.srs.release_device(lease)
+        with self._work_lock:
+            self.work[device.ordinal].busy_seconds += dt
         job.stage("gpu_compute", t, end)
         job.partition_state(item.index, "done")
         self.metrics.observe_stage("gpu", job.kind.label, dt)
         item.proof = proof
+        item.device = device.ordinal
         self.release(item)  # the witness and host working set are no longer needed
         if not job.finished:
             self.proven.put(item)
+
+    # --- placement and failover -------------------------------------------------------
+    def device_loads(self) -> dict[int, DeviceLoad]:
+        """Every device as placement sees it now."""
+        placed = self.srs.placed_by_device()
+        health = self.health.snapshot()
+        out = {}
+        for d in self.devices:
+            ws = [w for w in self.workers if w.device is d]
+            free = d.budget.free if d.budget is not None else self.srs.host_budget.free
+            out[d.ordinal] = DeviceLoad(
+                ordinal=d.ordinal,
+                healthy=health[d.ordinal].healthy,
+                workers=len(ws),
+                held=sum(w.held for w in ws),
+                free_workers=sum(1 for w in ws if w.held == 0),
+                free_bytes=free,
+                keys=placed.get(d.ordinal, frozenset()),
+            )
+        return out
+
+    def _waiting(self, queued: list[WorkItem]) -> dict[str, int]:
+        """Partitions per circuit not on a device yet: queued for a GPU (``queued``),
+        being synthesized, or queued for synthesis."""
+        counts: dict[str, int] = {}
+        synthesizing = [w.circuit_id for w in self.synthesis_workers() if w.circuit_id]
+        for cid in [it.job.circuit_id for it in queued + self.pending.items()] + synthesizing:
+            counts[cid] = counts.get(cid, 0) + 1
+        return counts
+
+    def _selector(self, dev: Device) -> Callable[[list[WorkItem]], list[int]]:
+        """What a free worker of ``dev`` takes from the queue (placement's rule): the
+        first partition it may take, with up to ``max_batch_size`` − 1 more of its
+        circuit and priority, the batch shared out among the healthy devices."""
+        max_batch = self.config.scheduler.max_batch_size
+
+        def select(items: list[WorkItem]) -> list[int]:
+            loads = self.device_loads()
+            me = loads[dev.ordinal]
+            if not me.healthy:
+                return []
+            every = list(loads.values())
+            waiting = self._waiting(items)
+            for i, it in enumerate(items):
+                cid = it.job.circuit_id
+                if not may_take(me, every, cid, waiting.get(cid, 0), it.failed_on):
+                    continue
+                cap = max(1, max_batch // max(1, sum(1 for d in every if d.healthy)))
+                same = [
+                    j
+                    for j in range(i, len(items))
+                    if items[j].job.circuit_id == cid
+                    and items[j].job.priority == it.job.priority
+                    and dev.ordinal not in items[j].failed_on
+                ]
+                return same[:cap]
+            return []
+
+        return select
+
+    def _give_back(self, item: WorkItem) -> None:
+        """A partition taken by a device that cannot prove it now goes back to the
+        queue, past its capacity (it already held its place), for another device."""
+        if item.job.finished:
+            self.release(item)
+            return
+        item.job.partition_state(item.index, "synth_done")
+        try:
+            self.synthesized.put(item, block=False)
+        except Closed:
+            self.release(item)
+
+    def _device_failed(self, dev: Device, item: WorkItem, e: BaseException) -> None:
+        """``dev`` failed proving ``item``: the device goes out of service and the
+        partition to another device, or its job fails when every device has failed it."""
+        reason = _describe(e)
+        if self.health.failed(dev.ordinal, reason):
+            log.error(
+                "%s failed: %s; it takes no work until a probe passes (first in %.0f s)",
+                dev.label,
+                reason,
+                self.health.probe_interval,
+            )
+        self.srs.drop_device(dev)
+        job = item.job
+        item.failed_on.add(dev.ordinal)
+        item.failures.append(f"{dev.label}: {reason}")
+        if job.finished:
+            self.release(item)
+            return
+        if all(d.ordinal in item.failed_on for d in self.devices):
+            self._fail(
+                item,
+                f"partition {item.index}: proving failed on every device "
+                f"({'; '.join(item.failures)})",
+            )
+            return
+        self.health.failed_over(dev.ordinal)
+        log.warning(
+            "job %s partition %d: %s failed (%s); the partition goes to another device",
+            job.job_id,
+            item.index,
+            dev.label,
+            reason,
+        )
+        self._give_back(item)
+
+    def _recover(self, dev: Device) -> None:
+        """A worker of an unhealthy device: probe it when its probe is due (one
+        worker does), otherwise wait a little."""
+        wait = self.health.seconds_to_probe(dev.ordinal)
+        if wait is None:  # healthy again
+            return
+        if wait > 0 or not self.health.claim_probe(dev.ordinal):
+            self._stopping.wait(min(max(wait, 0.05), 1.0))
+            return
+        try:
+            if self.faults is not None:
+                self.faults.before_probe(dev.ordinal)
+            self.srs.drop_device(dev)  # what partitions in flight at the failure left there
+            dev.probe()
+        except Exception as e:
+            self.health.probe_failed(dev.ordinal, _describe(e))
+            log.warning(
+                "%s: its probe failed (%s); the next in %.0f s",
+                dev.label,
+                _describe(e),
+                self.health.probe_interval,
+            )
+            self._fail_stranded()
+            return
+        self.health.probe_passed(dev.ordinal)
+        log.warning("%s passed its probe and takes work again", dev.label)
+
+    def _fail_stranded(self) -> None:
+        """After a failed probe: the queued partitions that no device in service may
+        prove (every one has failed them already, or none is in service) fail their
+        jobs now, rather than wait for devices that may never recover; a partition
+        waits at most a probe interval for a device to come back."""
+        health = self.health.snapshot()
+        in_service = {o for o, r in health.items() if r.healthy}
+        stranded = self.synthesized.take_where(lambda it: not in_service - it.failed_on)
+        for item in stranded:
+            if item.job.finished:
+                self.release(item)
+                continue
+            out = "; ".join(
+                f"GPU {o}: {r.last_failure}"
+                for o, r in sorted(health.items())
+                if not r.healthy and o not in item.failed_on
+            )
+            if in_service:
+                why = f"every device in service has failed it ({'; '.join(item.failures)})"
+                why += f" and the others are out of service ({out})" if out else ""
+            else:
+                why = f"every device is out of service ({out or '; '.join(item.failures)})"
+            self._fail(item, f"partition {item.index}: {why}")
+
+    def device_work(self) -> dict[int, DeviceWork]:
+        with self._work_lock:
+            return {o: DeviceWork(w.proven, w.busy_seconds) for o, w in self.work.items()}
 
     def _epilogue_loop(self, state: WorkerState) -> None:
         while True:
@@ -299,6 +540,9 @@ class Pipeline:
                     )
                     continue
                 self.metrics.partitions.labels(job.kind.label).inc()
+                if item.device is not None:
+                    with self._work_lock:
+                        self.work[item.device].proven += 1
                 self.hooks.partition_done(job, item)
             except Exception as e:
                 log.warning("job %s: epilogue failed: %s", job.job_id, e)

@@ -39,6 +39,9 @@ class WorkItem:
     public_inputs: tuple[int, ...] = ()
     proof: Any = None
     enqueued_at: float = field(default_factory=time.monotonic)
+    device: int | None = None  # the ordinal of the device that proved it
+    failed_on: set[int] = field(default_factory=set)  # devices that failed proving it
+    failures: list[str] = field(default_factory=list)  # what each of them said
 
     @property
     def sort_key(self) -> tuple[int, int, int]:
@@ -65,6 +68,9 @@ class PartitionQueue:
             return len(self._items)
 
     def put(self, item: WorkItem, block: bool = True) -> None:
+        """Queue ``item``; while the queue is at its capacity, wait (``block``) or
+        queue it beyond the capacity (a partition given back by a failed device
+        must never wait on the workers that take it)."""
         with self._cond:
             while self.capacity and len(self._items) >= self.capacity and not self._closed:
                 if not block:
@@ -91,34 +97,64 @@ class PartitionQueue:
             self._cond.notify_all()
             return item
 
-    def get_batch(self, max_items: int, timeout: float | None = None) -> list[WorkItem]:
-        """The first item and up to ``max_items − 1`` more of its circuit and priority."""
-        first = self.get(timeout)
-        if first is None:
-            return []
-        batch = [first]
-        if max_items > 1:
-            with self._cond:
-                keep = []
-                for entry in self._items:
-                    it = entry[2]
-                    if (
-                        len(batch) < max_items
-                        and it.job.circuit_id == first.job.circuit_id
-                        and it.job.priority == first.job.priority
-                    ):
-                        batch.append(it)
-                    else:
-                        keep.append(entry)
-                self._items = keep
-                self._cond.notify_all()
+    def get_batch(
+        self,
+        max_items: int,
+        timeout: float | None = None,
+        select: Callable[[list[WorkItem]], list[int]] | None = None,
+        claim: Callable[[list[WorkItem]], None] | None = None,
+    ) -> list[WorkItem]:
+        """The first item and up to ``max_items − 1`` more of its circuit and priority.
+
+        ``select(items)``, given the queued items in order, picks the positions to
+        take instead (none: wait for a change); it is asked again whenever the
+        queue changes or :meth:`poke` is called. ``claim(batch)`` runs before the
+        lock is let go, so that whoever selects next sees the batch taken.
+        Raises Closed once closed (with ``select``, whatever is left queued).
+        """
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._closed and (select is not None or not self._items):
+                    raise Closed(self.name)
+                items = [e[2] for e in self._items]
+                if select is not None:
+                    chosen = select(items) if items else []
+                else:
+                    chosen = _same_circuit(items, max_items)
+                if chosen:
+                    break
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return []
+                self._cond.wait(min(left, 0.5) if left is not None else 0.5)
+            batch = [items[i] for i in chosen]
+            taken = set(chosen)
+            self._items = [e for i, e in enumerate(self._items) if i not in taken]
+            if claim is not None:
+                claim(batch)
+            self._cond.notify_all()
         return batch
+
+    def poke(self) -> None:
+        """Wake the waiting takers: what their ``select`` depends on has changed."""
+        with self._cond:
+            self._cond.notify_all()
 
     def remove_job(self, job_id: str) -> list[WorkItem]:
         with self._cond:
             gone = [e[2] for e in self._items if e[2].job.job_id == job_id]
             if gone:
                 self._items = [e for e in self._items if e[2].job.job_id != job_id]
+                self._cond.notify_all()
+            return gone
+
+    def take_where(self, pred: Callable[[WorkItem], bool]) -> list[WorkItem]:
+        """Remove and return the queued items ``pred`` holds for."""
+        with self._cond:
+            gone = [e[2] for e in self._items if pred(e[2])]
+            if gone:
+                self._items = [e for e in self._items if not pred(e[2])]
                 self._cond.notify_all()
             return gone
 
@@ -130,6 +166,18 @@ class PartitionQueue:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+
+
+def _same_circuit(items: list[WorkItem], max_items: int) -> list[int]:
+    """The first item and up to ``max_items − 1`` more of its circuit and priority."""
+    if not items:
+        return []
+    first = items[0]
+    return [
+        i
+        for i, it in enumerate(items)
+        if it.job.circuit_id == first.job.circuit_id and it.job.priority == first.job.priority
+    ][: max(1, max_items)]
 
 
 @dataclass

@@ -38,6 +38,7 @@ import enum
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,8 @@ class SrsEntry:
     development: bool = False  # not Filecoin's published key (INSECURE)
     dev_waste: ToxicWaste | None = None  # a file-less development key's, to make it again
     dev_reservation: Reservation | None = None  # host memory of its scalars while loading
+    dev_users: int = 0  # loads using a file-less development key's scalars now
+    dev_points_on: int | None = None  # the GPU that key's own points are made on
     prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
     reservations: dict[int, Reservation] = field(default_factory=dict)
     refs: int = 0  # in-flight partitions using the key
@@ -147,6 +150,7 @@ class SrsStatus:
     idle_s: float
     file: str = ""  # the .params file ("" while none is found, or for a key made in memory)
     development: bool = False  # INSECURE development parameters, not Filecoin's
+    device_bytes: dict[int, int] = field(default_factory=dict)  # reserved per device holding it
 
 
 class SrsManager:
@@ -270,22 +274,44 @@ class SrsManager:
                 e.source = source
                 e.vk = source.vk
 
-    def _source(self, e: SrsEntry, cancelled: Any = None) -> KeySource:
+    def _source(
+        self, e: SrsEntry, cancelled: Any = None, device: Device | None = None
+    ) -> KeySource:
         """What a device loads the key from: its opened files, or a file-less
-        development key made for this load (its scalars live until :meth:`_loaded`)."""
+        development key made for the loads under way (its scalars live until the
+        last of them calls :meth:`_loaded`: two GPUs loading it at once share them)."""
         self._ensure_available(e, cancelled)
         with self._lock:
             if e.source is not None:
-                return e.source
+                return self._use(e, e.source)
             gen_lock = self._gen_locks.setdefault(e.circuit_id, threading.Lock())
         with gen_lock:  # one generator (and one host reservation) at a time
-            if e.source is not None:
-                return e.source
-            source = self._dev_source(e, cancelled)
+            with self._lock:
+                if e.source is not None:
+                    return self._use(e, e.source)
+            source = self._dev_source(e, cancelled, device)
             with self._lock:
                 e.source = source
                 e.vk = source.vk
-            return source
+                return self._use(e, source)
+
+    @staticmethod
+    def _use(e: SrsEntry, source: KeySource) -> KeySource:
+        """Called with the manager lock held: one more load of a development key."""
+        if isinstance(source, DevParams):
+            e.dev_users += 1
+        return source
+
+    def _device_source(self, e: SrsEntry, source: KeySource, device: Device) -> KeySource:
+        """The source as ``device`` loads it: a file-less development key's points
+        are made on the GPU that loads them (the scalars are shared)."""
+        if (
+            isinstance(source, DevParams)
+            and device.backend.name == "cuda"
+            and e.dev_points_on != device.ordinal
+        ):
+            return source.with_points(gpu_points(device))
+        return source
 
     def _open(self, e: SrsEntry, path: Path) -> MappedParams:
         vk_path = path.with_name(e.files.vk)
@@ -365,8 +391,11 @@ class SrsManager:
         finally:
             res.release()
 
-    def _dev_source(self, e: SrsEntry, cancelled: Any) -> DevParams:
-        """A file-less development key, made as a device loads it (same waste each time)."""
+    def _dev_source(self, e: SrsEntry, cancelled: Any, device: Device | None) -> DevParams:
+        """A file-less development key, made as a device loads it (same waste each
+        time), its points on that device when it is a GPU (else on the first GPU)."""
+        gpu = device if device is not None and device.backend.name == "cuda" else None
+        gpu = gpu or self._setup_gpu()
         r1cs = e.handler.r1cs(e.circuit_id)
         (res,) = self.host_budget.reserve(
             [(dev_setup_host_bytes(r1cs.num_constraints), f"key generation {e.circuit_id}")],
@@ -377,7 +406,7 @@ class SrsManager:
             source = DevParams(
                 r1cs,
                 waste=e.dev_waste,
-                points=self._dev_points(),
+                points=None if gpu is None else gpu_points(gpu),
                 name=f"development key {e.circuit_id} (in memory)",
             )
         except BaseException:
@@ -387,13 +416,18 @@ class SrsManager:
             e.development = True
             e.size_bytes = source_point_bytes(source)
             e.dev_reservation = res  # given back once the key is loaded (_loaded)
+            e.dev_points_on = None if gpu is None else gpu.ordinal
         return source
 
-    def _loaded(self, e: SrsEntry) -> None:
-        """After a device has taken the key: a file-less development key gives its
-        scalars (and their host reservation) back; it is made again if needed."""
+    def _loaded(self, e: SrsEntry, source: KeySource | None) -> None:
+        """After a device has taken the key from ``source`` (None: it never got
+        one): the last load of a file-less development key gives its scalars (and
+        their host reservation) back; it is made again if needed."""
+        if not isinstance(source, DevParams):
+            return
         with self._lock:
-            if not isinstance(e.source, DevParams):
+            e.dev_users -= 1
+            if e.dev_users > 0 or e.source is not source:
                 return
             e.source = None
             res, e.dev_reservation = e.dev_reservation, None
@@ -413,8 +447,9 @@ class SrsManager:
         e = self.entry(circuit_id)
         if e.vk is not None:
             return e.vk
-        vk = self._source(e).vk
-        self._loaded(e)
+        source = self._source(e)
+        vk = source.vk
+        self._loaded(e, source)
         return vk
 
     def _progress(self, e: SrsEntry, device: Device) -> ProgressLog:
@@ -461,6 +496,7 @@ class SrsManager:
                             evict=self.evict_idle,
                             cancelled=cancelled,
                         )
+                        source = None
                         try:
                             source = self._source(e, cancelled)
                             prepared = prover.load(
@@ -472,7 +508,7 @@ class SrsManager:
                             self._forget(e)
                             raise
                         finally:
-                            self._loaded(e)
+                            self._loaded(e, source)
                         with self._lock:
                             e.prepared[dev.ordinal] = prepared
                             e.reservations[dev.ordinal] = key_res
@@ -525,13 +561,17 @@ class SrsManager:
                         evict=lambda n: self.evict_idle(n, device),
                         cancelled=cancelled,
                     )
+                    source = None
                     try:
-                        source = self._source(e, cancelled)
+                        source = self._source(e, cancelled, device)
                         # preload may run on any thread; the backend's holds for the
                         # key's bases and matrices come out of the key's reservation
                         with device.activate(), device.budget.lend(key_res):
                             prepared = prover.load(
-                                source, r1cs, device.backend, self._progress(e, device)
+                                self._device_source(e, source, device),
+                                r1cs,
+                                device.backend,
+                                self._progress(e, device),
                             )
                     except BaseException:
                         key_res.release()
@@ -539,7 +579,7 @@ class SrsManager:
                         self._forget(e)
                         raise
                     finally:
-                        self._loaded(e)
+                        self._loaded(e, source)
                     with self._lock:
                         e.prepared[device.ordinal] = prepared
                         e.reservations[device.ordinal] = key_res
@@ -557,6 +597,43 @@ class SrsManager:
         lease.working.release()
         with self._lock:
             lease.entry.device_refs[lease.device.ordinal] -= 1
+
+    # --- per device -----------------------------------------------------------
+    def placed_by_device(self) -> dict[int, frozenset[str]]:
+        """Per device, the circuits whose key is resident there or being loaded
+        there (a partition holds a lease on it): what placement calls holding a key."""
+        with self._lock:
+            out: dict[int, set[str]] = {o: set() for o in self.devices}
+            for e in self._entries.values():
+                for o in e.prepared:
+                    out.setdefault(o, set()).add(e.circuit_id)
+                for o, n in e.device_refs.items():
+                    if n > 0:
+                        out.setdefault(o, set()).add(e.circuit_id)
+            return {o: frozenset(c) for o, c in out.items()}
+
+    def drop_device(self, device: Device) -> int:
+        """Drop every key resident on ``device`` that no partition uses there (the
+        device failed: nothing it held is trusted; a key still in use there is
+        dropped by a later call). Returns the bytes given back to its budget."""
+        freed = 0
+        with self._lock:
+            for e in self._entries.values():
+                if device.ordinal not in e.prepared:
+                    continue
+                in_use = e.refs if device.host_resident else e.device_refs.get(device.ordinal, 0)
+                if in_use:
+                    continue
+                try:
+                    freed += self._drop(e, device.ordinal)
+                except Exception as err:  # a lost device may fail to free; its budget still does
+                    log.warning("dropping key %s from %s: %s", e.circuit_id, device.label, err)
+                    res = e.reservations.pop(device.ordinal, None)
+                    if res is not None:
+                        res.release()
+                        freed += res.nbytes
+                log.info("dropped key %s from %s (device failed)", e.circuit_id, device.label)
+        return freed
 
     # --- eviction -------------------------------------------------------------
     def let_go(self, circuit_id: str) -> bool:
@@ -649,19 +726,30 @@ class SrsManager:
             return False, 0
 
     # --- preload ------------------------------------------------------------
-    def preload(self, circuit_id: str) -> tuple[bool, float]:
-        """PreloadSRS: make a key HOT on every device. Returns (already_loaded, ms)."""
+    def preload(self, circuit_id: str, ordinals: list[int] | None = None) -> tuple[bool, float]:
+        """PreloadSRS: make a key HOT on every device (those of ``ordinals`` when
+        given: the healthy ones). Returns (already_loaded, ms)."""
         e = self.entry(circuit_id)
+        targets = [o for o in self.devices if ordinals is None or o in ordinals]
         with self._lock:
-            if e.prepared and all(o in e.prepared for o in self.devices):
+            if e.prepared and all(o in e.prepared for o in targets):
                 e.last_used = time.monotonic()
                 return True, 0.0
         t = time.perf_counter()
         lease = self.acquire_host(circuit_id, 0)
+        gpus = [self.devices[o] for o in targets if not self.devices[o].host_resident]
         try:
-            for dev in self.devices.values():
-                if not dev.host_resident:
-                    self.release_device(self.acquire_device(lease, dev))
+            # every GPU loads at once (its own copy, from the same file or scalars)
+            with ThreadPoolExecutor(max_workers=max(1, len(gpus))) as pool:
+                loads = [pool.submit(self.acquire_device, lease, dev) for dev in gpus]
+                errors = []
+                for f in loads:
+                    try:
+                        self.release_device(f.result())
+                    except BaseException as err:
+                        errors.append(err)
+            if errors:
+                raise errors[0]
         finally:
             self.release_host(lease)
         return False, (time.perf_counter() - t) * 1000
@@ -680,6 +768,7 @@ class SrsManager:
                     idle_s=(now - e.last_used) if e.last_used else 0.0,
                     file=str(e.path) if e.path is not None else "",
                     development=e.development,
+                    device_bytes={o: r.nbytes for o, r in sorted(e.reservations.items())},
                 )
                 for e in sorted(self._entries.values(), key=lambda x: x.circuit_id)
             ]

@@ -9,6 +9,7 @@ announced as insecure in the log.
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import secrets
@@ -300,6 +301,13 @@ class DevParams:
             return np.zeros(shape, np.uint64)
         made = self.points.g1(scalars) if group == "G1" else self.points.g2(scalars)
         return _host(xp, made) if host else made
+
+    def with_points(self, points: PointMaker) -> DevParams:
+        """The same key with its points made by ``points`` (another GPU's kernels):
+        the scalars and the verifying key are shared, not computed again."""
+        other = copy.copy(self)
+        other.points = points
+        return other
 
     def count(self, query: str) -> int:
         return len(self._scalars[query])

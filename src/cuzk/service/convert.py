@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuzk.engine.engine import EngineStatus
+from cuzk.engine.engine import DeviceStatus, EngineStatus
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest
 from cuzk.errors import InputError
 from cuzk.service.proto import proving_pb2 as pb
@@ -95,7 +95,7 @@ def status_to_pb(s: EngineStatus) -> pb.GetStatusResponse:
         gpus.append(
             pb.GPUStatus(
                 ordinal=d.ordinal,
-                name=d.name,
+                name=device_name(d),
                 # The CPU device reports the host budget it proves within.
                 vram_total_bytes=d.total_bytes or d.budget_limit,
                 vram_free_bytes=max(0, d.budget_free),
@@ -124,6 +124,15 @@ def status_to_pb(s: EngineStatus) -> pb.GetStatusResponse:
         pinned_memory_bytes=s.host_reserved,
         pinned_memory_limit_bytes=s.host_limit,
     )
+
+
+def device_name(d: DeviceStatus) -> str:
+    """GPUStatus.name: the device's name, and while it is out of service why and
+    until when (Curio's message has no field for a device's health)."""
+    if d.healthy:
+        return d.name
+    probe = "" if d.next_probe_s is None else f"; next probe in {d.next_probe_s:.0f} s"
+    return f"{d.name} (unhealthy: {d.last_failure}{probe})"
 
 
 def s_first(jobs: tuple[tuple[str, str], ...]) -> tuple[str, str]:
