@@ -68,7 +68,8 @@ def _stem(circuit_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", circuit_id) + "-" + code_version()
 
 
-def _atomic_save(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def atomic_save(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez`` into a temporary file beside ``path``, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
     os.close(fd)
@@ -134,7 +135,7 @@ def save_compiled(cc: CompiledCircuit, path: Path) -> None:
         "templates": meta_templates,
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    _atomic_save(path, arrays)
+    atomic_save(path, arrays)
 
 
 def load_compiled(path: Path) -> CompiledCircuit:
@@ -224,7 +225,7 @@ def save_r1cs(r1cs: R1CS, path: Path) -> None:
         arrays[f"{name}_indptr"] = m.indptr
         arrays[f"{name}_indices"] = m.indices
         arrays[f"{name}_coeffs"] = m.coeffs
-    _atomic_save(path, arrays)
+    atomic_save(path, arrays)
 
 
 def load_r1cs(path: Path, mmap: bool = True) -> R1CS:
