@@ -5,7 +5,8 @@ circuits (PoRep, WinningPoSt, WindowPoSt, SnapDeals) under the file names
 rust-fil-proofs gives Filecoin's own; the daemon finds them in its
 ``param_cache``, loads them (generating nothing), proves each kind, and
 ``cuzk verify --vk`` accepts every proof against the ``.vk`` file beside the
-parameters. A truncated, bit-flipped or wrong-circuit ``.params`` fails its
+parameters (each witness made from the circuit's static plan, as a GPU makes
+it, on the CPU's numpy interpreter). A truncated, bit-flipped or wrong-circuit ``.params`` fails its
 jobs with the file and the problem named, while the daemon goes on serving
 the other kinds, and a repaired file serves without a restart.
 """
@@ -109,10 +110,11 @@ def public_inputs(req: ProofRequest) -> list[list[int]]:
     return [list(handler.synthesize(parsed.circuit_id, p).public_inputs) for p in parsed.partitions]
 
 
-def config(params: Path) -> dict:
+def config(params: Path, witness: str = "auto") -> dict:
     return {
         "srs": {"param_cache": str(params), "generate_dev_keys": True},
         "memory": {"total_budget": "12GiB"},
+        "pipeline": {"witness": witness},
     }
 
 
@@ -132,7 +134,10 @@ def test_the_daemon_proves_every_kind_with_the_files_and_cuzk_verify_accepts(
         name for f in map(KeyFiles.filecoin, KINDS.values()) for name in (f.params, f.vk)
     )
     reqs, c1 = requests()
-    with running_daemon(tmp_path, **config(params_dir)) as d:
+    # every kind's witness made as on a GPU, from its static plan (the CPU
+    # device: the numpy interpreter); the damaged-files test below takes the
+    # host witness (auto, on the CPU)
+    with running_daemon(tmp_path, **config(params_dir, witness="device")) as d:
         for cid, req in reqs.items():
             r = prove(d, req)
             assert r.status == pb.AwaitProofResponse.COMPLETED, (cid, r.error_message)
@@ -149,6 +154,9 @@ def test_the_daemon_proves_every_kind_with_the_files_and_cuzk_verify_accepts(
             wrong = [[str(p[0] + 1), *map(str, p[1:])] for p in pub]
             public.write_text(json.dumps(wrong))
             assert cuzk(argv) == 1  # and not any inputs at all
+        text = d.engine.metrics.text()
+        for kind in ("porep", "winning", "wpost", "snap"):
+            assert f'cuzk_prover_step_seconds_count{{proof_kind="{kind}",step="witness"}} ' in text
         srs = {s.circuit_id: s for s in d.client().status().loaded_srs}
         assert set(KINDS.values()) <= set(srs)
         assert all(

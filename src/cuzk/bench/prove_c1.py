@@ -59,6 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="synthesize partitions in this many worker processes, ahead of the prover "
         "(as the daemon's [pipeline] synthesis_processes); 0: one after another here",
     )
+    c.add_argument(
+        "--witness",
+        choices=("auto", "device", "host"),
+        default="auto",
+        help="where each partition's assignment is made: device (the circuit's static "
+        "witness plan run where it is proven; the host only checks and makes hints), "
+        "host (the CPU witness), auto (device on a GPU; as the daemon's [pipeline] witness)",
+    )
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_prove_c1)
 
@@ -68,10 +76,11 @@ def partition_list(text: str | None) -> list[int] | None:
     return [int(x) for x in text.split(",")] if text is not None else None
 
 
-def _witnesses_in_processes(request, ks: list[int], processes: int):
+def _witnesses_in_processes(request, ks: list[int], processes: int, hints: bool = False):
     """(k, assignment, public inputs) for each partition in order, made by the
     daemon's PoRep kind in a pool of worker processes that runs up to
-    ``processes`` partitions ahead of the caller."""
+    ``processes`` partitions ahead of the caller (``hints``: (k, hint table,
+    public inputs), for a witness made on the device)."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
@@ -82,8 +91,10 @@ def _witnesses_in_processes(request, ks: list[int], processes: int):
     kind = PoRepKind()
     pool = SynthesisPool(processes)
 
+    make = pool.witness_hints if hints else pool.synthesize
+
     def submit(ex, k: int):
-        return k, ex.submit(pool.synthesize, kind, request.circuit_id, PartitionInput(k, request))
+        return k, ex.submit(make, kind, request.circuit_id, PartitionInput(k, request))
 
     try:
         with ThreadPoolExecutor(processes) as ex:
@@ -99,9 +110,45 @@ def _witnesses_in_processes(request, ks: list[int], processes: int):
                 if nxt is not None:
                     pending.append(submit(ex, nxt))
                 witness = fut.result()
-                yield k, witness.assignment, list(witness.public_inputs)
+                made = witness.hints if hints else witness.assignment
+                yield k, made, list(witness.public_inputs)
     finally:
         pool.close()
+
+
+def _kind():
+    from cuzk.engine.kinds.porep import PoRepKind
+
+    return PoRepKind()
+
+
+def _hint_tables(request, ks: list[int], processes: int):
+    """(k, hint table, public inputs) for each partition in order: the vanilla
+    proofs were checked already; the static plan is recorded (or loaded from
+    the circuit cache) with the first partition's hints."""
+    from cuzk.circuits.porep import c2
+
+    if processes > 0:
+        k0 = ks[0]
+        hints, _ = c2.checked_hints(request, k0, verify_vanilla=False)
+        _kind().witness_plan(request.circuit_id, hints)  # recorded once, here
+        yield from _witnesses_in_processes(request, ks, processes, hints=True)
+        return
+    kind = _kind()
+    for k in ks:
+        hints, inputs = c2.checked_hints(request, k, verify_vanilla=False)
+        yield k, kind.witness_plan(request.circuit_id, hints).hint_table(hints), inputs
+
+
+def _witness_device(backend):
+    """Where the backend makes witnesses from a static plan."""
+    if backend.name == "cuda":
+        from cuzk.backends.cuda.witness import CudaWitness
+
+        return CudaWitness(backend.ctx)
+    from cuzk.circuits.program_numpy import NumpyWitness
+
+    return NumpyWitness()
 
 
 def _key_source(args: argparse.Namespace, cid: str, r1cs, backend):
@@ -182,12 +229,31 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
         proofs = []
         prove_runs: list[float] = []
         stages = prover.StageTimes()
-        if args.processes > 0 and args.tile == 1:
+        on_device = args.tile == 1 and (
+            args.witness == "device" or (args.witness == "auto" and backend.name == "cuda")
+        )
+        device_witness_s: list[float] = []
+        if on_device:
+            # the daemon's device witness: the host checks and makes hint tables
+            # (here, or in --processes workers), the assignment is made on the device
+            assignments = _hint_tables(request, ks, args.processes)
+            maker, plan = None, None
+        elif args.processes > 0 and args.tile == 1:
             assignments = _witnesses_in_processes(request, ks, args.processes)
         else:
             assignments = ((k, *c2.synthesize(request, k, verify_vanilla=False)) for k in ks)
         for k, w_k, inputs in assignments:
-            w = base_r1cs.tile_assignment(w_k, args.tile) if args.tile > 1 else w_k
+            if on_device:
+                if plan is None:
+                    plan = _kind().witness_plan(request.circuit_id)
+                    maker = _witness_device(backend)
+                    t = mark("witness_plan", t)
+                t0 = time.perf_counter()
+                w = plan.run_table(maker, w_k)
+                c2.check_inputs(request, k, backend.to_host(w[1 : 1 + len(inputs)]), inputs)
+                device_witness_s.append(time.perf_counter() - t0)
+            else:
+                w = base_r1cs.tile_assignment(w_k, args.tile) if args.tile > 1 else w_k
             t = mark("witness", t)
             for _ in range(max(1, args.repeat)):
                 stages = prover.StageTimes()
@@ -199,6 +265,9 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
                         f"cuzk-bench prove-c1: partition {k}: proof did not verify", file=sys.stderr
                     )
                     return 1, None
+            if on_device:
+                maker.free(w)
+            del w
             t = mark("prove+verify", t)
             proofs.append(proof)
         data = encode_proofs(proofs)
@@ -213,6 +282,8 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
         "tile": args.tile,
         "processes": args.processes,
         "key": str(key_file) if key_file is not None else "development key in memory",
+        "witness": "device" if on_device else "host",
+        "device_witness_s": [round(x, 4) for x in device_witness_s],
         "constraints": r1cs.num_constraints,
         "prove_s": {
             "runs": [round(x, 4) for x in prove_runs],

@@ -96,6 +96,13 @@ class NumpyWitness:
     def program(self, p: Program) -> Program:
         return p
 
+    def free(self, W: np.ndarray) -> None:
+        """Nothing to give back: the assignment is a host array."""
+
+    def run_bytes(self, plan: object) -> int:
+        """Device bytes a run takes beyond its assignment: none (host memory)."""
+        return 0
+
     def run(self, W: np.ndarray, hints: np.ndarray, poseidon: tuple, p: Program, lanes: PassLanes):
         n = lanes.lanes
         if n == 0:

@@ -270,8 +270,41 @@ class StaticPlan:
             out[fr_rows] = fr_to_array([int(leaves[j][0]) % R for j in fr_rows])
         return out
 
-    def run(self, device: WitnessDevice, hints: Any, timed: bool = False) -> Any:
-        """The full assignment ``[ONE, inputs…, aux…]`` of one partition, on ``device``."""
+    # --- device memory ------------------------------------------------------------
+    def device_bytes(self) -> int:
+        """Bytes the plan keeps on a device once prepared (:meth:`prepare`): programs (rows,
+        arguments, constants), lane arrays and Poseidon tables, as uploaded."""
+        head, values = self.tables.arrays()
+        n = head.nbytes + 32 * len(values)
+        for p in self.passes:
+            prog = p.program
+            n += 4 * np.asarray(prog.ops).size + 4 * np.asarray(prog.args).size
+            n += 8 * np.asarray(prog.uconst).size + 32 * len(prog.fconst)
+            lanes = p.lanes
+            n += 8 * (2 * lanes.lanes + lanes.port_cols.size + lanes.hint_index.size)
+        return n
+
+    def run_bytes(self, register_bytes: Callable[[Program, int], int]) -> int:
+        """Device bytes one :meth:`run` takes beyond the plan and the assignment: the
+        hint table, and the largest wave's registers (``register_bytes(program,
+        lanes)``: the device's own layout)."""
+        waves = self.waves()
+        regs = max(
+            (
+                sum(register_bytes(self.passes[i].program, self.passes[i].lanes.lanes) for i in w)
+                for w in waves
+            ),
+            default=0,
+        )
+        return 32 * len(self.hint_kinds) * self.copies + regs
+
+    def prepare(self, device: WitnessDevice) -> None:
+        """Upload the plan's arrays to ``device`` now (else the first :meth:`run` does)."""
+        self._on(device)
+        for p in self.passes:
+            p.lanes.on(device)
+
+    def _on(self, device: WitnessDevice) -> tuple[Any, Any, list[Any]]:
         got = self._device.get(id(device))
         if got is None or got[0] is not device:  # (an id can be reused once freed)
             head, values = self.tables.arrays()
@@ -280,9 +313,23 @@ class StaticPlan:
                 device.poseidon(head, values),
                 [device.program(p.program) for p in self.passes],
             )
-        _, poseidon, programs = got
+        return got
+
+    def run(self, device: WitnessDevice, hints: Any, timed: bool = False) -> Any:
+        """The full assignment ``[ONE, inputs…, aux…]`` of one partition, on ``device``."""
+        return self.run_table(device, self.hint_table(hints), timed)
+
+    def run_table(self, device: WitnessDevice, hint_table: np.ndarray, timed: bool = False) -> Any:
+        """:meth:`run` from the partition's :meth:`hint_table` (made where the
+        hints are: a synthesis process sends the table, not the hints)."""
+        if hint_table.shape != (len(self.hint_kinds) * self.copies, 4):
+            raise ValueError(
+                f"{self.circuit_id}: a hint table of shape {hint_table.shape}, the plan "
+                f"takes ({len(self.hint_kinds) * self.copies}, 4)"
+            )
+        _, poseidon, programs = self._on(device)
         W = device.zeros(self.n_inputs + self.n_aux)
-        table = device.hints(self.hint_table(hints), W)
+        table = device.hints(hint_table, W)
         self.stats = []
         run_many = getattr(device, "run_many", None)
         for wave in self.waves():

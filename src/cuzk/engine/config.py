@@ -173,6 +173,12 @@ class PipelineConfig:
     # 0: synthesis runs in the synthesis workers' threads; N: in a pool of N
     # worker processes (witnesses on N cores; see engine/synthpool.py)
     synthesis_processes: int = 0
+    # Where a partition's assignment is made: "device" (on the GPU that proves
+    # it, from the circuit's static witness plan: the synthesis workers only
+    # check the vanilla proofs and make the hints), "host" (the CPU witness,
+    # in the synthesis workers), "auto" (device when every device is a CUDA GPU
+    # and the kind has a device witness).
+    witness: str = "auto"
     synthesis_lookahead: int = 1  # synthesized partitions waiting for a GPU worker
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS  # 0: the default, as in Curio
     epilogue_workers: int = 1
@@ -429,6 +435,8 @@ def _validate(cfg: Config, source: str) -> None:
         raise InputError(source, "pipeline.synthesis_concurrency", "must be at least 1")
     if cfg.pipeline.synthesis_processes < 0:
         raise InputError(source, "pipeline.synthesis_processes", "must be 0 (threads) or more")
+    if cfg.pipeline.witness not in ("auto", "device", "host"):
+        raise InputError(source, "pipeline.witness", "expected auto, device or host")
     if cfg.pipeline.epilogue_workers < 1:
         raise InputError(source, "pipeline.epilogue_workers", "must be at least 1")
     if cfg.scheduler.max_batch_size < 1:

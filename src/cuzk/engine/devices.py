@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ class Device:
     backend: Backend
     total_bytes: int  # the device's memory (0 for the CPU: see the host budget)
     budget: Budget | None  # VRAM budget; None = the device uses host memory
+    _witness: Any = field(default=None, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -64,6 +65,23 @@ class Device:
     def host_prover_bytes(self, num_constraints: int, num_variables: int) -> int:
         """Host memory a proof of this shape holds on this device (its backend's model)."""
         return int(self.backend.prove_host_bytes(num_constraints, num_variables))
+
+    def witness_device(self) -> Any:
+        """Where this device makes witnesses from static plans (one per device):
+        the witness kernels on a GPU, the numpy interpreter on the CPU."""
+        got = self._witness
+        if got is None:
+            if self.backend.name == "cuda":
+                from cuzk.backends.cuda.witness import CudaWitness
+
+                with self.activate():
+                    got = CudaWitness(self.backend.ctx)
+            else:
+                from cuzk.circuits.program_numpy import NumpyWitness
+
+                got = NumpyWitness()
+            self._witness = got
+        return got
 
     def working_bytes(self, r1cs: R1CS) -> int:
         """Device memory one partition's proof needs beyond its key."""

@@ -267,7 +267,8 @@ class EngineMetrics:
         self.prover_step = Histogram(
             "cuzk_prover_step_seconds",
             "Seconds per step of a partition's proof on its device (spmv, h_poly, "
-            "msm_g1, msm_g2, assemble; upload, gather, msm_h, msm_l, msm_a, msm_b_g1)",
+            "msm_g1, msm_g2, assemble; upload, gather, msm_h, msm_l, msm_a, msm_b_g1; "
+            "witness: the assignment made on the device)",
             ["step", "proof_kind"],
             buckets=STAGE_BUCKETS,
             registry=r,

@@ -32,7 +32,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
+
+from cuzk.algebra.arrays import fr_to_array
+from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.budget import Cancelled
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
@@ -40,12 +45,13 @@ from cuzk.engine.faults import FailureInjection
 from cuzk.engine.health import DeviceHealth, is_device_failure
 from cuzk.engine.jobs import Job
 from cuzk.engine.kinds import KindRegistry
-from cuzk.engine.kinds.base import PartitionInput
+from cuzk.engine.kinds.base import PartitionInput, ProofKindHandler
 from cuzk.engine.metrics import EngineMetrics
 from cuzk.engine.placement import DeviceLoad, may_take
 from cuzk.engine.scheduler import Closed, PartitionQueue, WorkItem
 from cuzk.engine.srs import SrsManager
 from cuzk.engine.synthpool import SynthesisPool
+from cuzk.errors import InputError
 from cuzk.groth16 import prover, verifier
 from cuzk.groth16.proof import Proof
 
@@ -112,6 +118,9 @@ class Pipeline:
             self.faults = FailureInjection.from_environment(ordinals)
         self.work = {o: DeviceWork() for o in ordinals}
         self._work_lock = threading.Lock()
+        # (device ordinal, circuit id) -> the static witness plan there and its reservation
+        self._device_plans: dict[tuple[int, str], tuple[StaticPlan, Any]] = {}
+        self._plans_lock = threading.Lock()
         self._stopping = threading.Event()
 
     # --- lifecycle ----------------------------------------------------------
@@ -219,7 +228,11 @@ class Pipeline:
         self.hooks.started(job)
         handler = self.kinds.handler(job.kind)
         self.srs.ensure_r1cs(job.circuit_id, cancelled=lambda: job.finished)
-        working = handler.working_bytes(job.circuit_id, self._prover_host_bytes)
+        on_device = self.witness_on_device(handler)
+        if on_device:  # the host holds the hints; the assignment is made on the GPU
+            working = handler.hints_bytes(job.circuit_id)
+        else:
+            working = handler.working_bytes(job.circuit_id, self._prover_host_bytes)
         item.lease = self.srs.acquire_host(job.circuit_id, working, cancelled=lambda: job.finished)
         now = time.monotonic()
         job.stage("srs_load", now - item.lease.load_ms / 1000, now)
@@ -230,7 +243,12 @@ class Pipeline:
         t = time.monotonic()
         job.partition_state(item.index, "synthesizing")
         part = PartitionInput(item.index, item.data)
-        if self.synth_pool is not None:
+        if on_device:
+            if self.synth_pool is not None:
+                witness = self.synth_pool.witness_hints(handler, job.circuit_id, part)
+            else:
+                witness = handler.witness_hints(job.circuit_id, part)
+        elif self.synth_pool is not None:
             witness = self.synth_pool.synthesize(handler, job.circuit_id, part)
         else:
             witness = handler.synthesize(job.circuit_id, part)
@@ -308,13 +326,70 @@ class Pipeline:
             if not self.health.healthy(dev.ordinal):
                 self.srs.drop_device(dev)  # the last partition there lets go of its keys
 
+    def witness_on_device(self, handler: ProofKindHandler) -> bool:
+        """Whether this kind's partitions get their assignment on the device that
+        proves them (``[pipeline] witness``)."""
+        mode = self.config.pipeline.witness
+        if mode == "host" or not handler.device_witness:
+            return False
+        return mode == "device" or all(d.backend.name == "cuda" for d in self.devices)
+
+    def _device_plan(self, device: Device, circuit_id: str, plan: StaticPlan) -> Any:
+        """``device``'s witness maker with ``plan`` uploaded there, under a
+        reservation of its own held until the device is dropped."""
+        key = (device.ordinal, circuit_id)
+        maker = device.witness_device()
+        with self._plans_lock:
+            got = self._device_plans.get(key)
+            if got is not None and got[0] is plan:
+                return maker
+            if got is not None:  # another plan of the circuit (the cache was rebuilt)
+                self._drop_plan(device, key)
+            res = None
+            if device.budget is not None:
+                (res,) = device.budget.reserve(
+                    [(plan.device_bytes(), f"witness plan {circuit_id}")]
+                )
+            try:
+                lent = device.budget.lend(res) if res is not None else contextlib.nullcontext()
+                with device.activate(), lent:
+                    plan.prepare(maker)
+            except BaseException:
+                plan.forget(maker)
+                if res is not None:
+                    res.release()
+                raise
+            self._device_plans[key] = (plan, res)
+        return maker
+
+    def _drop_plan(self, device: Device, key: tuple[int, str]) -> None:
+        plan, res = self._device_plans.pop(key)
+        plan.forget(device.witness_device())
+        if res is not None:
+            res.release()
+
+    def drop_plans(self, device: Device) -> None:
+        """Give back the witness plans uploaded to ``device`` (it failed)."""
+        with self._plans_lock:
+            for key in [k for k in self._device_plans if k[0] == device.ordinal]:
+                self._drop_plan(device, key)
+
     def _prove(self, item: WorkItem, device: Device) -> None:
         job = item.job
-        r1cs = self.kinds.handler(job.kind).r1cs(job.circuit_id)
+        handler = self.kinds.handler(job.kind)
+        r1cs = handler.r1cs(job.circuit_id)
+        witness = item.witness
+        maker = plan = None
+        extra = 0
+        if witness.assignment is None:  # made here, from the partition's hint table
+            plan = handler.witness_plan(job.circuit_id)
+            maker = self._device_plan(device, job.circuit_id, plan)
+            extra = maker.run_bytes(plan)
         lease = self.srs.acquire_device(
             item.lease,
             device,
             cancelled=lambda: job.finished or not self.health.healthy(device.ordinal),
+            extra=extra,
         )
         try:
             now = time.monotonic()
@@ -334,7 +409,12 @@ class Pipeline:
             with device.activate(), lent:
                 if self.faults is not None:
                     self.faults.before_proof(device.ordinal)
-                proof = prover.prove(lease.key, r1cs, item.witness.assignment, times=stages)
+                if maker is None:
+                    proof = prover.prove(lease.key, r1cs, witness.assignment, times=stages)
+                else:
+                    proof = self._prove_device_witness(
+                        item, handler, plan, maker, lease.key, r1cs, stages
+                    )
             end = time.monotonic()
             dt = end - t
             for name, secs in (stages.seconds | stages.detail).items():
@@ -351,6 +431,37 @@ class Pipeline:
         self.release(item)  # the witness and host working set are no longer needed
         if not job.finished:
             self.proven.put(item)
+
+    def _prove_device_witness(
+        self,
+        item: WorkItem,
+        handler: ProofKindHandler,
+        plan: StaticPlan,
+        maker: Any,
+        key: Any,
+        r1cs: Any,
+        stages: prover.StageTimes,
+    ) -> Proof:
+        """The partition's assignment made on the device from its hint table, its
+        inputs checked against the ones the proof is verified with, the proof."""
+        t = time.perf_counter()
+        W = plan.run_table(maker, item.witness.hints)
+        try:
+            inputs = list(item.public_inputs)
+            got = W[1 : 1 + len(inputs)]
+            got = got.get() if hasattr(got, "get") else np.asarray(got)
+            stages.detail["witness"] = time.perf_counter() - t  # synchronised by the copy
+            if not np.array_equal(got, fr_to_array(inputs)):
+                raise InputError(
+                    handler.source,
+                    f"partition {item.index}",
+                    "its vanilla proofs do not answer the request's public inputs "
+                    "(challenges, commitments)",
+                )
+            return prover.prove(key, r1cs, W, times=stages)
+        finally:
+            maker.free(W)
+            del W
 
     # --- placement and failover -------------------------------------------------------
     def device_loads(self) -> dict[int, DeviceLoad]:
@@ -435,6 +546,7 @@ class Pipeline:
                 self.health.probe_interval,
             )
         self.srs.drop_device(dev)
+        self.drop_plans(dev)
         job = item.job
         item.failed_on.add(dev.ordinal)
         item.failures.append(f"{dev.label}: {reason}")

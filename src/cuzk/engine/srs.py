@@ -525,9 +525,10 @@ class SrsManager:
             lease.entry.last_used = time.monotonic()
 
     def acquire_device(
-        self, lease: HostLease, device: Device, cancelled: Any = None
+        self, lease: HostLease, device: Device, cancelled: Any = None, extra: int = 0
     ) -> DeviceLease:
-        """The key prepared on ``device`` plus the device working set of one partition."""
+        """The key prepared on ``device`` plus the device working set of one
+        partition (and ``extra`` bytes of it: a witness made on the device)."""
         e = lease.entry
         t = time.perf_counter()
         if device.host_resident:
@@ -543,7 +544,7 @@ class SrsManager:
             with lock:
                 if device.ordinal in e.prepared:
                     (working,) = device.budget.reserve(
-                        [(device.working_bytes(r1cs), f"partition {e.circuit_id}")],
+                        [(device.working_bytes(r1cs) + extra, f"partition {e.circuit_id}")],
                         evict=lambda n: self.evict_idle(n, device),
                         cancelled=cancelled,
                     )
@@ -555,7 +556,7 @@ class SrsManager:
                     made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
                     working, key_res = device.budget.reserve(
                         [
-                            (device.working_bytes(r1cs), f"partition {e.circuit_id}"),
+                            (device.working_bytes(r1cs) + extra, f"partition {e.circuit_id}"),
                             (device.key_bytes(raw, r1cs) + made, f"key {e.circuit_id}"),
                         ],
                         evict=lambda n: self.evict_idle(n, device),

@@ -77,11 +77,29 @@ class SynthesisPool:
         self, handler: ProofKindHandler, circuit_id: str, partition: PartitionInput
     ) -> Witness:
         """One partition's witness, made in a worker process."""
+        path, public_inputs = self._call(
+            _child_synthesize, handler, circuit_id, partition, str(self.scratch)
+        )
+        try:
+            assignment = np.load(path, mmap_mode="r")
+        finally:
+            os.unlink(path)  # the mapping keeps the memory until the array goes
+        return Witness(assignment=assignment, public_inputs=tuple(public_inputs))
+
+    def witness_hints(
+        self, handler: ProofKindHandler, circuit_id: str, partition: PartitionInput
+    ) -> Witness:
+        """One partition checked and its hint table made in a worker process (for
+        a witness the device makes: :meth:`ProofKindHandler.witness_hints`); the
+        table is small and comes back through the pool's pipe."""
+        return self._call(_child_hints, handler, circuit_id, partition)
+
+    def _call(self, fn, handler, circuit_id: str, partition: PartitionInput, *more):
         with self._lock:
             pool = self._pool
-        future = pool.submit(_child_synthesize, handler, circuit_id, partition, str(self.scratch))
+        future = pool.submit(fn, handler, circuit_id, partition, *more)
         try:
-            path, public_inputs = future.result()
+            return future.result()
         except BrokenProcessPool as e:
             with self._lock:
                 if self._pool is pool:
@@ -91,11 +109,6 @@ class SynthesisPool:
                 f"the synthesis worker process for partition {partition.index} of "
                 f"{circuit_id} died (out of memory?): {e}"
             ) from e
-        try:
-            assignment = np.load(path, mmap_mode="r")
-        finally:
-            os.unlink(path)  # the mapping keeps the memory until the array goes
-        return Witness(assignment=assignment, public_inputs=tuple(public_inputs))
 
     def close(self) -> None:
         with self._lock:
@@ -110,6 +123,10 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _child_hints(handler: ProofKindHandler, circuit_id: str, partition: PartitionInput) -> Witness:
+    return handler.witness_hints(circuit_id, partition)
 
 
 def _child_synthesize(

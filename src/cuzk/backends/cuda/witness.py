@@ -115,21 +115,26 @@ class CudaWitness:
 
     # --- runs --------------------------------------------------------------
     @staticmethod
-    def register_bytes(p: DeviceProgram, lanes) -> int:
-        """Device bytes of a pass's registers (held for its launch)."""
-        n = int(lanes.lanes)
+    def register_bytes(p: Any, lanes: int) -> int:
+        """Device bytes of a pass's registers (held for its launch): ``p`` is a
+        program (``n_u``, ``n_f``), ``lanes`` its lane count."""
+        n = int(lanes)
         return 8 * max(1, p.n_u) * n + 32 * max(1, p.n_f) * n
+
+    def run_bytes(self, plan: Any) -> int:
+        """Device bytes one run of a static plan takes beyond its assignment."""
+        return int(plan.run_bytes(self.register_bytes))
 
     def run(self, W: Any, hints: Any, poseidon: tuple[Any, Any], p: DeviceProgram, lanes) -> None:
         """One pass: ``p`` over every lane of ``lanes``, writing ``W``."""
-        with self.ctx.budget.reserve(self.register_bytes(p, lanes), f"witness pass {p.key}"):
+        with self.ctx.budget.reserve(self.register_bytes(p, lanes.lanes), f"witness pass {p.key}"):
             self._launch(W, hints, poseidon, p, lanes)
 
     def run_many(self, W: Any, hints: Any, poseidon: tuple[Any, Any], items: list) -> None:
         """Independent passes ((program, lanes) pairs) at once, one stream each
         (up to 8): a wave of small passes fills the device together."""
         cp = self.cp
-        total = sum(self.register_bytes(p, lanes) for p, lanes in items)
+        total = sum(self.register_bytes(p, lanes.lanes) for p, lanes in items)
         with self.ctx.budget.reserve(total, f"witness wave of {len(items)} passes"):
             while len(self._streams) < min(8, len(items)):
                 self._streams.append(cp.cuda.Stream(non_blocking=True))

@@ -18,12 +18,13 @@ import numpy as np
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.compile import CompiledCircuit, Compiler
 from cuzk.circuits.porep.c1 import load_c1_file
-from cuzk.circuits.porep.circuit import PoRepShape
+from cuzk.circuits.porep.circuit import PartitionHints, PoRepShape
 from cuzk.circuits.porep.params import (
     KIB,
     SECTORS,
     RegisteredSealProof,
     registered_proof,
+    sector_params,
 )
 from cuzk.circuits.porep.types import C1Wrapper, SealCommitPhase1Output
 from cuzk.circuits.porep.vanilla import Verifier
@@ -32,7 +33,9 @@ from cuzk.circuits.porep.witness import (
     compiled_porep,
     partition_hints,
     partition_witness,
+    static_plan,
 )
+from cuzk.circuits.static_plan import StaticPlan
 from cuzk.errors import InputError
 
 _SHORT = {2 * KIB: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
@@ -98,12 +101,35 @@ def synthesize(
     InputError naming its JSON path), and the inputs the witness carries must
     equal those derived from replica_id, comm_d, comm_r and the seed.
     """
-    if verify_vanilla:
-        Verifier(request.proof, request.source).verify(request.c1, [k])
+    hints, inputs = checked_hints(request, k, verify_vanilla)
     cc = compiled(request.circuit_id, cache)
     shape = PoRepShape.of(request.proof.sector)
-    plan = partition_witness(cc, shape, partition_hints(request.c1, k, request.source), Compiler())
-    inputs = c1_public_inputs(request.c1, request.proof, k)
-    if not np.array_equal(plan.W[1 : 1 + len(inputs)], fr_to_array(inputs)):
-        raise InputError(request.source, f"partition {k}", "does not answer the seed's challenges")
+    plan = partition_witness(cc, shape, hints, Compiler())
+    check_inputs(request, k, plan.W[1 : 1 + len(inputs)], inputs)
     return plan.W, inputs
+
+
+def checked_hints(
+    request: C2Request, k: int, verify_vanilla: bool = True
+) -> tuple[PartitionHints, list[int]]:
+    """Partition ``k``'s vanilla proofs verified (InputError naming the JSON path
+    of a bad one), its witness hints and its public inputs: all a witness made
+    elsewhere (the GPU, from :func:`witness_plan`) needs."""
+    if verify_vanilla:
+        Verifier(request.proof, request.source).verify(request.c1, [k])
+    return partition_hints(request.c1, k, request.source), c1_public_inputs(
+        request.c1, request.proof, k
+    )
+
+
+def check_inputs(request: C2Request, k: int, got: np.ndarray, inputs: list[int]) -> None:
+    """The inputs a witness carries (``W[1 : 1 + len(inputs)]``, host rows) must be
+    those derived from replica_id, comm_d, comm_r and the seed."""
+    if not np.array_equal(np.asarray(got), fr_to_array(inputs)):
+        raise InputError(request.source, f"partition {k}", "does not answer the seed's challenges")
+
+
+def witness_plan(cid: str, hints: PartitionHints) -> StaticPlan:
+    """The static witness plan of a PoRep circuit, recorded from ``hints``' shape."""
+    cc = compiled(cid)
+    return static_plan(cc, PoRepShape.of(sector_params(sector_size_of(cid))), hints, Compiler())

@@ -16,9 +16,15 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.compile import CompiledCircuit, Compiler
+from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update.params import UpdateParams
 from cuzk.circuits.update.vanilla import UpdateVerifier, public_inputs, read_partition_proof
-from cuzk.circuits.update.witness import compiled_snap, partition_hints, partition_witness
+from cuzk.circuits.update.witness import (
+    compiled_snap,
+    partition_hints,
+    partition_witness,
+    static_plan,
+)
 from cuzk.errors import InputError
 
 _SHORT = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
@@ -52,14 +58,44 @@ def synthesize(
     cache: Path | None = None,
 ) -> tuple[np.ndarray, list[int]]:
     """Partition ``k``'s full assignment and public inputs, after verifying it."""
+    hints, inputs = checked_hints(
+        params, proof_bytes, k, comm_r_old, comm_d_new, comm_r_new, source
+    )
+    cc = compiled(circuit_id(params), cache)
+    plan = partition_witness(cc, params, hints, Compiler())
+    check_inputs(k, plan.W[1 : 1 + len(inputs)], inputs, source)
+    return plan.W, inputs
+
+
+def checked_hints(
+    params: UpdateParams,
+    proof_bytes: bytes,
+    k: int,
+    comm_r_old: int,
+    comm_d_new: int,
+    comm_r_new: int,
+    source: str = "SnapDeals request",
+) -> tuple[object, list[int]]:
+    """Partition ``k``'s proof read and verified, its witness hints and public
+    inputs: what a witness made on the device (:func:`witness_plan`) needs."""
     where = f"{source}: vanilla_proofs[{k}]"
     proof = read_partition_proof(proof_bytes, where)
     h = params.h_default
     roots = (comm_r_old, comm_d_new, comm_r_new)
     UpdateVerifier(params, where).verify(proof, k, h, *roots)
-    cc = compiled(circuit_id(params), cache)
-    plan = partition_witness(cc, params, partition_hints(params, proof, k, h, *roots), Compiler())
-    inputs = public_inputs(params, k, h, *roots)
-    if not np.array_equal(plan.W[1 : 1 + len(inputs)], fr_to_array(inputs)):
-        raise InputError(where, "", "the witness does not carry the request's public inputs")
-    return plan.W, inputs
+    return partition_hints(params, proof, k, h, *roots), public_inputs(params, k, h, *roots)
+
+
+def check_inputs(k: int, got: np.ndarray, inputs: list[int], source: str) -> None:
+    """The inputs a witness carries must be the request's public inputs."""
+    if not np.array_equal(np.asarray(got), fr_to_array(inputs)):
+        raise InputError(
+            f"{source}: vanilla_proofs[{k}]",
+            "",
+            "the witness does not carry the request's public inputs",
+        )
+
+
+def witness_plan(cid: str, hints: object) -> StaticPlan:
+    """The static witness plan of a SnapDeals circuit, recorded from ``hints``' shape."""
+    return static_plan(compiled(cid), params_of(cid), hints, Compiler())

@@ -10,6 +10,7 @@ Filecoin's multi-partition proofs are).
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from cuzk.backends.cpu import CpuBackend
+from cuzk.circuits.cache import cache_dir
 from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
+from cuzk.circuits.static_plan import StaticPlan, load_or_build
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
 from cuzk.r1cs.system import R1CS
@@ -34,6 +37,11 @@ ProverHostModel = Callable[[int, int], int]
 # is reserved.
 SYNTHESIS_BYTES_PER_VARIABLE = 96
 
+
+# A partition whose witness the device makes holds its hints (0.86 MB at 32GiB
+# PoRep, 61 MB for a 2349-sector WindowPoSt partition as numpy lanes) and the
+# vanilla check's temporaries.
+HINTS_BYTES = 256 << 20
 
 DEV_KEY_PREFIX = "cuzk-dev-"
 
@@ -85,10 +93,14 @@ class ParsedRequest:
 
 @dataclass(frozen=True)
 class Witness:
-    """A synthesized partition: the full assignment [ONE, inputs, aux] and the inputs."""
+    """A synthesized partition: the full assignment [ONE, inputs, aux] and the
+    inputs; or, for a witness the device makes (:meth:`ProofKindHandler.witness_hints`),
+    no assignment but the partition's hints (a few thousand values: the
+    assignment is made where it is proven, from the circuit's static plan)."""
 
-    assignment: np.ndarray  # (num_variables, 4) uint64, standard form
+    assignment: np.ndarray | None  # (num_variables, 4) uint64, standard form
     public_inputs: tuple[int, ...]  # ONE excluded, as the verifier takes them
+    hints: Any = None  # the kind's partition hints, when ``assignment`` is None
 
 
 class ProofKindHandler(ABC):
@@ -102,6 +114,11 @@ class ProofKindHandler(ABC):
     dev_keys_by_default: bool = False
     # Filecoin publishes this kind's parameters (file names and digests).
     filecoin_keys: bool = False
+    # The kind's witness can be made on the proving device from hints
+    # (witness_hints, witness_plan: cuzk.circuits.static_plan).
+    device_witness: bool = False
+    # What a request's vanilla bytes are called in errors.
+    source: str = "vanilla_proof"
 
     @abstractmethod
     def parse(self, request: ProofRequest) -> ParsedRequest:
@@ -118,6 +135,23 @@ class ProofKindHandler(ABC):
     @abstractmethod
     def synthesize(self, circuit_id: str, partition: PartitionInput) -> Witness:
         """One partition's witness."""
+
+    def witness_hints(self, circuit_id: str, partition: PartitionInput) -> Witness:
+        """One partition checked as :meth:`synthesize` checks it (its vanilla
+        proofs), without its assignment: ``Witness(None, inputs, hints)``, for
+        the device to make the assignment with :meth:`witness_plan`."""
+        raise NotImplementedError(f"{self.kind.label}: no device witness")
+
+    def witness_plan(self, circuit_id: str, hints: Any = None) -> StaticPlan:
+        """The circuit's static witness plan, recorded once from any partition's
+        ``hints`` and kept in the circuit cache (without hints: the one this
+        process holds, or the cache's)."""
+        raise NotImplementedError(f"{self.kind.label}: no device witness")
+
+    def hints_bytes(self, circuit_id: str) -> int:
+        """Host bytes a partition holds from its check until its proof when its
+        witness is made on the device: its hints and the check's temporaries."""
+        return HINTS_BYTES
 
     def key_files(self, circuit_id: str) -> KeyFiles:
         """The file names (and published digests) of the circuit's key."""
@@ -176,6 +210,41 @@ class ProofKindHandler(ABC):
     def assemble(self, partition_proofs: list[bytes]) -> bytes:
         """The proof bytes returned to the client: partitions in order, concatenated."""
         return b"".join(partition_proofs)
+
+
+class PlanCache:
+    """Static witness plans by circuit id, one per process: recorded from the
+    first partition's hints (or loaded from the circuit cache, where a
+    synthesis process that recorded it left it)."""
+
+    def __init__(self) -> None:
+        self._plans: dict[str, StaticPlan] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, circuit_id: str, build: Callable[[], StaticPlan] | None) -> StaticPlan:
+        """The plan of ``circuit_id``; ``build`` records it (None: only a cached one)."""
+        with self._lock:
+            plan = self._plans.get(circuit_id)
+            if plan is not None:
+                return plan
+            lock = self._locks.setdefault(circuit_id, threading.Lock())
+        with lock:  # one recording per circuit; the others wait for it
+            plan = self._plans.get(circuit_id)
+            if plan is None:
+
+                def make() -> StaticPlan:
+                    if build is None:
+                        raise RuntimeError(
+                            f"{circuit_id}: no static witness plan in the circuit cache "
+                            f"({cache_dir()}) and no partition's hints here to record one"
+                        )
+                    return build()
+
+                plan = load_or_build(circuit_id, make)
+                with self._lock:
+                    self._plans[circuit_id] = plan
+            return plan
 
 
 def domain_size(num_constraints: int) -> int:

@@ -23,10 +23,12 @@ from typing import Any
 from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.porep import c2
+from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
     ParsedRequest,
     PartitionInput,
+    PlanCache,
     ProofKindHandler,
     Witness,
 )
@@ -34,6 +36,7 @@ from cuzk.errors import InputError
 from cuzk.r1cs.system import R1CS
 
 SOURCE = "c1.json"
+_PLANS = PlanCache()
 
 
 def compiled_for(cid: str) -> CompiledCircuit:
@@ -57,6 +60,8 @@ class PoRepKind(ProofKindHandler):
     batchable = True
     dev_keys_by_default = False  # chain proofs: only with [srs] generate_dev_keys
     filecoin_keys = True
+    device_witness = True
+    source = SOURCE
 
     def parse(self, request: ProofRequest) -> ParsedRequest:
         req = c2.parse(request.vanilla_proof, SOURCE)
@@ -98,6 +103,18 @@ class PoRepKind(ProofKindHandler):
             raise InputError(SOURCE, "registered_proof", f"is for {req.circuit_id}, not {cid}")
         assignment, inputs = c2.synthesize(req, partition.index)
         return Witness(assignment=assignment, public_inputs=tuple(inputs))
+
+    def witness_hints(self, cid: str, partition: PartitionInput) -> Witness:
+        req: c2.C2Request = partition.data
+        if req.circuit_id != cid:
+            raise InputError(SOURCE, "registered_proof", f"is for {req.circuit_id}, not {cid}")
+        hints, inputs = c2.checked_hints(req, partition.index)
+        table = self.witness_plan(cid, hints).hint_table(hints)
+        return Witness(assignment=None, public_inputs=tuple(inputs), hints=table)
+
+    def witness_plan(self, cid: str, hints: Any = None) -> StaticPlan:
+        build = None if hints is None else functools.partial(c2.witness_plan, cid, hints)
+        return _PLANS.get(cid, build)
 
     def shape(self, cid: str) -> tuple[int, int]:
         return compiled_shape(compiled_for(cid))

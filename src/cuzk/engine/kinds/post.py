@@ -35,16 +35,26 @@ from cuzk.circuits.post.config import (
     config_for_registered_proof,
     post_config,
 )
+from cuzk.circuits.post.device_witness import slot_hint_arrays
+from cuzk.circuits.post.device_witness import static_plan as device_static_plan
 from cuzk.circuits.post.vanilla import read_sector_proof
 from cuzk.circuits.post.verify import check_sector_proof
+from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
-from cuzk.engine.kinds.base import ParsedRequest, PartitionInput, ProofKindHandler, Witness
+from cuzk.engine.kinds.base import (
+    ParsedRequest,
+    PartitionInput,
+    PlanCache,
+    ProofKindHandler,
+    Witness,
+)
 from cuzk.errors import InputError
 from cuzk.r1cs.system import R1CS
 
 _PREFIX = {WINNING: "winning", WINDOW: "wpost"}
 _SIZES = {"2k": 2 << 10, "8m": 8 << 20, "512m": 512 << 20, "32g": 32 << 30, "64g": 64 << 30}
 _SIZE_NAMES = {v: k for k, v in _SIZES.items()}
+_PLANS = PlanCache()
 
 
 def post_circuit_id(config: PoStConfig) -> str:
@@ -65,6 +75,7 @@ class PoStKind(ProofKindHandler):
     batchable = False
     dev_keys_by_default = False
     filecoin_keys = True
+    device_witness = True
 
     def __init__(self, kind: ProofKind) -> None:
         self.kind = kind
@@ -145,20 +156,42 @@ class PoStKind(ProofKindHandler):
         cfg = self._cid_config(cid)
         return r1cs_build_bytes(_compiled(cfg.kind, cfg.sector_size))
 
-    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+    def _checked(self, partition: PartitionInput) -> tuple[PoStConfig, list, list[int]]:
+        """The partition's sector proofs checked, and its public inputs."""
         cfg, proofs, randomness, pidx = partition.data
         base = pidx * cfg.sector_count
         for i, p in enumerate(proofs):
             check_sector_proof(
                 cfg, randomness, p, sector_index=base + i, source=f"vanilla_proofs[{i}]"
             )
-        w = witness(_compiled(cfg.kind, cfg.sector_size), cfg, list(proofs))
         pub = public_inputs(cfg, randomness, [(p.sector_id, p.comm_r) for p in proofs], pidx)
+        return cfg, list(proofs), pub
+
+    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+        cfg, proofs, pub = self._checked(partition)
+        w = witness(_compiled(cfg.kind, cfg.sector_size), cfg, proofs)
         if not np.array_equal(w[1 : 1 + len(pub)], fr_to_array(pub)):
             raise InputError(
                 self.source, "vanilla_proofs", "do not answer this randomness's challenges"
             )
         return Witness(assignment=w, public_inputs=tuple(pub))
+
+    def witness_hints(self, cid: str, partition: PartitionInput) -> Witness:
+        cfg, proofs, pub = self._checked(partition)
+        if post_circuit_id(cfg) != cid:
+            raise InputError(self.source, "sector_size", f"is for {post_circuit_id(cfg)}")
+        hints = slot_hint_arrays(cfg, proofs)
+        table = self.witness_plan(cid, hints).hint_table(hints)
+        return Witness(assignment=None, public_inputs=tuple(pub), hints=table)
+
+    def witness_plan(self, cid: str, hints: Any = None) -> StaticPlan:
+        cfg = self._cid_config(cid)
+        build = None
+        if hints is not None:
+            build = functools.partial(
+                device_static_plan, _compiled(cfg.kind, cfg.sector_size), cfg, hints
+            )
+        return _PLANS.get(cid, build)
 
 
 def register(registry: Any) -> None:

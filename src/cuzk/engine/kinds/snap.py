@@ -21,11 +21,18 @@ from typing import Any
 
 from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
+from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update import c2
 from cuzk.circuits.update.params import REGISTERED_UPDATE_PROOFS, UpdateParams
 from cuzk.circuits.update.vanilla import read_partition_proof
 from cuzk.engine.jobs import ProofKind, ProofRequest
-from cuzk.engine.kinds.base import ParsedRequest, PartitionInput, ProofKindHandler, Witness
+from cuzk.engine.kinds.base import (
+    ParsedRequest,
+    PartitionInput,
+    PlanCache,
+    ProofKindHandler,
+    Witness,
+)
 from cuzk.engine.kinds.envelopes import sector_size_name
 from cuzk.engine.kinds.porep import compiled_shape
 from cuzk.errors import InputError
@@ -33,6 +40,7 @@ from cuzk.hashers.domain import fr_from_le_bytes
 from cuzk.r1cs.system import R1CS
 
 SOURCE = "snap request"
+_PLANS = PlanCache()
 # RegisteredUpdateProof number → sector size (the enum is in size order).
 _BY_NUMBER = {
     i: UpdateParams.of(name.removeprefix("StackedDrg").removesuffix("V1")).sector_bytes
@@ -54,6 +62,8 @@ class SnapKind(ProofKindHandler):
     batchable = True
     dev_keys_by_default = False
     filecoin_keys = True
+    device_witness = True
+    source = SOURCE
 
     def _params(self, request: ProofRequest) -> UpdateParams:
         # RegisteredUpdateProof 0 (2KiB) is also proto3's "not set": with a
@@ -121,6 +131,20 @@ class SnapKind(ProofKindHandler):
             params, raw, partition.index, comm_r_old, comm_d_new, comm_r_new, SOURCE
         )
         return Witness(assignment=assignment, public_inputs=tuple(inputs))
+
+    def witness_hints(self, cid: str, partition: PartitionInput) -> Witness:
+        params, raw, (comm_r_old, comm_d_new, comm_r_new) = partition.data
+        if c2.circuit_id(params) != cid:
+            raise InputError(SOURCE, "sector_size", f"is for {c2.circuit_id(params)}, not {cid}")
+        hints, inputs = c2.checked_hints(
+            params, raw, partition.index, comm_r_old, comm_d_new, comm_r_new, SOURCE
+        )
+        table = self.witness_plan(cid, hints).hint_table(hints)
+        return Witness(assignment=None, public_inputs=tuple(inputs), hints=table)
+
+    def witness_plan(self, cid: str, hints: Any = None) -> StaticPlan:
+        build = None if hints is None else functools.partial(c2.witness_plan, cid, hints)
+        return _PLANS.get(cid, build)
 
     def shape(self, cid: str) -> tuple[int, int]:
         return compiled_shape(compiled_for(cid))
