@@ -45,6 +45,17 @@ def test_plan_matches_the_materialised_circuit(winning) -> None:
     assert p.key_device_bytes <= engine <= p.key_device_bytes + 8 * 3 * r1cs.num_constraints
     assert p.fits_gpu and p.fits_host
     assert p.partitions_at_once_gpu == (8 * GIB - p.key_device_bytes) // p.partition_device_bytes
+    # the witness made on the GPU (the default): a partition holds its hint table
+    # on the host; made on the host, its assignment and the witness's temporaries
+    from cuzk.engine.kinds.base import HINTS_BYTES, SYNTHESIS_BYTES_PER_VARIABLE
+
+    assert p.device_witness and p.partition_host_bytes == HINTS_BYTES
+    host = plan(shape_of(cc), "cuda", host_budget=8 * GIB, gpu_budget=8 * GIB, witness="host")
+    nc, nv = r1cs.num_constraints, r1cs.num_variables
+    assert not host.device_witness
+    assert host.partition_host_bytes == max(
+        SYNTHESIS_BYTES_PER_VARIABLE * nv, CudaBackend.prove_host_bytes(nc, nv)
+    )
 
 
 def test_plan_says_what_does_not_fit(winning) -> None:

@@ -66,6 +66,27 @@ def test_bounded_put_waits_for_room() -> None:
         q.get(0)
 
 
+def test_hint_tables_pass_a_full_queue_and_do_not_fill_it() -> None:
+    """A partition whose witness the device makes (a hint table, no assignment)
+    is light: it passes a queue full of assignments, and does not count
+    towards the capacity they wait for."""
+    import numpy as np
+
+    from cuzk.engine.kinds.base import Witness
+
+    q = PartitionQueue("q", capacity=1)
+    j = job("a", Priority.NORMAL)
+    heavy = WorkItem(j, 0, None, seq=1, witness=Witness(np.zeros((2, 4), np.uint64), ()))
+    q.put(heavy)
+    for i in range(1, 4):  # would block if they counted
+        q.put(WorkItem(j, i, None, seq=1, witness=Witness(None, (), hints=np.zeros((1, 4)))))
+    assert len(q) == 4
+    assert q.get(0) is heavy
+    other = WorkItem(j, 4, None, seq=1, witness=Witness(np.zeros((2, 4), np.uint64), ()))
+    q.put(other, block=False)  # room again: three light items do not fill it
+    assert q._heavy() == 1
+
+
 def test_get_batch_takes_same_circuit_and_priority() -> None:
     q = PartitionQueue("q")
     a = job("a", Priority.NORMAL, "c1")

@@ -107,7 +107,8 @@ def run_plan(args: argparse.Namespace) -> int:
     except CuzkError as e:
         print(f"error: {e}")
         return 2
-    p = plan(shape_of(cc), args.backend, host_budget, int(gpu * cfg.gpus.vram_budget_fraction))
+    gpu_budget = int(gpu * cfg.gpus.vram_budget_fraction)
+    p = plan(shape_of(cc), args.backend, host_budget, gpu_budget, cfg.pipeline.witness)
     print(json.dumps(p.as_dict(), indent=2) if args.json else render(p))
     return 0 if (p.fits_gpu and p.fits_host) else 1
 

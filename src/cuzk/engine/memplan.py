@@ -22,10 +22,11 @@ from dataclasses import asdict, dataclass
 from cuzk.backends.cpu import CpuBackend
 from cuzk.backends.cuda.backend import CudaBackend
 from cuzk.backends.cuda.msm import load_staging_bytes
-from cuzk.backends.cuda.spmv import resident_bytes
+from cuzk.backends.cuda.spmv import resident_bytes, upload_bytes
 from cuzk.engine.devices import gpu_working_bytes
 from cuzk.engine.keygen import dev_setup_host_bytes
 from cuzk.engine.kinds.base import (
+    HINTS_BYTES,
     SYNTHESIS_BYTES_PER_VARIABLE,
     domain_size,
     key_host_bytes_for,
@@ -79,6 +80,7 @@ class Plan:
     key_device_bytes: int  # the prepared key on a GPU (0 for the CPU backend)
     key_host_bytes: int  # the prepared key in host memory (CPU backend), 0 on a GPU
     partition_host_bytes: int  # one partition in flight, host
+    device_witness: bool  # the assignment is made on the GPU (host: the hint table)
     partition_device_bytes: int  # one partition in flight, device (0 for the CPU)
     gpu_budget_bytes: int
     host_budget_bytes: int
@@ -110,10 +112,13 @@ def plan(
     backend: str,
     host_budget: int,
     gpu_budget: int = 0,
+    witness: str = "auto",
 ) -> Plan:
     """The plan of one circuit on ``backend`` ("cuda" or "cpu") within the budgets
     (bytes: the host's ``[memory] total_budget``, and a GPU's memory times
-    ``[gpus] vram_budget_fraction``)."""
+    ``[gpus] vram_budget_fraction``); ``witness`` is ``[pipeline] witness``
+    (on CUDA a partition then holds its hint table on the host, not its
+    assignment: every Filecoin circuit has a device witness)."""
     if backend not in ("cuda", "cpu"):
         raise ValueError(f"backend {backend!r}: expected cuda or cpu")
     nc, nv, aux = shape.num_constraints, shape.num_variables, shape.num_aux
@@ -126,9 +131,13 @@ def plan(
             raw
             + load_staging_bytes()
             + sum(_reserved_csr(rows, z, shape.distinct_coefficients) for z in shape.nnz)
+            + max(upload_bytes(rows, z) for z in shape.nnz)
         )
         part_dev = gpu_working_bytes(nc, nv)
-        part_host = max(synthesis, CudaBackend.prove_host_bytes(nc, nv))
+        if witness in ("auto", "device"):
+            part_host = HINTS_BYTES
+        else:
+            part_host = max(synthesis, CudaBackend.prove_host_bytes(nc, nv))
         key_gen = dev_setup_host_bytes(nc)
         key_host = 0
         fits_gpu = key_dev + part_dev <= gpu_budget
@@ -154,6 +163,7 @@ def plan(
         key_device_bytes=key_dev,
         key_host_bytes=key_host,
         partition_host_bytes=part_host,
+        device_witness=backend == "cuda" and witness in ("auto", "device"),
         partition_device_bytes=part_dev,
         gpu_budget_bytes=gpu_budget,
         host_budget_bytes=host_budget,
@@ -175,7 +185,8 @@ def render(p: Plan) -> str:
         f"{p.variables:,} variables, domain 2^{p.fft_domain.bit_length() - 1}",
         f"host, resident     R1CS {gib(p.r1cs_host_bytes)}"
         + (f" + prepared key {gib(p.key_host_bytes)}" if p.key_host_bytes else ""),
-        f"host, per partition {gib(p.partition_host_bytes)}",
+        f"host, per partition {gib(p.partition_host_bytes)}"
+        + (" (its hint table: the witness is made on the GPU)" if p.device_witness else ""),
         f"host, key generation {gib(p.key_generation_host_bytes)} (once; key files "
         f"{gib(p.key_file_bytes)})",
     ]

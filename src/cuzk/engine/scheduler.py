@@ -44,6 +44,13 @@ class WorkItem:
     failures: list[str] = field(default_factory=list)  # what each of them said
 
     @property
+    def light(self) -> bool:
+        """Synthesized into a hint table, its assignment to be made on the device:
+        a few MB, so it does not count against a queue's capacity."""
+        w = self.witness
+        return w is not None and getattr(w, "assignment", None) is None
+
+    @property
     def sort_key(self) -> tuple[int, int, int]:
         return (-int(self.job.priority), self.seq, self.index)
 
@@ -53,7 +60,12 @@ class Closed(Exception):
 
 
 class PartitionQueue:
-    """A priority queue of WorkItems, optionally bounded, with removal by job."""
+    """A priority queue of WorkItems, optionally bounded, with removal by job.
+
+    The capacity bounds the items that hold a host-made assignment; light
+    items (:attr:`WorkItem.light`: a hint table for a witness made on the
+    device) pass it, so synthesis can check vanilla proofs ahead of the GPUs
+    on every core (the host budget still bounds what they hold)."""
 
     def __init__(self, name: str, capacity: int = 0) -> None:
         self.name = name
@@ -72,8 +84,8 @@ class PartitionQueue:
         queue it beyond the capacity (a partition given back by a failed device
         must never wait on the workers that take it)."""
         with self._cond:
-            while self.capacity and len(self._items) >= self.capacity and not self._closed:
-                if not block:
+            while self.capacity and not item.light and self._heavy() >= self.capacity:
+                if self._closed or not block:
                     break
                 self._cond.wait(0.5)
             if self._closed:
@@ -81,6 +93,9 @@ class PartitionQueue:
             bisect.insort(self._items, (item.sort_key, next(self._tie), item))
             item.enqueued_at = time.monotonic()
             self._cond.notify_all()
+
+    def _heavy(self) -> int:
+        return sum(1 for _, _, it in self._items if not it.light)
 
     def get(self, timeout: float | None = None) -> WorkItem | None:
         """The first item; None on timeout. Raises Closed once closed and empty."""

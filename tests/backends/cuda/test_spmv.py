@@ -288,16 +288,22 @@ def test_chunked_upload_is_the_one_pass_upload(engine, cpu, chunk, distinct):
 def test_resident_bytes_estimate_covers_the_upload(engine, distinct):
     """What the engine reserves for a key's matrices (no GPU needed to compute it)
     covers what the upload really holds, and is not wildly above it."""
-    from cuzk.backends.cuda.spmv import resident_bytes_estimate
+    from cuzk.backends.cuda.spmv import resident_bytes_estimate, upload_bytes
 
     rng = np.random.default_rng(secrets.randbits(32))
     m = random_matrix(rng, 400, 150, 5)
     if distinct == "all":
         m = SparseMatrix(m.indptr, m.indices, fr_random(m.nnz, rng), m.num_cols)
+    upload_op = f"CSR {m.num_rows} x {m.num_cols} upload"
+    engine.ctx.budget.peak_by_operation.pop(upload_op, None)  # (earlier tests' matrices)
     dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
     try:
         est = resident_bytes_estimate(m)
         assert dev.nbytes <= est
+        # the conversion's temporaries, held beside the matrix while it is made
+        # (the key's reservation counts them: CudaBackend.prepared_key_bytes)
+        upload = engine.ctx.budget.peak_by_operation[upload_op]
+        assert upload <= upload_bytes(m.num_rows, m.nnz, engine.upload_chunk)
         # the few-distinct estimate carries a 2 MiB dictionary allowance
         assert est <= dev.nbytes + 9 * m.nnz + 32 * (1 << 16) + 16 * (m.num_rows + 1)
     finally:

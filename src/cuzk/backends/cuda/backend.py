@@ -81,14 +81,17 @@ class CudaBackend:
     def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:
         """Device bytes a prepared key holds: its bases resident (``point_bytes``:
         96 bytes a G1 point, 192 a G2 point, as the MSM keeps them), the
-        staging of their load from a file, and A, B, C as the sparse engine
-        stores them (:func:`cuzk.backends.cuda.spmv.resident_bytes_estimate`)."""
+        staging of their load from a file, A, B, C as the sparse engine
+        stores them (:func:`cuzk.backends.cuda.spmv.resident_bytes_estimate`)
+        and the temporaries of converting the largest (``upload_bytes``)."""
         from cuzk.backends.cuda.msm import load_staging_bytes
-        from cuzk.backends.cuda.spmv import resident_bytes_estimate
+        from cuzk.backends.cuda.spmv import resident_bytes_estimate, upload_bytes
 
-        matrices = sum(resident_bytes_estimate(m) for m in (r1cs.a, r1cs.b, r1cs.c))
+        ms = (r1cs.a, r1cs.b, r1cs.c)
+        matrices = sum(resident_bytes_estimate(m) for m in ms)
+        upload = max(upload_bytes(m.num_rows, m.nnz) for m in ms)
         index = 2 * 4 * r1cs.num_variables  # the a and b selections (prepare_index)
-        return point_bytes + load_staging_bytes() + matrices + index
+        return point_bytes + load_staging_bytes() + matrices + upload + index
 
     def _device(self):
         return self.cp.cuda.Device(self.ctx.device_id)

@@ -38,10 +38,11 @@ ProverHostModel = Callable[[int, int], int]
 SYNTHESIS_BYTES_PER_VARIABLE = 96
 
 
-# A partition whose witness the device makes holds its hints (0.86 MB at 32GiB
-# PoRep, 61 MB for a 2349-sector WindowPoSt partition as numpy lanes) and the
-# vanilla check's temporaries.
-HINTS_BYTES = 256 << 20
+# A partition whose witness the device makes holds its hint table (0.86 MB at
+# 32GiB PoRep: 26,933 values; the request's vanilla bytes are held by the job)
+# and, while it is made, the check's temporaries and the hints as one-lane
+# arrays (1.7 MB pickled at 32GiB PoRep). PoSt adds its sectors' (below).
+HINTS_BYTES = 64 << 20
 
 DEV_KEY_PREFIX = "cuzk-dev-"
 

@@ -42,6 +42,7 @@ from cuzk.circuits.post.verify import check_sector_proof
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
+    HINTS_BYTES,
     ParsedRequest,
     PartitionInput,
     PlanCache,
@@ -175,6 +176,11 @@ class PoStKind(ProofKindHandler):
                 self.source, "vanilla_proofs", "do not answer this randomness's challenges"
             )
         return Witness(assignment=w, public_inputs=tuple(pub))
+
+    def hints_bytes(self, cid: str) -> int:
+        # ~810 hint values a sector slot at 32GiB WindowPoSt (1.9 M for 2349
+        # sectors): 32 bytes each in the table, ~200 as one-lane arrays while made
+        return HINTS_BYTES + self._cid_config(cid).circuit_sector_count * (256 << 10)
 
     def witness_hints(self, cid: str, partition: PartitionInput) -> Witness:
         cfg, proofs, pub = self._checked(partition)
