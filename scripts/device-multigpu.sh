@@ -65,6 +65,8 @@ start_daemon() {  # name, devices; the rest of the environment is the caller's
   step "daemon '$1': [gpus] devices = $2"
   python3 -m cuzk.cli.daemon --config "$home/$1.toml" --log-level info >"$OUT/daemon-$1.log" 2>&1 &
   daemon=$!
+  # the daemon's process tree (synthesis workers included): peak host memory at its end
+  python3 -m cuzk.bench.hostmem "$daemon" >"$OUT/hostmem-$1.json" 2>/dev/null &
   for _ in $(seq 240); do [ -S "$home/$1.sock" ] && return 0; sleep 0.5; done
   echo "daemon '$1' did not start:"; tail -20 "$OUT/daemon-$1.log"; return 1
 }
@@ -115,6 +117,9 @@ batch_run() {  # name, devices
   local rc=${PIPESTATUS[0]}
   snapshot "$1" | tee "$OUT/devices-$1.txt"
   stop_daemon
+  sleep 1.5  # the sampler notices the daemon's end
+  echo "  host peak of the daemon and its workers: $(cat "$OUT/hostmem-$1.json" 2>/dev/null)" |
+    tee -a "$OUT/devices-$1.txt"
   local s
   s=$(sustained "$1")
   echo "$1: devices $2, batch exit $rc, sustained ${s:-none} s/proof (-c $count -j $conc)" | tee -a "$results"

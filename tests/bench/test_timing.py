@@ -33,3 +33,24 @@ def test_status_fields_of_this_process_and_of_none() -> None:
     assert hostmem.status_kib("self", "VmRSS")[0] > 0
     assert hostmem.status_kib(2**22 + 12345, "VmRSS", "RssAnon") == (0, 0)
     assert hostmem.peak_rss_mib() * 1024 >= hwm * 0.9
+
+
+def test_watch_samples_another_process_tree_until_it_ends() -> None:
+    """``python -m cuzk.bench.hostmem PID`` (the device scripts' daemon sampler):
+    the peak of another process and its children, reported when it exits."""
+    import subprocess
+    import sys
+
+    code = (
+        "import subprocess, sys, time; x = bytearray(48 << 20); x[::4096] = b'1' * len(x[::4096]);"
+        "subprocess.run([sys.executable, '-c', "
+        "\"y = bytearray(32 << 20); y[::4096] = b'1' * len(y[::4096]); import time; "
+        'time.sleep(1.5)"]); time.sleep(0.3)'
+    )
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        report = hostmem.watch(child.pid, interval=0.1)
+    finally:
+        child.wait()
+    assert report["host_peak_anon_mib"] >= 48 + 32
+    assert report["host_peak_rss_mib"] >= report["host_peak_anon_mib"]

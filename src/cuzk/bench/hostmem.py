@@ -58,8 +58,9 @@ def _tree(root: int) -> list[int]:
 class HostMemory:
     """``with HostMemory() as m: …`` then ``m.peak_rss`` / ``m.peak_anon`` in bytes."""
 
-    def __init__(self, interval: float = 0.5) -> None:
+    def __init__(self, interval: float = 0.5, root: int | None = None) -> None:
         self.interval = interval
+        self.root = os.getpid() if root is None else root  # the tree's root process
         self.peak_rss = 0
         self.peak_anon = 0
         self._stop = threading.Event()
@@ -68,7 +69,7 @@ class HostMemory:
 
     def sample(self) -> None:
         rss = anon = 0
-        for pid in _tree(os.getpid()):
+        for pid in _tree(self.root):
             r, a = status_kib(pid, "VmRSS", "RssAnon")
             rss += r
             anon += a
@@ -98,3 +99,29 @@ class HostMemory:
             "host_peak_rss_mib": round(self.peak_rss / 2**20),
             "host_peak_anon_mib": round(self.peak_anon / 2**20),
         }
+
+
+def watch(pid: int, interval: float = 1.0) -> dict[str, int]:
+    """Sample another process's tree (a daemon and its synthesis workers) until
+    that process ends; its peaks, as :meth:`HostMemory.report` gives them."""
+    m = HostMemory(interval, root=pid)
+    with m:
+        while _running(pid):
+            m._stop.wait(interval)
+    return m.report()
+
+
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waits for its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+if __name__ == "__main__":  # python -m cuzk.bench.hostmem PID: peaks as JSON at its end
+    import json
+    import sys
+
+    print(json.dumps(watch(int(sys.argv[1]))), flush=True)
