@@ -28,7 +28,11 @@ set -uo pipefail
 source "$(dirname "$0")/device-env.sh"
 phase=${1:-all}
 home=/tmp/cuzk-multigpu
-mkdir -p "$home/params"
+# where the key's .params file lives (the daemon writes a development one there
+# when it has room): CUZK_PARAM_CACHE=/dev/shm/params keeps a 32GiB PoRep file
+# (44.2 GiB) beside the 32 GB matrix cache on a 64 GiB disk
+params=${CUZK_PARAM_CACHE:-$home/params}
+mkdir -p "$params"
 c1=${CUZK_C1:-$home/c1-32g.json}
 count=${CUZK_COUNT:-6}
 conc=${CUZK_CONCURRENCY:-2}
@@ -54,7 +58,7 @@ synthesis_concurrency = $procs
 synthesis_processes = $procs
 synthesis_lookahead = ${CUZK_LOOKAHEAD:-1}
 [srs]
-param_cache = "$home/params"
+param_cache = "$params"
 generate_dev_keys = true
 EOF
 }
@@ -137,14 +141,14 @@ prep() {
   gen_c1
   python3 -m cuzk.cli.main memory-plan porep --sector-size 32GiB | tee "$OUT/memory-plan.txt"
   df -h "$home" "${CUZK_CIRCUIT_CACHE:-$HOME/.cache/cuzk}" 2>/dev/null | tee "$OUT/disk.txt"
-  rm -f "$home"/params/.*.partial  # a key file left half written by a prep cut short
+  rm -f "$params"/.*.partial  # a key file left half written by a prep cut short
   start_daemon prep "[0, 1]" || return 1
   step "preload porep-32g on both GPUs (matrices, the development key, two loads)"
   timeout 540 python3 -m cuzk.cli.bench -a "unix://$home/prep.sock" preload -c porep-32g
   snapshot prep
   grep -E "development|loading|matrices|ERROR" "$OUT/daemon-prep.log" | tail -12
   stop_daemon
-  ls -la "$home/params"
+  ls -la "$params"
 }
 
 ratio() {
