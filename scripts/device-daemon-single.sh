@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: the daemon on the CUDA backend proves one 32GiB
+# request through `cuzk-bench single`, with development parameters (written as
+# a .params file when the param cache has room, else made straight into GPU
+# memory). Host memory of the daemon's process tree is sampled throughout.
+# Carry [".whl", ".prebuilt"]; logs go to $OUT.
+#   bash scripts/device-daemon-single.sh            # WindowPoSt: Curio's real vanilla proof
+#                                                   # (tests/data/curio-windowpost-32g)
+#   CUZK_KIND=snap bash scripts/device-daemon-single.sh   # SnapDeals: 16 partitions of a
+#                                                   # synthetic sector (gen-vanilla snap-prove)
+# CUZK_PARAM_CACHE (default /tmp/cuzk-home/params; /dev/shm/params holds a key
+# file that the disk cannot hold beside the matrices), CUZK_LIMIT (480 s).
+set -uo pipefail
+# shellcheck source=scripts/device-env.sh
+source "$(dirname "$0")/device-env.sh"
+# Room on the disk for this circuit's matrices: other circuits' cache entries
+# (a 32 GB PoRep matrix cache may be left from an earlier call) go.
+kind=${CUZK_KIND:-wpost}
+find "${CUZK_CIRCUIT_CACHE:-$HOME/.cache/cuzk/circuits}" -maxdepth 1 -type f ! -name "$kind-*" \
+  -delete 2>/dev/null
+home=/tmp/cuzk-home
+params=${CUZK_PARAM_CACHE:-$home/params}
+mkdir -p "$params"
+cat >"$home/cuzk.toml" <<EOF
+[daemon]
+listen = "unix://$home/cuzk.sock"
+journal = "$home/journal.sqlite"
+[gpus]
+backend = "cuda"
+[memory]
+total_budget = "110GiB"
+[srs]
+param_cache = "$params"
+generate_dev_keys = true
+EOF
+step "daemon start"
+python3 -m cuzk.cli.daemon --config "$home/cuzk.toml" >"$OUT/daemon.log" 2>&1 &
+daemon=$!
+peak=0
+( while kill -0 "$daemon" 2>/dev/null; do
+    t=0; a=0
+    for p in $daemon $(pgrep -P "$daemon"); do
+      r=$(awk '/^VmRSS/{print $2}' /proc/$p/status 2>/dev/null); t=$((t + ${r:-0}))
+      r=$(awk '/^RssAnon/{print $2}' /proc/$p/status 2>/dev/null); a=$((a + ${r:-0}))
+    done
+    echo "$t $a" >>"$OUT/daemon-mem.txt"
+    sleep 1
+  done ) &
+sampler=$!
+addr="unix://$home/cuzk.sock"
+for _ in $(seq 120); do [ -S "$home/cuzk.sock" ] && break; sleep 0.5; done
+if [ "$kind" = snap ]; then
+  step "gen-vanilla snap-prove 32GiB (a synthetic sector's 16 partition proofs)"
+  python3 -m cuzk.cli.bench gen-vanilla snap-prove --registered-proof 3 -o "$home/snap-vanilla.json" \
+    >"$OUT/gen-vanilla.json"
+  # its "submit" line is the single command with the request's commitments
+  read -r -a submit < <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["submit"])' \
+    "$OUT/gen-vanilla.json")
+  step "single snap 32GiB"
+  timeout "${CUZK_LIMIT:-480}" python3 -m cuzk.cli.bench single -a "$addr" "${submit[@]:2}" 2>&1 |
+    tee "$OUT/single.log" | tail -15
+else
+  vanilla=tests/data/curio-windowpost-32g/post.vproof
+  step "single window-post 32GiB (Curio's vanilla proof)"
+  timeout "${CUZK_LIMIT:-480}" python3 -m cuzk.cli.bench single -a "$addr" -t wpost --vanilla "$vanilla" \
+    --registered-proof 8 --sector-num 1 --miner-id 1000 2>&1 | tee "$OUT/single.log" | tail -15
+fi
+python3 -m cuzk.cli.bench status -a "$addr" 2>&1 | tee "$OUT/status.log" | head -30
+kill "$daemon"; wait "$daemon" 2>/dev/null; kill "$sampler" 2>/dev/null
+sort -n "$OUT/daemon-mem.txt" | tail -1 | awk '{printf "daemon peak VmRSS %.1f GiB\n", $1/1048576}'
+sort -n -k2 "$OUT/daemon-mem.txt" | tail -1 | awk '{printf "daemon peak RssAnon %.1f GiB\n", $2/1048576}'
+grep -E "loading|development|matrices|INSECURE|ERROR|Traceback" "$OUT/daemon.log" | tail -15
+step "done"
