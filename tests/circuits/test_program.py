@@ -115,3 +115,20 @@ def test_window_post_static_plan_equals_the_cpu_witness(tmp_path):
     assert built == [1] and loaded is sp and again is not sp
     assert [p.wave for p in again.passes] == [p.wave for p in sp.passes]
     assert np.array_equal(again.run(NumpyWitness(), hints), want)
+
+    class Failing(NumpyWitness):
+        """A device that fails in a pass: the assignment it made is given back."""
+
+        def __init__(self) -> None:
+            self.freed: list = []
+
+        def run(self, *args):
+            raise RuntimeError("the device failed")
+
+        def free(self, W):
+            self.freed.append(W)
+
+    dev = Failing()
+    with pytest.raises(RuntimeError, match="the device failed"):
+        sp.run(dev, hints)
+    assert len(dev.freed) == 1 and dev.freed[0].shape == want.shape

@@ -329,8 +329,19 @@ class StaticPlan:
             )
         _, poseidon, programs = self._on(device)
         W = device.zeros(self.n_inputs + self.n_aux)
-        table = device.hints(hint_table, W)
-        self.stats = []
+        try:
+            self._waves(device, W, device.hints(hint_table, W), poseidon, programs, timed)
+        except BaseException:
+            free = getattr(device, "free", None)
+            if free is not None:  # the assignment's memory goes back with the error
+                free(W)
+            raise
+        return W
+
+    def _waves(
+        self, device: WitnessDevice, W: Any, table: Any, poseidon: Any, programs: list, timed: bool
+    ) -> None:
+        stats: list[tuple[str, int, int, float]] = []
         run_many = getattr(device, "run_many", None)
         for wave in self.waves():
             t0 = time.perf_counter()
@@ -345,12 +356,10 @@ class StaticPlan:
                     if timed:
                         self._sync(device)
                         elapsed = time.perf_counter() - t1
-                        self.stats.append(
-                            (p.program.key, p.lanes.lanes, p.program.num_ops, elapsed)
-                        )
+                        stats.append((p.program.key, p.lanes.lanes, p.program.num_ops, elapsed))
             if not timed:
-                self.stats.append((f"wave of {len(wave)}", 0, 0, time.perf_counter() - t0))
-        return W
+                stats.append((f"wave of {len(wave)}", 0, 0, time.perf_counter() - t0))
+        self.stats = stats  # the last run's (runs on several threads each keep their own list)
 
     @staticmethod
     def _sync(device: WitnessDevice) -> None:
