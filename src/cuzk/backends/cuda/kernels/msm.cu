@@ -1,5 +1,5 @@
 // Pippenger multi-scalar multiplication Σ s_i·P_i over G1 (default) or G2
-// (compiled with -DCUZK_G2). The host side (msm.py) runs these in order:
+// (compiled with -DCUZK_G2). The host side (msm/pipeline.py) runs these in order:
 //
 //   classify        0 / 1 / full scalars; a bitmap of the ones
 //   ones_partial    Σ of the bases whose scalar is 1, straight from the bitmap
