@@ -20,8 +20,7 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import R
-from cuzk.backends.cuda.fr import DEFAULT_VARIANT, FrKernels
-from cuzk.backends.cuda.ntt import NTT_DEFAULT_VARIANT, V6_OPTIONS
+from cuzk.backends.cuda.fr import FrKernels
 from cuzk.bench import timing
 from cuzk.bench.inputs import DICT_SIZE, SHAPES, synthetic_csr
 
@@ -53,21 +52,13 @@ def measure_ceilings(ctx, quick: bool = False) -> dict:
     bufs.clear()
     _free()
     ceilings: dict[str, Any] = {"copy_bytes_per_s": 2 * nbytes / (t / 1e3)}
-    by_variant = {}
     threads = 132 * 8 * 256 if not quick else 4096
     iters = 16 if quick else 256
-    # None: the default build (variant DEFAULT_VARIANT), the others by number.
-    for variant in (None, *sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})):
-        k = FrKernels(ctx, variant)
-        data = k.random(4 * threads, seed=7)
-        muls = 4 * threads * iters
-        t = statistics.median(timing.time_ms(lambda k=k, data=data: k.mul_rate_launch(data, iters)))
-        rate = muls / (t / 1e3)
-        if variant is None:
-            ceilings["fr_mul_per_s"] = rate
-            ceilings["fr_mul_variant"] = DEFAULT_VARIANT
-        by_variant[str(DEFAULT_VARIANT if variant is None else variant)] = rate
-    ceilings["fr_mul_per_s_by_variant"] = by_variant
+    k = FrKernels(ctx)
+    data = k.random(4 * threads, seed=7)
+    muls = 4 * threads * iters
+    t = statistics.median(timing.time_ms(lambda: k.mul_rate_launch(data, iters)))
+    ceilings["fr_mul_per_s"] = muls / (t / 1e3)
     try:
         props = cupy.cuda.runtime.getDeviceProperties(ctx.device_id)
         ceilings["device"] = (
@@ -164,15 +155,11 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     return rows
 
 
-# Builds of ntt.cu compared with the default (variant 0, lazy butterflies,
-# batched loads): the v6 kernels at both sizes, one change at a time at the
-# smaller one. (label, variant, options)
+# Builds of ntt.cu compared with the default (one element per load round
+# trip) at the smaller size. (label, options)
 NTT_BUILDS = (
-    ("v6", None, V6_OPTIONS),
-    ("variant=3", 3, ()),
-    ("NTT_LAZY=0", None, ("-DNTT_LAZY=0",)),
-    ("NTT_BATCH=4", None, ("-DNTT_BATCH=4",)),
-    ("NTT_BATCH=2", None, ("-DNTT_BATCH=2",)),
+    ("NTT_BATCH=4", ("-DNTT_BATCH=4",)),
+    ("NTT_BATCH=2", ("-DNTT_BATCH=2",)),
 )
 
 
@@ -189,16 +176,15 @@ def ntt_build_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
         n = 1 << k
         x = fr.random(n, seed=99 + k)
         muls, floor = _ntt_floor(n, ceilings)
-        builds = [("default", None, ())] + [b for b in NTT_BUILDS if k == sizes[0] or b[0] == "v6"]
+        builds = [("default", ())] + [b for b in NTT_BUILDS if k == sizes[0]]
         ref = None
-        for label, variant, options in builds:
-            eng = NttEngine(ctx, full_tables=True, variant=variant, options=options)
+        for label, options in builds:
+            eng = NttEngine(ctx, full_tables=True, options=options)
             y = eng.ntt(x)
             ref = y if ref is None else ref
             check = _equal(cp, y, ref)
             t = timing.time_ms(lambda eng=eng, x=x: eng.ntt(x))
-            shown = 3 if label == "v6" else NTT_DEFAULT_VARIANT if variant is None else variant
-            extra = {**_FULL, "variant": shown, "build": label, "check": check}
+            extra = {**_FULL, "build": label, "check": check}
             rows.append(_row("ntt", n, t, muls, "Gmul/s", floor, **extra))
             eng.release_tables()
             del y
@@ -209,36 +195,6 @@ def ntt_build_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
 
 
 def hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
-    rows = _hpoly_rows(ctx, ceilings, quick)
-    # The default against the v6 NTT kernels, one after the other, at the largest size.
-    import cupy as cp
-
-    from cuzk.backends.cuda.hpoly import HPoly
-    from cuzk.backends.cuda.ntt import NttEngine
-
-    fr = FrKernels(ctx)
-    k = 12 if quick else 27
-    n = 1 << k
-    a, b, c = fr.random(n, 1), fr.random(n, 2), fr.random(n, 3)
-    muls, floor = _ntt_floor(n, ceilings, transforms=6, extra_bytes=32 * n * 4)
-    ref = None
-    for label, options in (("default", ()), ("v6", V6_OPTIONS)):
-        eng = NttEngine(ctx, full_tables=True, options=options)
-        h = HPoly(eng)
-        out = h(a, b, c)
-        ref = out if ref is None else ref
-        check = _equal(cp, out, ref)
-        del out
-        t = timing.time_ms(lambda h=h: h(a, b, c))
-        rows.append(
-            _row("h_poly", n, t, muls, "Gmul/s", floor, tables="full", build=label, check=check)
-        )
-        eng.release_tables()
-        _free()
-    return rows
-
-
-def _hpoly_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     import cupy as cp
 
     from cuzk.backends.cuda.hpoly import HPoly

@@ -100,7 +100,7 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
 # Version 1 of the pipeline: XYZZ bucket accumulation, every window sorted at
 # once (one group when the windows fit 16 GiB); timed beside the default
 # (version 2) at the sizes of the performance goals. Its final defaults:
-# docs/device-notes/msm.md#call-5-2026-11-30-61-s-of-device-time-final-defaults.
+# docs/device-notes/msm.md, "Call 5 (2026-11-30, 61 s of device time): final defaults".
 V1_TUNING = {"method": "xyzz"}
 # Sizes (log2) of the rows; module constants so a dry run on the CPU twin can
 # shrink them (tests/bench/test_bench_msm.py).
@@ -271,7 +271,6 @@ def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[
                 "v2 threads 2^17": eng(affine_threads=1 << 17),
                 "v2 pairs>=2^19": eng(affine_min_pairs=1 << 19),
                 "v2 pairs>=2^23": eng(affine_min_pairs=1 << 23),
-                "v2 Fermat inverse": eng(("-DCUZK_AFF_FERMAT",)),
                 "v2 12 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=6",), affine_threads=3 << 14),
                 "v2 shared": eng(("-DCUZK_AFF_SHARED=1",)),
                 "v2 shared 20 warps": eng(
@@ -370,7 +369,6 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", ("-DCUZK_AFF_FERMAT",)),
     ("msm.cu", ("-DCUZK_AFF_MIN_BLOCKS=6",)),
     ("msm.cu", ("-DCUZK_AFF_SHARED=1",)),
     ("msm.cu", ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),

@@ -52,17 +52,13 @@ def test_real_circuit_spmv_and_h_match_cpu(backend, cpu):
         assert np.array_equal(backend.to_host(g), r)
     h = backend.h_poly(*gpu)  # device arrays straight from spmv
     assert np.array_equal(backend.to_host(h), cpu.h_poly(*ref))
-    # The other sparse kernel and the v6 NTT build on the same circuit.
-    from cuzk.backends.cuda.hpoly import HPoly
-    from cuzk.backends.cuda.ntt import V6_OPTIONS, NttEngine
+    # The other sparse kernel on the same circuit.
     from cuzk.backends.cuda.spmv import KERNELS, SpmvEngine
 
     for kernel in KERNELS:
         eng = SpmvEngine(backend.ctx, backend.fr, kernel=kernel)
         for m, r in zip((r1cs.a, r1cs.b, r1cs.c), ref, strict=True):
             assert np.array_equal(to_numpy(eng.matvec(eng.upload(m), w)), r), kernel
-    v6 = HPoly(NttEngine(backend.ctx, options=V6_OPTIONS))
-    assert np.array_equal(to_numpy(v6(*gpu)), cpu.h_poly(*ref))
 
 
 @pytest.mark.gpu

@@ -18,7 +18,7 @@ def test_source_hash_covers_headers():
 
 def test_module_key_depends_on_options_and_arch():
     k = loader.module_key("fr_ops.cu", (), "90")
-    assert k != loader.module_key("fr_ops.cu", ("-DFR_MUL_VARIANT=1",), "90")
+    assert k != loader.module_key("fr_ops.cu", ("-DFR_MUL_FOLDED=0",), "90")
     assert k != loader.module_key("fr_ops.cu", (), "89")
     assert k == loader.module_key("fr_ops.cu", (), "90")
 
@@ -33,41 +33,28 @@ def test_prebuilt_lookup(tmp_path, monkeypatch):
     assert loader.prebuilt_path("spmv.cu", (), "90") is None
 
 
-def test_default_multiplication_variant_matches_header():
-    from cuzk.backends.cuda.fr import DEFAULT_VARIANT
-
-    text = (loader.KERNEL_DIR / "fr.cuh").read_text()
-    assert f"#define FR_MUL_VARIANT {DEFAULT_VARIANT}\n" in text
-
-
-def test_ntt_default_variant_matches_kernel():
-    from cuzk.backends.cuda.ntt import NTT_DEFAULT_VARIANT, V6_OPTIONS
-
-    text = (loader.KERNEL_DIR / "ntt.cu").read_text()
-    assert f"#define FR_MUL_VARIANT {NTT_DEFAULT_VARIANT}\n" in text
-    assert V6_OPTIONS == loader._NTT_V6
+def test_only_the_ntt_multiplies_without_folding():
+    """fr.cuh's multiplication is the folded one; ntt.cu alone picks the other
+    (docs/device-notes/ntt.md, "v7")."""
+    assert "#define FR_MUL_FOLDED 1\n" in (loader.KERNEL_DIR / "fr.cuh").read_text()
+    assert "#define FR_MUL_FOLDED 0\n" in (loader.KERNEL_DIR / "ntt.cu").read_text()
+    others = [p for p in loader.KERNEL_DIR.iterdir() if p.name != "ntt.cu"]
+    assert not any("#define FR_MUL_FOLDED 0" in p.read_text() for p in others)
 
 
 def benchmark_builds() -> list[tuple[str, tuple[str, ...]]]:
     """Every (kernel file, compiler options) ``cuzk-bench kernels`` loads: the
-    Fr multiply variants of its ceilings, its NTT builds, the v6 H polynomial,
-    the sparse kernel's builds (cuzk.bench.fr_ntt)."""
-    from cuzk.backends.cuda.fr import DEFAULT_VARIANT
-    from cuzk.backends.cuda.ntt import V6_OPTIONS
+    Fr kernels of its ceilings, its NTT builds, the H polynomial, the sparse
+    kernel's builds (cuzk.bench.fr_ntt)."""
     from cuzk.bench.fr_ntt import NTT_BUILDS, SEG_BUILDS
 
-    others = sorted({0, 1, 2, 3} - {DEFAULT_VARIANT})
-    fr = [("fr_ops.cu", ())] + [("fr_ops.cu", (f"-DFR_MUL_VARIANT={v}",)) for v in others]
-    ntt = [("ntt.cu", ())] + [
-        ("ntt.cu", (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options)
-        for _, variant, options in NTT_BUILDS
-    ]
+    ntt = [("ntt.cu", ())] + [("ntt.cu", options) for _, options in NTT_BUILDS]
     spmv = [("spmv.cu", ())] + [("spmv.cu", (o,)) for o in SEG_BUILDS]
-    return [*fr, *ntt, ("hpoly.cu", ()), ("hpoly.cu", V6_OPTIONS), *spmv]
+    return [("fr_ops.cu", ()), *ntt, ("hpoly.cu", ()), *spmv]
 
 
 def test_prebuild_set_covers_the_benchmark():
     builds = benchmark_builds()
-    assert len(builds) == len(set(builds)) >= 10
+    assert len(builds) == len(set(builds)) >= 8
     missing = set(builds) - set(loader.PREBUILD_DEFAULT)
     assert not missing, f"add to loader.PREBUILD_DEFAULT: {sorted(missing)}"

@@ -17,8 +17,6 @@ from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
 
 MONT_R = (1 << 256) % R
-# fr.cuh's FR_MUL_VARIANT default (the multiplication scheme measured fastest).
-DEFAULT_VARIANT = 3
 THREADS = 256
 # Enough blocks to fill an H200 (132 SMs) many times over; kernels grid-stride.
 MAX_BLOCKS = 132 * 64
@@ -64,18 +62,15 @@ def staged(ctx, what: str, arrays: list, out_bytes: int) -> Iterator[list]:
 
 
 class FrKernels:
-    """The element-wise kernels, compiled for one multiplication variant.
+    """The element-wise kernels (``fr_ops.cu``), with ``fr.cuh``'s multiplication
+    (the folded one, measured fastest: docs/device-notes/ntt.md, "v2")."""
 
-    ``variant`` None uses the default of ``fr.cuh`` (the one measured fastest).
-    """
-
-    def __init__(self, ctx, variant: int | None = None) -> None:
+    def __init__(self, ctx) -> None:
         import cupy
 
         self.cp = cupy
         self.ctx = ctx
-        extra = () if variant is None else (f"-DFR_MUL_VARIANT={variant}",)
-        self.module = ctx.module("fr_ops.cu", extra)
+        self.module = ctx.module("fr_ops.cu")
         self._fn = {}
 
     def fn(self, name: str):

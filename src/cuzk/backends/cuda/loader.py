@@ -33,24 +33,15 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 # The modules of the Fr / NTT / sparse / H-polynomial family, with the
 # option sets the backend, its tests and its benchmark (cuzk.bench.fr_ntt)
 # load; tests/backends/cuda/test_loader.py keeps the two in step.
-_NTT_V6 = ("-DFR_MUL_VARIANT=3", "-DNTT_LAZY=0", "-DNTT_BATCH=1")  # ntt.V6_OPTIONS
 PREBUILD_DEFAULT = (
     ("fr_ops.cu", ()),
-    ("fr_ops.cu", ("-DFR_MUL_VARIANT=0",)),
-    ("fr_ops.cu", ("-DFR_MUL_VARIANT=1",)),
-    ("fr_ops.cu", ("-DFR_MUL_VARIANT=2",)),
-    ("fr_ops.cu", ("-DFR_MUL_VARIANT=3",)),
     ("ntt.cu", ()),
-    ("ntt.cu", ("-DFR_MUL_VARIANT=3",)),
-    ("ntt.cu", _NTT_V6),
-    ("ntt.cu", ("-DNTT_LAZY=0",)),
     ("ntt.cu", ("-DNTT_BATCH=4",)),
     ("ntt.cu", ("-DNTT_BATCH=2",)),
     ("spmv.cu", ()),
     ("spmv.cu", ("-DSPMV_SEG_GENERAL_U=2",)),
     ("spmv.cu", ("-DSPMV_SEG_ROWS=128",)),
     ("hpoly.cu", ()),
-    ("hpoly.cu", _NTT_V6),
 )
 
 

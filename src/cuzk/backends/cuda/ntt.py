@@ -37,13 +37,6 @@ BLOCK_ELEMENT_BITS = 10  # measured: 2^24 4.95 ms against 5.41 with 11
 BLOCK_THREAD_BITS = 8
 NULL = np.uint64(0)
 HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32
-# ntt.cu's FR_MUL_VARIANT default (fr.cuh's, for the element-wise kernels, is 3):
-# inside the NTT variant 0 measured 2-3 % faster in every run (docs/device-notes/ntt.md#v6).
-NTT_DEFAULT_VARIANT = 0
-# The compiler defines that rebuild the pass kernels of the v6 build
-# (docs/device-notes/ntt.md#v6: variant 3, reduced
-# butterflies, one element per load round trip), for side-by-side timing.
-V6_OPTIONS = ("-DFR_MUL_VARIANT=3", "-DNTT_LAZY=0", "-DNTT_BATCH=1")
 NO_TABLE = (NULL, NULL, NULL, np.uint32(0))
 
 
@@ -102,17 +95,15 @@ class NttEngine:
 
     ``full_tables``: True/False forces full or split power tables; None
     chooses full ones for large domains when they take at most an eighth of
-    the free budget. ``variant`` picks the Fr multiplication scheme (see
-    ``fr.cuh``; None: ``ntt.cu``'s default, NTT_DEFAULT_VARIANT); ``options``
-    are more compiler defines (NTT_LAZY, NTT_BATCH; V6_OPTIONS);
-    a pass block holds at most 2^``block_bits`` elements.
+    the free budget. ``options`` are compiler defines of ``ntt.cu``
+    (NTT_BATCH, for the benchmark's builds); a pass block holds at most
+    2^``block_bits`` elements.
     """
 
     def __init__(
         self,
         ctx,
         full_tables: bool | None = None,
-        variant: int | None = None,
         options: tuple[str, ...] = (),
         block_bits: int = BLOCK_ELEMENT_BITS,
     ) -> None:
@@ -122,7 +113,7 @@ class NttEngine:
         self.ctx = ctx
         self.full_tables = full_tables
         self.block_bits = block_bits
-        self.extra = (() if variant is None else (f"-DFR_MUL_VARIANT={variant}",)) + options
+        self.extra = options
         self.module = ctx.module("ntt.cu", self.extra)
         self._fn: dict[str, Any] = {}
         self._tile: dict[tuple[int, bool], Any] = {}

@@ -7,18 +7,21 @@
 // sparse products) need no conversion at all; only products of two data
 // values carry an extra 1/R, which callers fold into a constant.
 //
-// Three multiplication schemes, chosen at compile time by FR_MUL_VARIANT
-// (measured on the H200, see docs/device-notes/ntt.md):
-//   0  even/odd CIOS on PTX carry chains (mad.lo.cc / madc.hi.cc),
-//   1  CIOS on 32x32->64 multiply-adds (mad.wide.u32), generic modulus,
-//   2  as 1, using p mod 2^64 = 2^64 - 2^32 + 1 to replace two products
-//      of every reduction row by additions,
-//   3  as 0, with the same use of p's two low words (the default: fastest).
+// Two multiplications, both CIOS on even/odd PTX carry chains
+// (mad.lo.cc / madc.hi.cc), chosen at compile time by FR_MUL_FOLDED
+// (measured on the H200: docs/device-notes/ntt.md, "v2" and "v7"):
+//   1  fr_mul_chains_folded: p's two low words folded into additions (the
+//      default: fastest in the multiply probe and the element-wise kernels),
+//   0  fr_mul_chains: every reduction product kept (ntt.cu's choice: fewer
+//      registers, no spill in the pass kernels, 2-3 % faster there).
+// Two others, CIOS on 32x32->64 multiply-adds (mad.wide.u32) with and
+// without the folding, were retired (issue 17): the multiply probe measured
+// them ≈ 25 % slower (39.1 and 40.6 G/s against 53.8, ntt.md, "v2").
 #pragma once
 #include "fr_chain.cuh"
 
-#ifndef FR_MUL_VARIANT
-#define FR_MUL_VARIANT 3
+#ifndef FR_MUL_FOLDED
+#define FR_MUL_FOLDED 1
 #endif
 
 struct fr_t {
@@ -133,14 +136,14 @@ CUZK_HD fr_t fr_neg(const fr_t& a) { return fr_sub(fr_zero(), a); }
 // Montgomery multiplication. Inputs canonical (< p); the raw CIOS result is
 // < a*b/R + p < 1.46 p, so one conditional subtraction makes it canonical.
 
-// Variant 0: CIOS with the row products split into an even accumulator E
+// CIOS with the row products split into an even accumulator E
 // (products of a[0], a[2], ...: their low and high halves interleave into one
 // carry chain) and an odd one O (a[1], a[3], ...). Both accumulators stay at
 // word offset 0; O[0] is a lone word at position 0 that only enters m and the
 // carry of position 0. Bounds (a, b < p): the running value stays < 2p before
 // each row and < 2^288 within it, so 9 words per accumulator suffice and the
 // top carries shown as dropped are zero.
-CUZK_HD fr_t fr_mul_eo(const fr_t& a, const fr_t& b) {
+CUZK_HD fr_t fr_mul_chains(const fr_t& a, const fr_t& b) {
     uint32_t E[9], O[9];
 #pragma unroll
     for (int k = 0; k < 9; k++) E[k] = O[k] = 0;
@@ -213,12 +216,12 @@ CUZK_HD fr_t fr_mul_eo(const fr_t& a, const fr_t& b) {
     return fr_cond_sub_p(r);
 }
 
-// Variant 3: variant 0 with p[0] = 1 and p[1] = 2^32 - 1 folded in. With
+// fr_mul_chains with p[0] = 1 and p[1] = 2^32 - 1 folded in. With
 // t = E[0] + O[0] and m = -t: m*p[0] = m (low word, no high word), and
 // m*p[1] = m*2^32 - m has low word -m = t and high word m - (t != 0). Four
 // of the 32 products of a row become additions, which run on the integer
 // ALU while the multiplier pipe stays the bottleneck.
-CUZK_HD fr_t fr_mul_eo_sp(const fr_t& a, const fr_t& b) {
+CUZK_HD fr_t fr_mul_chains_folded(const fr_t& a, const fr_t& b) {
     uint32_t E[9], O[9];
 #pragma unroll
     for (int k = 0; k < 9; k++) E[k] = O[k] = 0;
@@ -290,87 +293,11 @@ CUZK_HD fr_t fr_mul_eo_sp(const fr_t& a, const fr_t& b) {
     return fr_cond_sub_p(r);
 }
 
-// Variant 1: CIOS with 64-bit intermediates (gnark's "no-carry" form, valid
-// because p's top word is below 2^31 - 1).
-CUZK_HD fr_t fr_mul_wide(const fr_t& a, const fr_t& b) {
-    uint32_t t[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) t[k] = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const uint32_t bi = b.w[i];
-        uint64_t s = (uint64_t)a.w[0] * bi + t[0];
-        const uint32_t t0 = (uint32_t)s;
-        uint32_t A = (uint32_t)(s >> 32);
-        const uint32_t m = t0 * FR_N0;
-        uint64_t u = (uint64_t)m * FR_P0 + t0;
-        uint32_t C = (uint32_t)(u >> 32);
-#pragma unroll
-        for (int j = 1; j < 8; j++) {
-            s = (uint64_t)a.w[j] * bi + t[j] + A;
-            t[j] = (uint32_t)s;
-            A = (uint32_t)(s >> 32);
-            u = (uint64_t)m * fr_p(j) + t[j] + C;
-            t[j - 1] = (uint32_t)u;
-            C = (uint32_t)(u >> 32);
-        }
-        t[7] = C + A;
-    }
-    fr_t r;
-#pragma unroll
-    for (int k = 0; k < 8; k++) r.w[k] = t[k];
-    return fr_cond_sub_p(r);
-}
-
-// Variant 2: as variant 1 with p[0] = 1 and p[1] = 2^32 - 1 used directly:
-// m = -t0, the position-0 carry is (t0 != 0), and m*p[1] = m*2^32 - m.
-CUZK_HD fr_t fr_mul_wide_sp(const fr_t& a, const fr_t& b) {
-    uint32_t t[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) t[k] = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const uint32_t bi = b.w[i];
-        uint64_t s = (uint64_t)a.w[0] * bi + t[0];
-        const uint32_t t0 = (uint32_t)s;
-        uint32_t A = (uint32_t)(s >> 32);
-        const uint32_t m = 0u - t0;
-        uint32_t C = t0 != 0;
-        // j = 1
-        s = (uint64_t)a.w[1] * bi + t[1] + A;
-        t[1] = (uint32_t)s;
-        A = (uint32_t)(s >> 32);
-        {
-            const int64_t d = (int64_t)t[1] + C - m;  // in [-(2^32 - 1), 2^32]
-            t[0] = (uint32_t)d;
-            C = m + (uint32_t)(d >> 32);
-        }
-#pragma unroll
-        for (int j = 2; j < 8; j++) {
-            s = (uint64_t)a.w[j] * bi + t[j] + A;
-            t[j] = (uint32_t)s;
-            A = (uint32_t)(s >> 32);
-            const uint64_t u = (uint64_t)m * fr_p(j) + t[j] + C;
-            t[j - 1] = (uint32_t)u;
-            C = (uint32_t)(u >> 32);
-        }
-        t[7] = C + A;
-    }
-    fr_t r;
-#pragma unroll
-    for (int k = 0; k < 8; k++) r.w[k] = t[k];
-    return fr_cond_sub_p(r);
-}
-
 CUZK_HD fr_t fr_mul(const fr_t& a, const fr_t& b) {
-#if FR_MUL_VARIANT == 0
-    return fr_mul_eo(a, b);
-#elif FR_MUL_VARIANT == 1
-    return fr_mul_wide(a, b);
-#elif FR_MUL_VARIANT == 2
-    return fr_mul_wide_sp(a, b);
+#if FR_MUL_FOLDED
+    return fr_mul_chains_folded(a, b);
 #else
-    return fr_mul_eo_sp(a, b);
+    return fr_mul_chains(a, b);
 #endif
 }
 

@@ -1,5 +1,5 @@
 // Pippenger multi-scalar multiplication Σ s_i·P_i over G1 (default) or G2
-// (compiled with -DCUZK_G2). The host side (msm.py) runs these in order:
+// (compiled with -DCUZK_G2). The host side (msm/pipeline.py) runs these in order:
 //
 //   classify        0 / 1 / full scalars; a bitmap of the ones
 //   ones_partial    Σ of the bases whose scalar is 1, straight from the bitmap
@@ -31,21 +31,19 @@ typedef fq_t field;
 typedef affine_t<field> affine;
 typedef xyzz_t<field> point;
 
-// The bucket-accumulation loops inline the mixed addition (CUZK_ACC_CALL
-// makes it a call again, for the measurement that chose this).
+// The bucket-accumulation loops inline the mixed addition: at G1 2^24 it
+// measured 23 % faster than the call, whose stack traffic cost more than the
+// occupancy it saved (docs/device-notes/msm.md, "Call 2 (2026-11-30, 80 s of
+// device time)").
 static __device__ __forceinline__ point hot_add_affine(const point& p, const affine& a) {
-#ifdef CUZK_ACC_CALL
-    return add_affine(p, a);
-#else
     return add_affine_inline(p, a);
-#endif
 }
 
 #define AFFINE_WORDS (2 * words<field>::n)
 #define XYZZ_WORDS (4 * words<field>::n)
 #define NO_KEY 0xffffffffu
 // Blocks of 128 per SM that the accumulation kernels must fit (a register
-// cap). G1 at 2^24 (docs/device-notes/msm.md#call-3-2026-11-30-165-s-of-device-time):
+// cap). G1 at 2^24 (docs/device-notes/msm.md, "Call 3 (2026-11-30, 165 s of device time)"):
 // 4 blocks (128 registers, 16 warps/SM, 56 B of spills) 189 ms of
 // accumulation, 3 blocks (168) 209 ms, uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
 // so it stays uncapped.
@@ -457,11 +455,10 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
             acc = mul_hot(acc, pair_den(a, b, kind));
         }
     }
-#ifdef CUZK_AFF_FERMAT
-    field inv = inverse(acc);
-#else
+    // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
+    // products (docs/device-notes/msm.md, "Version 2 as built (before its
+    // device call)").
     field inv = inverse_fast(acc);
-#endif
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);

@@ -19,15 +19,14 @@
 // consecutive j2 of one segment when S > 1 (so loads and stores cover C*32
 // contiguous bytes), or C consecutive segments in the last pass (S = 1).
 //
-// Measured choices (docs/device-notes/ntt.md): multiplication variant 0
-// (fewer registers than 3, no spill under the cap, 2-3 % faster inside the
-// NTT); lazy butterfly outputs where a product follows (NTT_LAZY, ntt.cuh).
+// Measured choices (docs/device-notes/ntt.md, "v6" and "v7"): fr_mul_chains,
+// the multiplication without folding (FR_MUL_FOLDED 0: fewer registers than
+// the folded one, no spill under the cap, 2-3 % faster inside the NTT); lazy
+// butterfly outputs where a product follows (ntt.cuh).
 // NTT_BATCH > 1 issues a pass's global loads several elements at a time; on
 // the H200 it measured slower (2^24: 6.1 ms at 4, 5.3 at 2, 5.0 at 1), so
 // the default loads one element at a time.
-#ifndef FR_MUL_VARIANT
-#define FR_MUL_VARIANT 0
-#endif
+#define FR_MUL_FOLDED 0
 #ifndef NTT_BATCH
 #define NTT_BATCH 1
 #endif

@@ -36,7 +36,7 @@ CUZK_HD uint32_t ntt_brev(uint32_t x, uint32_t bits) {
     return bits == 0 ? 0u : (__brev(x) >> (32 - bits));
 }
 
-// Lazy sums (NTT_LAZY): a value that only ever becomes the second operand of
+// Lazy sums: a value that only ever becomes the second operand of
 // a Montgomery product need not be canonical. fr_mul(a, b) consumes b one
 // word at a time; with a < p the running CIOS value stays below
 // (2p + a(W - 1) + p(W - 1)) / W < 2p after every word, whatever b's words
@@ -45,10 +45,6 @@ CUZK_HD uint32_t ntt_brev(uint32_t x, uint32_t bits) {
 // butterflies leave such outputs as a + b (< 2p) or a - b + p (in (0, 2p))
 // and skip the conditional subtraction / addition; the products below take
 // the table value or constant as a and the lazy value as b.
-#ifndef NTT_LAZY
-#define NTT_LAZY 1
-#endif
-
 // a + b, reduced unless `lazy`. `lazy` is a constant inside the unrolled DFTs
 // except at their last level, where it is the caller's (uniform) choice.
 CUZK_HD fr_t ntt_add(const fr_t& a, const fr_t& b, bool lazy) {
@@ -58,7 +54,7 @@ CUZK_HD fr_t ntt_add(const fr_t& a, const fr_t& b, bool lazy) {
 #pragma unroll
     for (int i = 1; i < 7; i++) s.w[i] = c.addc_cc(a.w[i], b.w[i]);
     s.w[7] = c.addc(a.w[7], b.w[7]);  // a + b < 2p < 2^256
-    if (!(NTT_LAZY && lazy)) s = fr_cond_sub_p(s);
+    if (!lazy) s = fr_cond_sub_p(s);
     return s;
 }
 
@@ -70,7 +66,7 @@ CUZK_HD fr_t ntt_sub(const fr_t& a, const fr_t& b, bool lazy) {
 #pragma unroll
     for (int i = 1; i < 8; i++) d.w[i] = c.subc_cc(a.w[i], b.w[i]);
     uint32_t mask = c.subc(0, 0);  // all ones when a < b
-    if (NTT_LAZY && lazy) mask = 0xffffffffu;
+    if (lazy) mask = 0xffffffffu;
     cc_chain e;
     fr_t r;
     r.w[0] = e.add_cc(d.w[0], FR_P0 & mask);

@@ -1,0 +1,68 @@
+"""Multi-scalar multiplication on the GPU: Σ sᵢ·Pᵢ over G1 and G2.
+
+One module per concern (sppark's ``msm/`` is the model), every name
+importable from here as before:
+
+- :mod:`.spec`: the groups as the kernels see them (:class:`CurveSpec`);
+- :mod:`.plan`: the cost model and window plan (:class:`Tuning`,
+  :func:`choose_window`, :func:`group_windows`, :func:`workspace_bytes`,
+  :func:`fit_tuning`);
+- :mod:`.pipeline`: one MSM's kernels in order (:func:`msm_xyzz`) and its
+  result as an affine point (:func:`xyzz_to_affine`);
+- :mod:`.bases`: bases resident in VRAM or streamed from pinned host memory,
+  and loaded from a key file a chunk at a time (:class:`PreparedBases`,
+  :func:`load_staging_bytes`);
+- :mod:`.fixed_base`: fixed-base products for parameter generation;
+- :mod:`.engine`: :class:`MsmEngine`, which holds them together on one device.
+"""
+
+from cuzk.backends.cuda.msm.bases import (
+    _LOAD_PROBLEMS,
+    LOAD_CHUNK_BYTES,
+    PreparedBases,
+    load_staging_bytes,
+)
+from cuzk.backends.cuda.msm.engine import MsmEngine, _CupyKernels
+from cuzk.backends.cuda.msm.fixed_base import (
+    FIXED_BASE_WINDOW,
+    fixed_base_affine,
+    fixed_base_table,
+    fixed_base_windows,
+)
+from cuzk.backends.cuda.msm.pipeline import NO_KEY, Kernels, msm_xyzz, xyzz_to_affine
+from cuzk.backends.cuda.msm.plan import (
+    Tuning,
+    choose_window,
+    fit_tuning,
+    group_windows,
+    num_windows,
+    workspace_bytes,
+)
+from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, SCALAR_BITS, CurveSpec
+
+__all__ = [
+    "FIXED_BASE_WINDOW",
+    "G1_SPEC",
+    "G2_SPEC",
+    "LOAD_CHUNK_BYTES",
+    "NO_KEY",
+    "SCALAR_BITS",
+    "_LOAD_PROBLEMS",
+    "CurveSpec",
+    "Kernels",
+    "MsmEngine",
+    "PreparedBases",
+    "Tuning",
+    "_CupyKernels",
+    "choose_window",
+    "fit_tuning",
+    "fixed_base_affine",
+    "fixed_base_table",
+    "fixed_base_windows",
+    "group_windows",
+    "load_staging_bytes",
+    "msm_xyzz",
+    "num_windows",
+    "workspace_bytes",
+    "xyzz_to_affine",
+]

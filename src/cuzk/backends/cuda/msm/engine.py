@@ -1,0 +1,133 @@
+"""The MSM engine of one device: :class:`MsmEngine`, the backend's entry point.
+
+It compiles ``kernels/msm.cu`` per group, keeps the bases (:mod:`.bases`),
+fits each MSM's tuning to the memory free when it runs (:mod:`.plan`), runs
+the pipeline (:mod:`.pipeline`) and the fixed-base products of parameter
+generation (:mod:`.fixed_base`); all its memory goes through the device
+context's budget.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from cuzk.algebra.curves import Affine
+from cuzk.backends.cuda.msm import bases as _bases
+from cuzk.backends.cuda.msm.bases import PreparedBases, _check_bases
+from cuzk.backends.cuda.msm.fixed_base import fixed_base_multiples
+from cuzk.backends.cuda.msm.pipeline import _check_scalars, _to_host, msm_xyzz, xyzz_to_affine
+from cuzk.backends.cuda.msm.plan import Tuning, fit_tuning, workspace_bytes
+from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
+from cuzk.errors import InputError
+
+
+class _CupyKernels:
+    def __init__(self, module) -> None:
+        self._module = module
+        self._functions: dict[str, Any] = {}
+
+    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None:
+        f = self._functions.get(name)
+        if f is None:
+            f = self._functions[name] = self._module.get_function(name)
+        if threads <= 0:
+            return
+        f((-(-threads // block),), (block,), args)
+
+
+class MsmEngine:
+    """G1 / G2 MSMs on one device, all memory through its :class:`DeviceContext` budget."""
+
+    def __init__(
+        self,
+        ctx,
+        tuning: Tuning = Tuning(),
+        stream_chunk: int | None = None,
+        defines: tuple[str, ...] = (),
+        load_chunk: int | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.load_chunk = load_chunk  # points per chunk while loading bases (tests)
+        self.tuning = tuning
+        self.defines = defines  # extra compile flags (kernel variants, for measurements)
+        self.stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
+        self._kernels: dict[str, _CupyKernels] = {}
+        self.fixed_base_tables: dict[tuple[str, str], Any] = {}
+
+    def kernels(self, spec: CurveSpec) -> _CupyKernels:
+        k = self._kernels.get(spec.name)
+        if k is None:
+            module = self.ctx.module("msm.cu", spec.defines + self.defines)
+            k = self._kernels[spec.name] = _CupyKernels(module)
+        return k
+
+    # --- bases ----------------------------------------------------------------
+    def prepare_g1(self, bases: np.ndarray) -> PreparedBases:
+        return _bases.prepare(self, _check_bases(bases, G1_SPEC), G1_SPEC)
+
+    def prepare_g2(self, bases: np.ndarray) -> PreparedBases:
+        return _bases.prepare(self, _check_bases(bases, G2_SPEC), G2_SPEC)
+
+    # --- bases from a key file ------------------------------------------------------
+    def load_g1(self, count: int, read, progress=None) -> PreparedBases:
+        """G1 bases streamed from ``read`` (the backend contract's ``load_g1``)."""
+        return _bases.load(self, G1_SPEC, count, read, progress)
+
+    def load_g2(self, count: int, read, progress=None) -> PreparedBases:
+        return _bases.load(self, G2_SPEC, count, read, progress)
+
+    # --- MSMs -------------------------------------------------------------------
+    def msm_g1(self, handle: PreparedBases, scalars, timings: dict | None = None) -> Affine:
+        return self._msm(handle, scalars, G1_SPEC, timings)
+
+    def msm_g2(self, handle: PreparedBases, scalars, timings: dict | None = None) -> Affine:
+        return self._msm(handle, scalars, G2_SPEC, timings)
+
+    def msm_xyzz(self, handle: PreparedBases, scalars, timings: dict | None = None):
+        """The MSM as XYZZ Montgomery words on the device (no host conversion).
+
+        ``timings``, when given, receives milliseconds per pipeline phase.
+        """
+        import cupy
+
+        spec = handle.spec
+        _check_scalars(scalars, handle.n, spec)
+        n = int(scalars.shape[0])
+        on_host = isinstance(scalars, np.ndarray)
+        k = self.kernels(spec)
+        with cupy.cuda.Device(self.ctx.device_id):
+            if handle.resident:
+                free = self.ctx.budget.free_bytes
+                tuning = fit_tuning(spec, n, self.tuning, free, scalars_on_host=on_host)
+                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=tuning)
+                with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} workspace"):
+                    if on_host:  # a pageable upload: the prover gathers on the device instead
+                        t = time.perf_counter()
+                        s = cupy.asarray(np.ascontiguousarray(scalars))
+                        if timings is not None:
+                            cupy.cuda.get_current_stream().synchronize()
+                            up = (time.perf_counter() - t) * 1000
+                            timings["upload_scalars"] = timings.get("upload_scalars", 0.0) + up
+                    else:
+                        s = scalars
+                    return msm_xyzz(cupy, k, spec, handle.device, s, tuning, timings)
+            return _bases.msm_streamed(self, handle, scalars, n, k)
+
+    def _msm(
+        self, handle: PreparedBases, scalars, spec: CurveSpec, timings: dict | None = None
+    ) -> Affine:
+        if handle.spec is not spec:
+            raise InputError(f"{spec.name} MSM", "bases", f"prepared for {handle.spec.name}")
+        return xyzz_to_affine(_to_host(self.msm_xyzz(handle, scalars, timings)), spec)
+
+    # --- fixed-base multiples (parameter generation) -------------------------------
+    def fixed_base_g1(self, point: Affine, scalars, to_host: bool = True):
+        """sᵢ·P for every scalar: an (n, 2, 6) uint64 array of affine points."""
+        return fixed_base_multiples(self, G1_SPEC, point, scalars, to_host)
+
+    def fixed_base_g2(self, point: Affine, scalars, to_host: bool = True):
+        """sᵢ·Q for every scalar: an (n, 2, 2, 6) uint64 array."""
+        return fixed_base_multiples(self, G2_SPEC, point, scalars, to_host)

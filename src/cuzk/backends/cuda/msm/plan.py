@@ -1,0 +1,169 @@
+"""The MSM's cost model and window plan: how a pipeline run is shaped before it starts.
+
+:class:`Tuning` holds the overrides of the automatic choices; the rest
+computes them: the window c that minimises additions (:func:`choose_window`),
+how many windows are sorted and summed together (:func:`group_windows`), the
+VRAM an MSM takes besides its bases (:func:`workspace_bytes`) and the tuning
+that fits the memory free when it runs (:func:`fit_tuning`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from dataclasses import dataclass
+
+from cuzk.backends.cuda.msm.spec import SCALAR_BITS, CurveSpec
+from cuzk.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Overrides of the automatic choices (tests force small slices and windows)."""
+
+    window: int | None = None  # c
+    slice_len: int | None = None  # T, sorted entries per accumulate thread
+    segments: int | None = None  # S, bucket segments per window
+    ones_words_per_thread: int | None = None
+    partials_per_slice: int = 8  # T of the levels that sum split buckets
+    target_threads: int = 1 << 17
+    # Bucket accumulation: "affine" (rounds of batched-affine pair sums, then
+    # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone, version 1:
+    # docs/device-notes/msm.md, "Design as first built (v1)").
+    method: str = "affine"
+    affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
+    affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
+    affine_min_batch: int = 128  # pairs per inversion, at least
+    group_windows: int | None = None  # windows sorted and summed together (None: by the cap)
+    workspace_cap: int = 24 << 30  # bytes one window group may take
+
+    def __post_init__(self) -> None:
+        if self.method not in ("affine", "xyzz"):
+            raise InputError("MSM tuning", "method", f"{self.method!r} is not affine or xyzz")
+
+
+# --- choices ---------------------------------------------------------------
+
+# Relative cost of one bucket's share of the reduction (two XYZZ additions,
+# 14 products each) against one mixed addition (10 products).
+_REDUCE_COST_PER_BUCKET = 2.8
+
+
+def num_windows(c: int) -> int:
+    """Windows of c bits for signed digits of a 255-bit scalar (the last holds the carry)."""
+    return SCALAR_BITS // c + 1
+
+
+def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = None) -> int:
+    """The c minimising additions: one mixed addition per non-zero digit, plus
+    the bucket reduction, whose cost grows as nw·2^(c−1)."""
+    best_c, best_cost = 2, math.inf
+    for c in range(2, 24):
+        nw, nb = num_windows(c), 1 << (c - 1)
+        if max_bucket_bytes is not None and nw * nb * spec.xyzz_bytes > max_bucket_bytes and c > 2:
+            break
+        cost = n_full * SCALAR_BITS / c + nw * nb * _REDUCE_COST_PER_BUCKET
+        if cost < best_cost:
+            best_c, best_cost = c, cost
+    return best_c
+
+
+# Threads of one affine round: one wave at the kernels' occupancy on an H200
+# (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 6 blocks, 50688).
+# Their blocks are 64 threads (CUZK_AFF_BLOCK in msm.cu).
+_AFFINE_THREADS = {"G1": 1 << 16, "G2": 3 << 14}
+_AFFINE_BLOCK = 64
+
+
+def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:
+    return tuning.affine_threads or _AFFINE_THREADS[spec.name]
+
+
+def _uses_affine(entries: int, tuning: Tuning) -> bool:
+    """Whether a sorted list of this many entries starts with affine rounds."""
+    return tuning.method == "affine" and entries // 2 >= tuning.affine_min_pairs
+
+
+def _sum_sorted_bytes(spec: CurveSpec, entries: int, keys: int, tuning: Tuning) -> int:
+    """VRAM of :func:`_sum_sorted` over a list of `entries` in `keys` buckets."""
+    T = tuning.slice_len or max(16, entries // tuning.target_threads)
+    slices = entries // T + 1
+    total = spec.xyzz_bytes * keys  # buckets
+    total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
+    if _uses_affine(entries, tuning):
+        total += spec.affine_bytes * (entries // 2 + keys)  # the list of round 1
+        scratch = entries // 4 + keys + _affine_threads(spec, tuning) * tuning.affine_min_batch
+        total += 4 * spec.field_words * scratch
+        total += 6 * 4 * keys  # counts, item ends, offsets of the rounds
+    return total
+
+
+def _group_bytes(spec: CurveSpec, n: int, g: int, nb: int, tuning: Tuning) -> int:
+    """VRAM of one group of g windows over n full scalars."""
+    entries, keys = n * g, g * nb
+    total = 3 * 4 * keys  # counts, prefix sums (ends), cursors
+    total += 4 * entries  # vals
+    total += _sum_sorted_bytes(spec, entries, keys, tuning)
+    total += 2 * spec.xyzz_bytes * g * (tuning.segments or tuning.target_threads)
+    return total
+
+
+def group_windows(spec: CurveSpec, n: int, c: int, tuning: Tuning = Tuning()) -> int:
+    """Windows per group: all of them when they fit the workspace cap, else the
+    fewest groups that do, of nearly equal size (each group pays its own
+    rounds, whose last ones are small)."""
+    nw, nb = num_windows(c), 1 << (c - 1)
+    if tuning.group_windows:
+        return max(1, min(nw, tuning.group_windows))
+    g = nw
+    while g > 1 and _group_bytes(spec, n, g, nb, tuning) > tuning.workspace_cap:
+        g -= 1
+    return -(-nw // -(-nw // g))
+
+
+def workspace_bytes(
+    spec: CurveSpec, n: int, scalars_on_host: bool = True, tuning: Tuning = Tuning()
+) -> int:
+    """An upper bound of the VRAM one MSM of n scalars takes besides its bases."""
+    c = tuning.window or choose_window(n, spec)
+    nw, nb = num_windows(c), 1 << (c - 1)
+    total = 32 * n if scalars_on_host else 0
+    total += 4 * (n // 32 + 1) + 64
+    ones = 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
+    if _uses_affine(n, tuning):  # popcounts and index list, then the affine sum
+        ones = max(ones, 8 * (n // 32 + 1) + 4 * n + _sum_sorted_bytes(spec, n, 1, tuning))
+    g = group_windows(spec, n, c, tuning)
+    total += spec.xyzz_bytes * nw  # window sums
+    total += max(ones, _group_bytes(spec, n, g, nb, tuning))
+    return total
+
+
+def _least(tuning: Tuning) -> Tuning:
+    """The tuning of the smallest workspace: the XYZZ method, one window at a time."""
+    return dataclasses.replace(tuning, method="xyzz", group_windows=1)
+
+
+def fit_tuning(
+    spec: CurveSpec, n: int, tuning: Tuning, free_bytes: int, scalars_on_host: bool = True
+) -> Tuning:
+    """`tuning`, with a smaller workspace cap (more window groups) or at last
+    the XYZZ method, until one MSM of n scalars fits in free_bytes. When
+    nothing fits, the smallest: the reservation then says what is missing."""
+    cap = tuning.workspace_cap
+    for _ in range(8):
+        t = dataclasses.replace(tuning, workspace_cap=cap)
+        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+            if t != tuning:
+                log.info(
+                    "%s MSM of %d: workspace cap lowered to %.1f GiB", spec.name, n, cap / 2**30
+                )
+            return t
+        cap //= 2
+    for t in (dataclasses.replace(tuning, method="xyzz"), _least(tuning)):
+        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+            log.info("%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n)
+            return t
+    return _least(tuning)
