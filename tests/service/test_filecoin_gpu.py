@@ -71,3 +71,11 @@ def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -
         pub = c1_public_inputs(c1, V1_1_2KIB, 0)
         assert verifier.verify(vk, pub, proof)
         assert not verifier.verify(vk, [pub[0] + 1, *pub[1:]], proof)
+        # the witness was made on the GPU ([pipeline] witness = auto on CUDA), and
+        # every backend hold fitted the engine's reservations (key, partition,
+        # witness plan): no estimate fell short
+        text = d.engine.metrics.text()
+        assert 'cuzk_prover_step_seconds_count{proof_kind="porep",step="witness"} 1.0' in text
+        vram = d.engine.devices[0].backend.ctx.budget
+        assert vram.overdrawn_by_operation == {}, vram.overdrawn_by_operation
+        assert "witness plan porep-2k" in vram.peak_by_operation
