@@ -119,8 +119,9 @@ class Pipeline:
         self.work = {o: DeviceWork() for o in ordinals}
         self._work_lock = threading.Lock()
         # (device ordinal, circuit id) -> the static witness plan there and its reservation
-        self._device_plans: dict[tuple[int, str], tuple[StaticPlan, Any]] = {}
-        self._plans_lock = threading.Lock()
+        self._device_plans: dict[tuple[int, str], tuple[StaticPlan, Any, list]] = {}
+        self._plans_lock = threading.Lock()  # guards _device_plans
+        self._device_locks: dict[int, threading.Lock] = {}  # one plan upload per device
         self._stopping = threading.Event()
 
     # --- lifecycle ----------------------------------------------------------
@@ -334,12 +335,17 @@ class Pipeline:
             return False
         return mode == "device" or all(d.backend.name == "cuda" for d in self.devices)
 
-    def _device_plan(self, device: Device, circuit_id: str, plan: StaticPlan) -> Any:
+    def _device_plan(
+        self, device: Device, circuit_id: str, plan: StaticPlan, cancelled: Callable[[], bool]
+    ) -> Any:
         """``device``'s witness maker with ``plan`` uploaded there, under a
-        reservation of its own held until the device is dropped."""
+        reservation of its own held until the device is dropped (waiting for
+        room as a key does: idle keys are evicted first)."""
         key = (device.ordinal, circuit_id)
         maker = device.witness_device()
         with self._plans_lock:
+            lock = self._device_locks.setdefault(device.ordinal, threading.Lock())
+        with lock:  # one upload at a time per device; other devices go on
             got = self._device_plans.get(key)
             if got is not None and got[0] is plan:
                 return maker
@@ -348,31 +354,37 @@ class Pipeline:
             res = None
             if device.budget is not None:
                 (res,) = device.budget.reserve(
-                    [(plan.device_bytes(), f"witness plan {circuit_id}")]
+                    [(plan.device_bytes(), f"witness plan {circuit_id}")],
+                    evict=lambda n: self.srs.evict_idle(n, device),
+                    cancelled=cancelled,
                 )
+            holds = getattr(maker, "holds", [])
+            before = len(holds)
             try:
                 lent = device.budget.lend(res) if res is not None else contextlib.nullcontext()
                 with device.activate(), lent:
                     plan.prepare(maker)
             except BaseException:
-                plan.forget(maker)
-                if res is not None:
-                    res.release()
+                _forget(plan, maker, holds[before:], res)
                 raise
-            self._device_plans[key] = (plan, res)
+            with self._plans_lock:  # the plan's arrays' holds go with it
+                self._device_plans[key] = (plan, res, holds[before:])
         return maker
 
     def _drop_plan(self, device: Device, key: tuple[int, str]) -> None:
-        plan, res = self._device_plans.pop(key)
-        plan.forget(device.witness_device())
-        if res is not None:
-            res.release()
+        with self._plans_lock:
+            got = self._device_plans.pop(key, None)
+        if got is None:
+            return
+        plan, res, holds = got
+        _forget(plan, device.witness_device(), holds, res)
 
     def drop_plans(self, device: Device) -> None:
         """Give back the witness plans uploaded to ``device`` (it failed)."""
         with self._plans_lock:
-            for key in [k for k in self._device_plans if k[0] == device.ordinal]:
-                self._drop_plan(device, key)
+            keys = [k for k in self._device_plans if k[0] == device.ordinal]
+        for key in keys:
+            self._drop_plan(device, key)
 
     def _prove(self, item: WorkItem, device: Device) -> None:
         job = item.job
@@ -383,7 +395,12 @@ class Pipeline:
         extra = 0
         if witness.assignment is None:  # made here, from the partition's hint table
             plan = handler.witness_plan(job.circuit_id)
-            maker = self._device_plan(device, job.circuit_id, plan)
+            maker = self._device_plan(
+                device,
+                job.circuit_id,
+                plan,
+                lambda: job.finished or not self.health.healthy(device.ordinal),
+            )
             extra = maker.run_bytes(plan)
         lease = self.srs.acquire_device(
             item.lease,
@@ -664,6 +681,19 @@ class Pipeline:
                 )
             finally:
                 state.job_id = state.kind = ""
+
+
+def _forget(plan: StaticPlan, maker: Any, holds: list, res: Any) -> None:
+    """A plan's arrays dropped from a device: their budget holds released (the
+    maker keeps the holds of its other plans), then the plan's reservation."""
+    plan.forget(maker)
+    for h in holds:
+        h.release()
+    mine = {id(h) for h in holds}
+    if hasattr(maker, "holds"):
+        maker.holds = [h for h in maker.holds if id(h) not in mine]
+    if res is not None:
+        res.release()
 
 
 def _describe(e: BaseException) -> str:

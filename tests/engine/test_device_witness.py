@@ -1,0 +1,119 @@
+"""The witness made on the proving device, through the engine, on a stand-in GPU:
+the plan's arrays, each assignment, its hint table and the passes' registers
+reserved from the device's budget as the CUDA witness reserves them
+(``backends/cuda/witness.py``), and every byte of it inside the engine's own
+reservations (the plan's, the partition's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from gpu_stand_ins import BudgetedCpuBackend
+
+from cuzk.backends.cuda.memory import DeviceBudget
+from cuzk.backends.cuda.witness import CudaWitness
+from cuzk.circuits.post.config import config_for_registered_proof
+from cuzk.circuits.post.generate import generate_sector_proof
+from cuzk.circuits.post.vanilla import write_sector_proof
+from cuzk.circuits.program_numpy import NumpyWitness
+from cuzk.engine.budget import Budget
+from cuzk.engine.config import Config
+from cuzk.engine.devices import Device
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+
+RND = bytes(range(32))
+WINNING_2K = 0  # RegisteredPoStProof
+
+
+class BudgetedWitness(NumpyWitness):
+    """The numpy interpreter reserving what ``CudaWitness`` reserves."""
+
+    def __init__(self, vram: DeviceBudget) -> None:
+        self.vram = vram
+        self.holds: list = []
+        self.assignments: dict[int, list] = {}
+
+    def _keep(self, nbytes: int, what: str) -> None:
+        self.holds.append(self.vram.acquire(nbytes, what))
+
+    def upload(self, a):
+        self._keep(a.nbytes, "witness plan arrays")
+        return a
+
+    def poseidon(self, head, values):
+        self._keep(32 * len(values) + head.nbytes, "Poseidon tables")
+        return super().poseidon(head, values)
+
+    def program(self, p):
+        n = 4 * np.asarray(p.ops).size + 4 * np.asarray(p.args).size
+        self._keep(n + 8 * np.asarray(p.uconst).size + 32 * len(p.fconst), "witness programs")
+        return p
+
+    def zeros(self, n):
+        W = super().zeros(n)
+        self.assignments[id(W)] = [self.vram.acquire(32 * n, "witness assignment")]
+        return W
+
+    def hints(self, table, W):
+        self.assignments[id(W)].append(self.vram.acquire(table.nbytes, "witness hints"))
+        return table
+
+    def free(self, W) -> None:
+        for h in self.assignments.pop(id(W)):
+            h.release()
+
+    def run(self, W, hints, poseidon, p, lanes):
+        with self.vram.reserve(CudaWitness.register_bytes(p, lanes.lanes), f"pass {p.key}"):
+            super().run(W, hints, poseidon, p, lanes)
+
+    def run_bytes(self, plan) -> int:
+        return int(plan.run_bytes(CudaWitness.register_bytes))
+
+
+def test_device_witness_fits_its_reservations_and_gives_everything_back(tmp_path: Path) -> None:
+    limit = 4 << 30
+    vram = DeviceBudget(0, limit)
+    dev = Device(0, "budgeted GPU", BudgetedCpuBackend(vram), limit, None)
+    dev.budget = Budget("vram:0", limit, device_budget=vram)
+    maker = BudgetedWitness(vram)
+    dev._witness = maker
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params"), "generate_dev_keys": True},
+        memory={"total_budget": "4GiB", "eviction_min_idle": "0s"},
+        pipeline={"witness": "device"},
+    )
+    win = config_for_registered_proof(WINNING_2K)
+    vanilla = write_sector_proof(generate_sector_proof(win, RND, 5))
+    e = Engine(cfg, devices=[dev])
+    e.start()
+    try:
+        ids = [
+            e.submit(
+                ProofRequest(
+                    ProofKind.WINNING_POST,
+                    registered_proof=WINNING_2K,
+                    vanilla_proofs=(vanilla,),
+                    randomness=RND,
+                )
+            ).job_id
+            for _ in range(2)
+        ]
+        jobs = [e.await_job(j, 300)[0] for j in ids]
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        assert vram.overdrawn_by_operation == {}, vram.overdrawn_by_operation
+        assert "witness plan winning-2k" in vram.peak_by_operation
+        assert vram.peak_by_operation["witness assignment"] > 0
+        assert maker.assignments == {}  # each assignment freed after its proof
+        plan_holds = sum(h.nbytes for h in maker.holds)
+        assert 0 < plan_holds <= vram.peak_by_operation["witness plan winning-2k"]
+        # a dropped device gives its plans back, then the key goes: nothing is left
+        e.pipeline.drop_plans(dev)
+        assert maker.holds == []
+        was, freed = e.evict("winning-2k")
+        assert was and freed > 0
+        assert vram.reserved_bytes == 0 and dev.budget.reserved == 0
+    finally:
+        e.stop()
