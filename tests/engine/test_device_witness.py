@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from gpu_stand_ins import BudgetedCpuBackend
 
 from cuzk.backends.cuda.memory import DeviceBudget
@@ -25,6 +26,8 @@ from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
 
 RND = bytes(range(32))
 WINNING_2K = 0  # RegisteredPoStProof
+
+pytestmark = pytest.mark.usefixtures("module_circuit_cache")
 
 
 class BudgetedWitness(NumpyWitness):
@@ -107,6 +110,11 @@ def test_device_witness_fits_its_reservations_and_gives_everything_back(tmp_path
         assert "witness plan winning-2k" in vram.peak_by_operation
         assert vram.peak_by_operation["witness assignment"] > 0
         assert maker.assignments == {}  # each assignment freed after its proof
+        # the key proves with the matrices on its device and holds no host R1CS;
+        # the kind let go of the mapping the upload read (a later r1cs() maps the
+        # cache file again)
+        (key,) = e.srs._entries["winning-2k"].prepared.values()
+        assert key.r1cs is None and key.matrices
         plan_holds = sum(h.nbytes for h in maker.holds)
         assert 0 < plan_holds <= vram.peak_by_operation["witness plan winning-2k"]
         # a dropped device gives its plans back, then the key goes: nothing is left

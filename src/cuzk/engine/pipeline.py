@@ -426,11 +426,15 @@ class Pipeline:
             with device.activate(), lent:
                 if self.faults is not None:
                     self.faults.before_proof(device.ordinal)
+                # a key on a device proves with the matrices it holds there (it let
+                # go of the host's: SrsManager.acquire_device); r1cs gives the shape
+                circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
-                    proof = prover.prove(lease.key, r1cs, witness.assignment, times=stages)
+                    _check_length(witness.assignment, r1cs)
+                    proof = prover.prove(lease.key, circuit, witness.assignment, times=stages)
                 else:
                     proof = self._prove_device_witness(
-                        item, handler, plan, maker, lease.key, r1cs, stages
+                        item, handler, plan, maker, lease.key, r1cs, circuit, stages
                     )
             end = time.monotonic()
             dt = end - t
@@ -457,6 +461,7 @@ class Pipeline:
         maker: Any,
         key: Any,
         r1cs: Any,
+        circuit: Any,
         stages: prover.StageTimes,
     ) -> Proof:
         """The partition's assignment made on the device from its hint table, its
@@ -475,7 +480,8 @@ class Pipeline:
                     "its vanilla proofs do not answer the request's public inputs "
                     "(challenges, commitments)",
                 )
-            return prover.prove(key, r1cs, W, times=stages)
+            _check_length(W, r1cs)
+            return prover.prove(key, circuit, W, times=stages)
         finally:
             maker.free(W)
             del W
@@ -681,6 +687,13 @@ class Pipeline:
                 )
             finally:
                 state.job_id = state.kind = ""
+
+
+def _check_length(assignment: Any, r1cs: Any) -> None:
+    if tuple(assignment.shape) != (r1cs.num_variables, 4):
+        raise InputError(
+            "witness", "length", f"{len(assignment)} values, the circuit has {r1cs.num_variables}"
+        )
 
 
 def _forget(plan: StaticPlan, maker: Any, holds: list, res: Any) -> None:

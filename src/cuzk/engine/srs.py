@@ -581,6 +581,13 @@ class SrsManager:
                         raise
                     finally:
                         self._loaded(e, source)
+                    # The matrices are on the device now: the key proves with them
+                    # (prove(key, None, …)) and lets go of the host's, and the kind
+                    # drops its mapping of them, whose pages the upload touched (the
+                    # next r1cs() maps the cache file again, untouched: counts only).
+                    prepared.r1cs = None
+                    del r1cs
+                    e.handler.forget_r1cs(e.circuit_id)
                     with self._lock:
                         e.prepared[device.ordinal] = prepared
                         e.reservations[device.ordinal] = key_res

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from cuzk.backends.cpu import CpuBackend
-from cuzk.circuits.cache import cache_dir
+from cuzk.circuits.cache import cache_dir, load_or_build_r1cs, r1cs_path
+from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
 from cuzk.circuits.static_plan import StaticPlan, load_or_build
 from cuzk.engine.jobs import ProofKind, ProofRequest
@@ -137,6 +138,13 @@ class ProofKindHandler(ABC):
     def synthesize(self, circuit_id: str, partition: PartitionInput) -> Witness:
         """One partition's witness."""
 
+    def forget_r1cs(self, circuit_id: str) -> None:
+        """Let go of the circuit's R1CS (a device holds its matrices now): kinds
+        whose matrices are mapped from the circuit cache drop the mapping, so the
+        pages a key's upload read leave the process; the next :meth:`r1cs` maps
+        the file again. Kinds that build the R1CS in memory keep it (default)."""
+        return None
+
     def witness_hints(self, circuit_id: str, partition: PartitionInput) -> Witness:
         """One partition checked as :meth:`synthesize` checks it (its vanilla
         proofs), without its assignment: ``Witness(None, inputs, hints)``, for
@@ -211,6 +219,39 @@ class ProofKindHandler(ABC):
     def assemble(self, partition_proofs: list[bytes]) -> bytes:
         """The proof bytes returned to the client: partitions in order, concatenated."""
         return b"".join(partition_proofs)
+
+
+class R1csCache:
+    """Each circuit's R1CS as :func:`load_or_build_r1cs` gives it: built once,
+    then mapped from the circuit cache. :meth:`forget` drops a mapped one (a
+    device holds its matrices: the pages its upload read leave the process,
+    and the next :meth:`get` maps the file again, untouched); one that could
+    not be cached (built in memory) is kept, as rebuilding it costs minutes."""
+
+    def __init__(self, compiled: Callable[[str], CompiledCircuit]) -> None:
+        self._compiled = compiled
+        self._r1cs: dict[str, R1CS] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, circuit_id: str) -> R1CS:
+        with self._lock:
+            got = self._r1cs.get(circuit_id)
+            if got is not None:
+                return got
+            lock = self._locks.setdefault(circuit_id, threading.Lock())
+        with lock:  # built once; the others wait for it
+            got = self._r1cs.get(circuit_id)
+            if got is None:
+                got = load_or_build_r1cs(self._compiled(circuit_id))
+                with self._lock:
+                    self._r1cs[circuit_id] = got
+            return got
+
+    def forget(self, circuit_id: str) -> None:
+        if r1cs_path(self._compiled(circuit_id)).exists():
+            with self._lock:
+                self._r1cs.pop(circuit_id, None)
 
 
 class PlanCache:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
+from cuzk.circuits.cache import r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.porep import c2
 from cuzk.circuits.static_plan import StaticPlan
@@ -30,6 +30,7 @@ from cuzk.engine.kinds.base import (
     PartitionInput,
     PlanCache,
     ProofKindHandler,
+    R1csCache,
     Witness,
 )
 from cuzk.errors import InputError
@@ -44,9 +45,7 @@ def compiled_for(cid: str) -> CompiledCircuit:
     return c2.compiled(cid)
 
 
-@functools.lru_cache(maxsize=4)
-def _r1cs(cid: str) -> R1CS:
-    return load_or_build_r1cs(compiled_for(cid))
+_R1CS = R1csCache(compiled_for)  # mapped from the circuit cache once built
 
 
 def compiled_shape(cc: CompiledCircuit) -> tuple[int, int]:
@@ -94,8 +93,11 @@ class PoRepKind(ProofKindHandler):
             return False
         return True
 
+    def forget_r1cs(self, cid: str) -> None:
+        _R1CS.forget(cid)
+
     def r1cs(self, cid: str) -> R1CS:
-        return _r1cs(cid)
+        return _R1CS.get(cid)
 
     def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
         req: c2.C2Request = partition.data

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
-from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
+from cuzk.circuits.cache import r1cs_build_bytes
 from cuzk.circuits.catalog import compiled_circuit
 from cuzk.circuits.post.circuit import public_inputs, witness
 from cuzk.circuits.post.config import (
@@ -47,6 +47,7 @@ from cuzk.engine.kinds.base import (
     PartitionInput,
     PlanCache,
     ProofKindHandler,
+    R1csCache,
     Witness,
 )
 from cuzk.errors import InputError
@@ -67,9 +68,13 @@ def _compiled(kind: str, size: int) -> Any:
     return compiled_circuit(kind, size)
 
 
-@functools.lru_cache(maxsize=8)
-def _r1cs(kind: str, size: int) -> R1CS:
-    return load_or_build_r1cs(_compiled(kind, size))
+def _compiled_by_id(cid: str) -> Any:
+    prefix, _, short = cid.partition("-")
+    kind = {v: k for k, v in _PREFIX.items()}[prefix]
+    return _compiled(kind, _SIZES[short])
+
+
+_R1CS = R1csCache(_compiled_by_id)  # mapped from the circuit cache once built
 
 
 class PoStKind(ProofKindHandler):
@@ -145,9 +150,12 @@ class PoStKind(ProofKindHandler):
             return False
         return True
 
+    def forget_r1cs(self, cid: str) -> None:
+        _R1CS.forget(cid)
+
     def r1cs(self, cid: str) -> R1CS:
-        cfg = self._cid_config(cid)
-        return _r1cs(cfg.kind, cfg.sector_size)
+        self._cid_config(cid)  # InputError when it is not one of this kind's
+        return _R1CS.get(cid)
 
     def query_sizes(self, cid: str) -> tuple[int, int]:
         cfg = self._cid_config(cid)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
+from cuzk.circuits.cache import r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update import c2
@@ -31,6 +31,7 @@ from cuzk.engine.kinds.base import (
     PartitionInput,
     PlanCache,
     ProofKindHandler,
+    R1csCache,
     Witness,
 )
 from cuzk.engine.kinds.envelopes import sector_size_name
@@ -48,13 +49,11 @@ _BY_NUMBER = {
 }
 
 
-@functools.lru_cache(maxsize=4)
-def _r1cs(cid: str) -> R1CS:
-    return load_or_build_r1cs(compiled_for(cid))
-
-
 def compiled_for(cid: str) -> CompiledCircuit:
     return c2.compiled(cid)
+
+
+_R1CS = R1csCache(compiled_for)  # mapped from the circuit cache once built
 
 
 class SnapKind(ProofKindHandler):
@@ -120,8 +119,11 @@ class SnapKind(ProofKindHandler):
             return False
         return True
 
+    def forget_r1cs(self, cid: str) -> None:
+        _R1CS.forget(cid)
+
     def r1cs(self, cid: str) -> R1CS:
-        return _r1cs(cid)
+        return _R1CS.get(cid)
 
     def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
         params, raw, (comm_r_old, comm_d_new, comm_r_new) = partition.data
