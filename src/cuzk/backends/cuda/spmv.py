@@ -34,7 +34,7 @@ LONG_ROW = 32  # rows with more entries go one warp per row (warp kernel)
 KERNELS = ("warp", "seg")
 # The segmented kernel: on the CPU twin bit-exact and, by instruction count,
 # several times cheaper per entry than the warp kernel (A·w 11.8 ms on the
-# H200: docs/device-notes/ntt.md, "v5"); cuzk-bench kernels times both, one after
+# H200: docs/device-notes/ntt.md#v5); cuzk-bench kernels times both, one after
 # the other.
 DEFAULT_KERNEL = "seg"
 SEG_ROWS = 256  # spmv.cu's SPMV_SEG_ROWS

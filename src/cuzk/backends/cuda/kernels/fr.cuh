@@ -9,7 +9,8 @@
 //
 // Two multiplications, both CIOS on even/odd PTX carry chains
 // (mad.lo.cc / madc.hi.cc), chosen at compile time by FR_MUL_FOLDED
-// (measured on the H200: docs/device-notes/ntt.md, "v2" and "v7"):
+// (measured on the H200: docs/device-notes/ntt.md#v2 and
+// docs/device-notes/ntt.md#v7-predictions-written-before-its-device-run-outcome-at-the-end):
 //   1  fr_mul_chains_folded: p's two low words folded into additions (the
 //      default: fastest in the multiply probe and the element-wise kernels),
 //   0  fr_mul_chains: every reduction product kept (ntt.cu's choice: fewer

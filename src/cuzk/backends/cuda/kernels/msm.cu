@@ -33,8 +33,8 @@ typedef xyzz_t<field> point;
 
 // The bucket-accumulation loops inline the mixed addition: at G1 2^24 it
 // measured 23 % faster than the call, whose stack traffic cost more than the
-// occupancy it saved (docs/device-notes/msm.md, "Call 2 (2026-11-30, 80 s of
-// device time)").
+// occupancy it saved
+// (docs/device-notes/msm.md#call-2-2026-11-30-80-s-of-device-time).
 static __device__ __forceinline__ point hot_add_affine(const point& p, const affine& a) {
     return add_affine_inline(p, a);
 }
@@ -43,7 +43,7 @@ static __device__ __forceinline__ point hot_add_affine(const point& p, const aff
 #define XYZZ_WORDS (4 * words<field>::n)
 #define NO_KEY 0xffffffffu
 // Blocks of 128 per SM that the accumulation kernels must fit (a register
-// cap). G1 at 2^24 (docs/device-notes/msm.md, "Call 3 (2026-11-30, 165 s of device time)"):
+// cap). G1 at 2^24 (docs/device-notes/msm.md#call-3-2026-11-30-165-s-of-device-time):
 // 4 blocks (128 registers, 16 warps/SM, 56 B of spills) 189 ms of
 // accumulation, 3 blocks (168) 209 ms, uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
 // so it stays uncapped.
@@ -456,8 +456,7 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
         }
     }
     // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
-    // products (docs/device-notes/msm.md, "Version 2 as built (before its
-    // device call)").
+    // products (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
     field inv = inverse_fast(acc);
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;

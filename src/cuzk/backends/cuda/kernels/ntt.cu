@@ -19,7 +19,8 @@
 // consecutive j2 of one segment when S > 1 (so loads and stores cover C*32
 // contiguous bytes), or C consecutive segments in the last pass (S = 1).
 //
-// Measured choices (docs/device-notes/ntt.md, "v6" and "v7"): fr_mul_chains,
+// Measured choices (docs/device-notes/ntt.md#v6 and
+// docs/device-notes/ntt.md#v7-predictions-written-before-its-device-run-outcome-at-the-end): fr_mul_chains,
 // the multiplication without folding (FR_MUL_FOLDED 0: fewer registers than
 // the folded one, no spill under the cap, 2-3 % faster inside the NTT); lazy
 // butterfly outputs where a product follows (ntt.cuh).

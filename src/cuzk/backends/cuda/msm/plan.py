@@ -32,7 +32,7 @@ class Tuning:
     target_threads: int = 1 << 17
     # Bucket accumulation: "affine" (rounds of batched-affine pair sums, then
     # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone, version 1:
-    # docs/device-notes/msm.md, "Design as first built (v1)").
+    # docs/device-notes/msm.md#design-as-first-built-v1).
     method: str = "affine"
     affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
     affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
