@@ -176,6 +176,13 @@ def test_wrong_witness_length_and_input_count_are_refused(demo):
     _, r1, pk, key, cs, proof = demo
     with pytest.raises(InputError, match="witness"):
         prover.prove(key, r1, fr_to_array(cs.assignment()[:-1]))
+    # proving with the key's own matrices (no R1CS given): the key knows the length
+    assert key.num_variables == r1.num_variables
+    with pytest.raises(InputError, match="witness"):
+        prover.prove(key, None, fr_to_array(cs.assignment()[:-1]))
+    assert verifier.verify(
+        pk.vk, cs.public_inputs(), prover.prove(key, None, fr_to_array(cs.assignment()))
+    )
     with pytest.raises(InputError, match="count"):
         verifier.verify(pk.vk, cs.public_inputs()[:-1], proof)
     with pytest.raises(InputError, match="canonical"):

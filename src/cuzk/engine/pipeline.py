@@ -346,11 +346,8 @@ class Pipeline:
         with self._plans_lock:
             lock = self._device_locks.setdefault(device.ordinal, threading.Lock())
         with lock:  # one upload at a time per device; other devices go on
-            got = self._device_plans.get(key)
-            if got is not None and got[0] is plan:
+            if key in self._device_plans:  # (a circuit's plan is one object per process)
                 return maker
-            if got is not None:  # another plan of the circuit (the cache was rebuilt)
-                self._drop_plan(device, key)
             res = None
             if device.budget is not None:
                 (res,) = device.budget.reserve(
@@ -427,14 +424,13 @@ class Pipeline:
                 if self.faults is not None:
                     self.faults.before_proof(device.ordinal)
                 # a key on a device proves with the matrices it holds there (it let
-                # go of the host's: SrsManager.acquire_device); r1cs gives the shape
+                # go of the host's: SrsManager.acquire_device)
                 circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
-                    _check_length(witness.assignment, r1cs)
                     proof = prover.prove(lease.key, circuit, witness.assignment, times=stages)
                 else:
                     proof = self._prove_device_witness(
-                        item, handler, plan, maker, lease.key, r1cs, circuit, stages
+                        item, handler, plan, maker, lease.key, circuit, stages
                     )
             end = time.monotonic()
             dt = end - t
@@ -460,7 +456,6 @@ class Pipeline:
         plan: StaticPlan,
         maker: Any,
         key: Any,
-        r1cs: Any,
         circuit: Any,
         stages: prover.StageTimes,
     ) -> Proof:
@@ -470,8 +465,7 @@ class Pipeline:
         W = plan.run_table(maker, item.witness.hints)
         try:
             inputs = list(item.public_inputs)
-            got = W[1 : 1 + len(inputs)]
-            got = got.get() if hasattr(got, "get") else np.asarray(got)
+            got = key.backend.to_host(W[1 : 1 + len(inputs)])
             stages.detail["witness"] = time.perf_counter() - t  # synchronised by the copy
             if not np.array_equal(got, fr_to_array(inputs)):
                 raise InputError(
@@ -480,11 +474,9 @@ class Pipeline:
                     "its vanilla proofs do not answer the request's public inputs "
                     "(challenges, commitments)",
                 )
-            _check_length(W, r1cs)
             return prover.prove(key, circuit, W, times=stages)
         finally:
             maker.free(W)
-            del W
 
     # --- placement and failover -------------------------------------------------------
     def device_loads(self) -> dict[int, DeviceLoad]:
@@ -687,13 +679,6 @@ class Pipeline:
                 )
             finally:
                 state.job_id = state.kind = ""
-
-
-def _check_length(assignment: Any, r1cs: Any) -> None:
-    if tuple(assignment.shape) != (r1cs.num_variables, 4):
-        raise InputError(
-            "witness", "length", f"{len(assignment)} values, the circuit has {r1cs.num_variables}"
-        )
 
 
 def _forget(plan: StaticPlan, maker: Any, holds: list, res: Any) -> None:

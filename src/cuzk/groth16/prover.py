@@ -75,6 +75,7 @@ class PreparedKey:
     b_select: np.ndarray  # assignment indices feeding the b queries
     num_inputs: int
     r1cs: R1CS | None = None  # the circuit whose matrices follow
+    num_variables: int = 0  # its assignment's length (0: not known, a snarkjs key)
     matrices: tuple[Any, ...] = ()  # A, B, C made ready on the backend
     a_index: Any = None  # a_select / b_select where the backend gathers (Backend.prepare_index)
     b_index: Any = None
@@ -260,6 +261,7 @@ def _prepared(
         b_select=b_select,
         num_inputs=r1cs.num_inputs if r1cs is not None else int(num_inputs or 0),
         r1cs=r1cs,
+        num_variables=r1cs.num_variables if r1cs is not None else 0,
         matrices=tuple(prepared),
         a_index=a_index,
         b_index=b_index,
@@ -310,17 +312,17 @@ def prove(
     """A Groth16 proof for a full assignment ((n, 4) uint64: a host array, or
     the backend's own array when the witness was made there).
 
-    ``r1cs`` is the circuit whose matrices the assignment is evaluated on
-    (its length is checked against it); None means the key's own prepared
-    matrices, for a caller that has checked the assignment itself (a snarkjs
-    key, :func:`prepare_parts`). The assignment crosses to the backend once;
-    the a and b queries' scalars are gathered where it lives
-    (``Backend.gather``), never on the host.
+    ``r1cs`` is the circuit whose matrices the assignment is evaluated on;
+    None means the key's own prepared matrices (a key on a device, which let
+    go of the host's; a snarkjs key, :func:`prepare_parts`). The assignment's
+    length is checked against the circuit's (``r1cs``, else the key's own,
+    when it knows it). The assignment crosses to the backend once; the a and
+    b queries' scalars are gathered where it lives (``Backend.gather``),
+    never on the host.
     """
-    if r1cs is not None and tuple(assignment.shape) != (r1cs.num_variables, 4):
-        raise InputError(
-            "witness", "length", f"{len(assignment)} values, the circuit has {r1cs.num_variables}"
-        )
+    n = r1cs.num_variables if r1cs is not None else key.num_variables
+    if n and tuple(assignment.shape) != (n, 4):
+        raise InputError("witness", "length", f"{len(assignment)} values, the circuit has {n}")
     if r1cs is None and not key.matrices:
         raise ValueError("prove: no R1CS given and the key holds no matrices")
     be = key.backend
