@@ -10,11 +10,12 @@ Filecoin's multi-partition proofs are).
 
 from __future__ import annotations
 
+import functools
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -46,6 +47,8 @@ SYNTHESIS_BYTES_PER_VARIABLE = 96
 HINTS_BYTES = 64 << 20
 
 DEV_KEY_PREFIX = "cuzk-dev-"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -153,9 +156,21 @@ class ProofKindHandler(ABC):
 
     def witness_plan(self, circuit_id: str, hints: Any = None) -> StaticPlan:
         """The circuit's static witness plan, recorded once from any partition's
-        ``hints`` and kept in the circuit cache (without hints: the one this
-        process holds, or the cache's)."""
+        ``hints`` (:meth:`record_witness_plan`) and kept in the circuit cache
+        (without hints: the one this process holds, or the cache's)."""
+        build = None
+        if hints is not None:
+            build = functools.partial(self.record_witness_plan, circuit_id, hints)
+        return WITNESS_PLANS.get(circuit_id, build)
+
+    def record_witness_plan(self, circuit_id: str, hints: Any) -> StaticPlan:
+        """Record the circuit's static witness plan from ``hints``' shape."""
         raise NotImplementedError(f"{self.kind.label}: no device witness")
+
+    def hint_witness(self, circuit_id: str, hints: Any, inputs: Sequence[int]) -> Witness:
+        """What :meth:`witness_hints` returns: the checked partition's hint table."""
+        table = self.witness_plan(circuit_id, hints).hint_table(hints)
+        return Witness(assignment=None, public_inputs=tuple(inputs), hints=table)
 
     def hints_bytes(self, circuit_id: str) -> int:
         """Host bytes a partition holds from its check until its proof when its
@@ -221,7 +236,35 @@ class ProofKindHandler(ABC):
         return b"".join(partition_proofs)
 
 
-class R1csCache:
+class OnceByCircuit(Generic[T]):
+    """Values by circuit id, each made once in this process: callers of one id
+    wait for its maker, the other ids' go on."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, T] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def once(self, circuit_id: str, make: Callable[[], T]) -> T:
+        with self._lock:
+            got = self._values.get(circuit_id)
+            if got is not None:
+                return got
+            lock = self._locks.setdefault(circuit_id, threading.Lock())
+        with lock:
+            got = self._values.get(circuit_id)
+            if got is None:
+                got = make()
+                with self._lock:
+                    self._values[circuit_id] = got
+            return got
+
+    def drop(self, circuit_id: str) -> None:
+        with self._lock:
+            self._values.pop(circuit_id, None)
+
+
+class R1csCache(OnceByCircuit[R1CS]):
     """Each circuit's R1CS as :func:`load_or_build_r1cs` gives it: built once,
     then mapped from the circuit cache. :meth:`forget` drops a mapped one (a
     device holds its matrices: the pages its upload read leave the process,
@@ -229,64 +272,38 @@ class R1csCache:
     not be cached (built in memory) is kept, as rebuilding it costs minutes."""
 
     def __init__(self, compiled: Callable[[str], CompiledCircuit]) -> None:
+        super().__init__()
         self._compiled = compiled
-        self._r1cs: dict[str, R1CS] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
 
     def get(self, circuit_id: str) -> R1CS:
-        with self._lock:
-            got = self._r1cs.get(circuit_id)
-            if got is not None:
-                return got
-            lock = self._locks.setdefault(circuit_id, threading.Lock())
-        with lock:  # built once; the others wait for it
-            got = self._r1cs.get(circuit_id)
-            if got is None:
-                got = load_or_build_r1cs(self._compiled(circuit_id))
-                with self._lock:
-                    self._r1cs[circuit_id] = got
-            return got
+        return self.once(circuit_id, lambda: load_or_build_r1cs(self._compiled(circuit_id)))
 
     def forget(self, circuit_id: str) -> None:
         if r1cs_path(self._compiled(circuit_id)).exists():
-            with self._lock:
-                self._r1cs.pop(circuit_id, None)
+            self.drop(circuit_id)
 
 
-class PlanCache:
+class PlanCache(OnceByCircuit[StaticPlan]):
     """Static witness plans by circuit id, one per process: recorded from the
     first partition's hints (or loaded from the circuit cache, where a
     synthesis process that recorded it left it)."""
 
-    def __init__(self) -> None:
-        self._plans: dict[str, StaticPlan] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
-
     def get(self, circuit_id: str, build: Callable[[], StaticPlan] | None) -> StaticPlan:
         """The plan of ``circuit_id``; ``build`` records it (None: only a cached one)."""
-        with self._lock:
-            plan = self._plans.get(circuit_id)
-            if plan is not None:
-                return plan
-            lock = self._locks.setdefault(circuit_id, threading.Lock())
-        with lock:  # one recording per circuit; the others wait for it
-            plan = self._plans.get(circuit_id)
-            if plan is None:
 
-                def make() -> StaticPlan:
-                    if build is None:
-                        raise RuntimeError(
-                            f"{circuit_id}: no static witness plan in the circuit cache "
-                            f"({cache_dir()}) and no partition's hints here to record one"
-                        )
-                    return build()
+        def make() -> StaticPlan:
+            if build is None:
+                raise RuntimeError(
+                    f"{circuit_id}: no static witness plan in the circuit cache "
+                    f"({cache_dir()}) and no partition's hints here to record one"
+                )
+            return build()
 
-                plan = load_or_build(circuit_id, make)
-                with self._lock:
-                    self._plans[circuit_id] = plan
-            return plan
+        return self.once(circuit_id, lambda: load_or_build(circuit_id, make))
+
+
+# Every kind's plans (circuit ids are unique across kinds).
+WITNESS_PLANS = PlanCache()
 
 
 def domain_size(num_constraints: int) -> int:

@@ -17,7 +17,6 @@ before any proving.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from cuzk.circuits.cache import r1cs_build_bytes
@@ -28,7 +27,6 @@ from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
     ParsedRequest,
     PartitionInput,
-    PlanCache,
     ProofKindHandler,
     R1csCache,
     Witness,
@@ -37,7 +35,6 @@ from cuzk.errors import InputError
 from cuzk.r1cs.system import R1CS
 
 SOURCE = "c1.json"
-_PLANS = PlanCache()
 
 
 def compiled_for(cid: str) -> CompiledCircuit:
@@ -99,24 +96,23 @@ class PoRepKind(ProofKindHandler):
     def r1cs(self, cid: str) -> R1CS:
         return _R1CS.get(cid)
 
-    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+    @staticmethod
+    def _request(cid: str, partition: PartitionInput) -> c2.C2Request:
         req: c2.C2Request = partition.data
         if req.circuit_id != cid:
             raise InputError(SOURCE, "registered_proof", f"is for {req.circuit_id}, not {cid}")
-        assignment, inputs = c2.synthesize(req, partition.index)
+        return req
+
+    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+        assignment, inputs = c2.synthesize(self._request(cid, partition), partition.index)
         return Witness(assignment=assignment, public_inputs=tuple(inputs))
 
     def witness_hints(self, cid: str, partition: PartitionInput) -> Witness:
-        req: c2.C2Request = partition.data
-        if req.circuit_id != cid:
-            raise InputError(SOURCE, "registered_proof", f"is for {req.circuit_id}, not {cid}")
-        hints, inputs = c2.checked_hints(req, partition.index)
-        table = self.witness_plan(cid, hints).hint_table(hints)
-        return Witness(assignment=None, public_inputs=tuple(inputs), hints=table)
+        hints, inputs = c2.checked_hints(self._request(cid, partition), partition.index)
+        return self.hint_witness(cid, hints, inputs)
 
-    def witness_plan(self, cid: str, hints: Any = None) -> StaticPlan:
-        build = None if hints is None else functools.partial(c2.witness_plan, cid, hints)
-        return _PLANS.get(cid, build)
+    def record_witness_plan(self, cid: str, hints: Any) -> StaticPlan:
+        return c2.witness_plan(cid, hints)
 
     def shape(self, cid: str) -> tuple[int, int]:
         return compiled_shape(compiled_for(cid))

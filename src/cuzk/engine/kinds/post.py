@@ -45,7 +45,6 @@ from cuzk.engine.kinds.base import (
     HINTS_BYTES,
     ParsedRequest,
     PartitionInput,
-    PlanCache,
     ProofKindHandler,
     R1csCache,
     Witness,
@@ -56,7 +55,6 @@ from cuzk.r1cs.system import R1CS
 _PREFIX = {WINNING: "winning", WINDOW: "wpost"}
 _SIZES = {"2k": 2 << 10, "8m": 8 << 20, "512m": 512 << 20, "32g": 32 << 30, "64g": 64 << 30}
 _SIZE_NAMES = {v: k for k, v in _SIZES.items()}
-_PLANS = PlanCache()
 
 
 def post_circuit_id(config: PoStConfig) -> str:
@@ -194,18 +192,11 @@ class PoStKind(ProofKindHandler):
         cfg, proofs, pub = self._checked(partition)
         if post_circuit_id(cfg) != cid:
             raise InputError(self.source, "sector_size", f"is for {post_circuit_id(cfg)}")
-        hints = slot_hint_arrays(cfg, proofs)
-        table = self.witness_plan(cid, hints).hint_table(hints)
-        return Witness(assignment=None, public_inputs=tuple(pub), hints=table)
+        return self.hint_witness(cid, slot_hint_arrays(cfg, proofs), pub)
 
-    def witness_plan(self, cid: str, hints: Any = None) -> StaticPlan:
+    def record_witness_plan(self, cid: str, hints: Any) -> StaticPlan:
         cfg = self._cid_config(cid)
-        build = None
-        if hints is not None:
-            build = functools.partial(
-                device_static_plan, _compiled(cfg.kind, cfg.sector_size), cfg, hints
-            )
-        return _PLANS.get(cid, build)
+        return device_static_plan(_compiled(cfg.kind, cfg.sector_size), cfg, hints)
 
 
 def register(registry: Any) -> None:

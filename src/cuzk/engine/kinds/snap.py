@@ -16,7 +16,6 @@ commitments when synthesized, so a bad one fails its job with the reason.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from cuzk.circuits.cache import r1cs_build_bytes
@@ -29,7 +28,6 @@ from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
     ParsedRequest,
     PartitionInput,
-    PlanCache,
     ProofKindHandler,
     R1csCache,
     Witness,
@@ -41,7 +39,6 @@ from cuzk.hashers.domain import fr_from_le_bytes
 from cuzk.r1cs.system import R1CS
 
 SOURCE = "snap request"
-_PLANS = PlanCache()
 # RegisteredUpdateProof number → sector size (the enum is in size order).
 _BY_NUMBER = {
     i: UpdateParams.of(name.removeprefix("StackedDrg").removesuffix("V1")).sector_bytes
@@ -125,28 +122,24 @@ class SnapKind(ProofKindHandler):
     def r1cs(self, cid: str) -> R1CS:
         return _R1CS.get(cid)
 
-    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
-        params, raw, (comm_r_old, comm_d_new, comm_r_new) = partition.data
+    @staticmethod
+    def _arguments(cid: str, partition: PartitionInput) -> tuple:
+        """(params, the partition's proof bytes, its index, the three roots, source)."""
+        params, raw, roots = partition.data
         if c2.circuit_id(params) != cid:
             raise InputError(SOURCE, "sector_size", f"is for {c2.circuit_id(params)}, not {cid}")
-        assignment, inputs = c2.synthesize(
-            params, raw, partition.index, comm_r_old, comm_d_new, comm_r_new, SOURCE
-        )
+        return (params, raw, partition.index, *roots, SOURCE)
+
+    def synthesize(self, cid: str, partition: PartitionInput) -> Witness:
+        assignment, inputs = c2.synthesize(*self._arguments(cid, partition))
         return Witness(assignment=assignment, public_inputs=tuple(inputs))
 
     def witness_hints(self, cid: str, partition: PartitionInput) -> Witness:
-        params, raw, (comm_r_old, comm_d_new, comm_r_new) = partition.data
-        if c2.circuit_id(params) != cid:
-            raise InputError(SOURCE, "sector_size", f"is for {c2.circuit_id(params)}, not {cid}")
-        hints, inputs = c2.checked_hints(
-            params, raw, partition.index, comm_r_old, comm_d_new, comm_r_new, SOURCE
-        )
-        table = self.witness_plan(cid, hints).hint_table(hints)
-        return Witness(assignment=None, public_inputs=tuple(inputs), hints=table)
+        hints, inputs = c2.checked_hints(*self._arguments(cid, partition))
+        return self.hint_witness(cid, hints, inputs)
 
-    def witness_plan(self, cid: str, hints: Any = None) -> StaticPlan:
-        build = None if hints is None else functools.partial(c2.witness_plan, cid, hints)
-        return _PLANS.get(cid, build)
+    def record_witness_plan(self, cid: str, hints: Any) -> StaticPlan:
+        return c2.witness_plan(cid, hints)
 
     def shape(self, cid: str) -> tuple[int, int]:
         return compiled_shape(compiled_for(cid))
