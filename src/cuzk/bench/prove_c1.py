@@ -140,17 +140,6 @@ def _hint_tables(request, ks: list[int], processes: int):
         yield k, kind.witness_plan(request.circuit_id, hints).hint_table(hints), inputs
 
 
-def _witness_device(backend):
-    """Where the backend makes witnesses from a static plan."""
-    if backend.name == "cuda":
-        from cuzk.backends.cuda.witness import CudaWitness
-
-        return CudaWitness(backend.ctx)
-    from cuzk.circuits.program_numpy import NumpyWitness
-
-    return NumpyWitness()
-
-
 def _key_source(args: argparse.Namespace, cid: str, r1cs, backend):
     """The key prove-c1 loads: the circuit's files (written first as development
     parameters when missing and the disk allows), or a development key made as
@@ -200,6 +189,7 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.circuits.cache import load_or_build_r1cs
     from cuzk.circuits.porep import c2
     from cuzk.circuits.porep.vanilla import Verifier
+    from cuzk.engine.devices import witness_device_for
     from cuzk.engine.keygen import ProgressLog
     from cuzk.groth16 import prover, verifier
     from cuzk.groth16.proof import encode_proofs
@@ -246,7 +236,7 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
             if on_device:
                 if plan is None:
                     plan = _kind().witness_plan(request.circuit_id)
-                    maker = _witness_device(backend)
+                    maker = witness_device_for(backend)
                     t = mark("witness_plan", t)
                 t0 = time.perf_counter()
                 w = plan.run_table(maker, w_k)

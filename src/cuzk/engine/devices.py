@@ -69,19 +69,10 @@ class Device:
     def witness_device(self) -> Any:
         """Where this device makes witnesses from static plans (one per device):
         the witness kernels on a GPU, the numpy interpreter on the CPU."""
-        got = self._witness
-        if got is None:
-            if self.backend.name == "cuda":
-                from cuzk.backends.cuda.witness import CudaWitness
-
-                with self.activate():
-                    got = CudaWitness(self.backend.ctx)
-            else:
-                from cuzk.circuits.program_numpy import NumpyWitness
-
-                got = NumpyWitness()
-            self._witness = got
-        return got
+        if self._witness is None:
+            with self.activate():
+                self._witness = witness_device_for(self.backend)
+        return self._witness
 
     def working_bytes(self, r1cs: R1CS) -> int:
         """Device memory one partition's proof needs beyond its key."""
@@ -103,6 +94,18 @@ class Device:
 
 
 PROBE_SIZE = 64
+
+
+def witness_device_for(backend: Backend) -> Any:
+    """Where ``backend`` makes witnesses from static plans: the witness kernels
+    on a CUDA GPU (its device context), the numpy interpreter elsewhere."""
+    if backend.name == "cuda":
+        from cuzk.backends.cuda.witness import CudaWitness
+
+        return CudaWitness(backend.ctx)
+    from cuzk.circuits.program_numpy import NumpyWitness
+
+    return NumpyWitness()
 
 
 def gpu_working_bytes(num_constraints: int, num_variables: int) -> int:
