@@ -36,16 +36,8 @@ EOF
 step "daemon start"
 python3 -m cuzk.cli.daemon --config "$home/cuzk.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!
-peak=0
-( while kill -0 "$daemon" 2>/dev/null; do
-    t=0; a=0
-    for p in $daemon $(pgrep -P "$daemon"); do
-      r=$(awk '/^VmRSS/{print $2}' /proc/$p/status 2>/dev/null); t=$((t + ${r:-0}))
-      r=$(awk '/^RssAnon/{print $2}' /proc/$p/status 2>/dev/null); a=$((a + ${r:-0}))
-    done
-    echo "$t $a" >>"$OUT/daemon-mem.txt"
-    sleep 1
-  done ) &
+# the daemon's process tree: peak host memory at its end
+python3 -m cuzk.bench.hostmem "$daemon" >"$OUT/hostmem.json" 2>/dev/null &
 sampler=$!
 addr="unix://$home/cuzk.sock"
 for _ in $(seq 120); do [ -S "$home/cuzk.sock" ] && break; sleep 0.5; done
@@ -66,8 +58,7 @@ else
     --registered-proof 8 --sector-num 1 --miner-id 1000 2>&1 | tee "$OUT/single.log" | tail -15
 fi
 python3 -m cuzk.cli.bench status -a "$addr" 2>&1 | tee "$OUT/status.log" | head -30
-kill "$daemon"; wait "$daemon" 2>/dev/null; kill "$sampler" 2>/dev/null
-sort -n "$OUT/daemon-mem.txt" | tail -1 | awk '{printf "daemon peak VmRSS %.1f GiB\n", $1/1048576}'
-sort -n -k2 "$OUT/daemon-mem.txt" | tail -1 | awk '{printf "daemon peak RssAnon %.1f GiB\n", $2/1048576}'
+kill "$daemon"; wait "$daemon" 2>/dev/null; wait "$sampler"
+echo "daemon process tree, host peak: $(cat "$OUT/hostmem.json")"
 grep -E "loading|development|matrices|INSECURE|ERROR|Traceback" "$OUT/daemon.log" | tail -15
 step "done"

@@ -40,6 +40,7 @@ procs=${CUZK_PROCESSES:-16}
 http=127.0.0.1:9821
 results=$home/multigpu.txt
 daemon=""
+sampler=""
 
 write_config() {  # name, devices
   cat >"$home/$1.toml" <<EOF
@@ -71,13 +72,15 @@ start_daemon() {  # name, devices; the rest of the environment is the caller's
   daemon=$!
   # the daemon's process tree (synthesis workers included): peak host memory at its end
   python3 -m cuzk.bench.hostmem "$daemon" >"$OUT/hostmem-$1.json" 2>/dev/null &
+  sampler=$!
   for _ in $(seq 240); do [ -S "$home/$1.sock" ] && return 0; sleep 0.5; done
   echo "daemon '$1' did not start:"; tail -20 "$OUT/daemon-$1.log"; return 1
 }
 
 stop_daemon() {
   [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-  daemon=""
+  [ -n "$sampler" ] && wait "$sampler"  # it prints the peaks once the daemon is gone
+  daemon="" sampler=""
 }
 trap stop_daemon EXIT
 
@@ -121,7 +124,6 @@ batch_run() {  # name, devices
   local rc=${PIPESTATUS[0]}
   snapshot "$1" | tee "$OUT/devices-$1.txt"
   stop_daemon
-  sleep 1.5  # the sampler notices the daemon's end
   echo "  host peak of the daemon and its workers: $(cat "$OUT/hostmem-$1.json" 2>/dev/null)" |
     tee -a "$OUT/devices-$1.txt"
   local s
