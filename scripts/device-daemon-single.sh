@@ -20,11 +20,13 @@ find "${CUZK_CIRCUIT_CACHE:-$HOME/.cache/cuzk/circuits}" -maxdepth 1 -type f ! -
   -delete 2>/dev/null
 home=/tmp/cuzk-home
 params=${CUZK_PARAM_CACHE:-$home/params}
-mkdir -p "$params"
+http=127.0.0.1:9821
+mkdir -p "$home" "$params"
 cat >"$home/cuzk.toml" <<EOF
 [daemon]
 listen = "unix://$home/cuzk.sock"
 journal = "$home/journal.sqlite"
+status_listen = "$http"
 [gpus]
 backend = "cuda"
 [memory]
@@ -58,7 +60,15 @@ else
     --registered-proof 8 --sector-num 1 --miner-id 1000 2>&1 | tee "$OUT/single.log" | tail -15
 fi
 python3 -m cuzk.cli.bench status -a "$addr" 2>&1 | tee "$OUT/status.log" | head -30
+python3 - "$http" "$OUT" <<'PY'
+import sys, urllib.request
+http, out = sys.argv[1:]
+for name in ("status", "metrics"):
+    with open(f"{out}/{name}-http.txt", "wb") as f:
+        f.write(urllib.request.urlopen(f"http://{http}/{name}").read())
+PY
 kill "$daemon"; wait "$daemon" 2>/dev/null; wait "$sampler"
 echo "daemon process tree, host peak: $(cat "$OUT/hostmem.json")"
-grep -E "loading|development|matrices|INSECURE|ERROR|Traceback" "$OUT/daemon.log" | tail -15
+grep -E "loading|development|matrices|INSECURE|ERROR|Traceback|beyond" "$OUT/daemon.log" | grep -v "%)" | tail -12
+grep -E "proved on" "$OUT/daemon.log" | sed 's/.*partition/partition/' | tail -20
 step "done"

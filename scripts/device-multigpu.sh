@@ -32,7 +32,7 @@ home=/tmp/cuzk-multigpu
 # when it has room): CUZK_PARAM_CACHE=/dev/shm/params keeps a 32GiB PoRep file
 # (44.2 GiB) beside the 32 GB matrix cache on a 64 GiB disk
 params=${CUZK_PARAM_CACHE:-$home/params}
-mkdir -p "$params"
+mkdir -p "$home" "$params"
 c1=${CUZK_C1:-$home/c1-32g.json}
 count=${CUZK_COUNT:-6}
 conc=${CUZK_CONCURRENCY:-2}

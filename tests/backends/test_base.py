@@ -53,6 +53,7 @@ def test_the_protocol_lists_the_contract() -> None:
         "msm_g2",
         "gather",
         "prove_host_bytes",
+        "prove_device_bytes",
     } <= set(protocol_methods())
 
 

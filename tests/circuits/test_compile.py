@@ -212,7 +212,36 @@ def test_r1cs_build_bytes_until_the_matrices_are_cached(tmp_path):
     from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
 
     cc = compile_circuit("toy", TOY, copies=3)
-    assert r1cs_build_bytes(cc, tmp_path) == cc.csr_bytes * 5 // 4 > 0
+    rows = cc.num_constraints + 1
+    largest = max(13 * z + 16 * rows for z in cc.nnz)
+    assert r1cs_build_bytes(cc, tmp_path) == largest * 5 // 4 + (1 << 30)
     r1 = load_or_build_r1cs(cc, tmp_path)
     assert r1cs_build_bytes(cc, tmp_path) == 0  # mapped from the cache from now on
     assert isinstance(r1.a.indices, np.memmap)
+
+
+@pytest.mark.parametrize("name", ["toy", "alias"])
+def test_matrices_are_written_one_at_a_time(name, tmp_path, monkeypatch):
+    """write_r1cs streams each matrix (its instances in small runs, its
+    coefficients in slices) and gives the matrices the whole build gives;
+    the aliased circuit's repeated columns are merged on the way."""
+    import tracemalloc
+
+    from cuzk.circuits import cache, compile
+
+    top = TOY if name == "toy" else Subcircuit("test/alias", (), _aliased)
+    copies = 400 if name == "toy" else 50
+    cc = compile_circuit(name, top, copies=copies)
+    whole = cc.to_r1cs()
+    monkeypatch.setattr(compile, "_BUILD_ENTRIES", 1 << 10)
+    monkeypatch.setattr(cache, "_COEFF_CHUNK", 1 << 9)
+    tracemalloc.start()
+    try:
+        cache.write_r1cs(cc, tmp_path / "m.npz")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    _same_matrices(load_r1cs(tmp_path / "m.npz"), whole)
+    # one matrix's parts at a time, not the three matrices with their coefficients
+    if name == "toy":
+        assert peak < cc.csr_bytes / 2, (peak, cc.csr_bytes)

@@ -11,7 +11,6 @@ from cuzk.backends.cuda.backend import CudaBackend
 from cuzk.circuits.cache import load_or_build_r1cs
 from cuzk.circuits.catalog import compiled_circuit
 from cuzk.cli.main import main
-from cuzk.engine.devices import gpu_working_bytes
 from cuzk.engine.kinds.base import key_raw_bytes
 from cuzk.engine.memplan import host_csr_bytes, plan, shape_of
 
@@ -38,7 +37,9 @@ def test_plan_matches_the_materialised_circuit(winning) -> None:
         host_csr_bytes(m.num_rows, m.nnz) for m in (r1cs.a, r1cs.b, r1cs.c)
     )
     # the GPU figures are what the engine reserves for this circuit
-    assert p.partition_device_bytes == gpu_working_bytes(r1cs.num_constraints, r1cs.num_variables)
+    assert p.partition_device_bytes == CudaBackend.prove_device_bytes(
+        r1cs.num_constraints, r1cs.num_variables
+    )
 
     # the same but for the list of long rows (8 bytes each), which needs the row lengths
     engine = CudaBackend.prepared_key_bytes(p.key_file_bytes, r1cs)

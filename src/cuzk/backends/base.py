@@ -35,6 +35,15 @@ PointReader = Callable[[int, int, np.ndarray], None]
 LoadProgress = Callable[[int], None]
 
 
+def proof_working_bytes(num_constraints: int, num_variables: int) -> int:
+    """Bytes one proof of this shape works in beyond its key, the MSMs' own
+    workspace aside: the assignment, a, b, c and their coset images, the
+    quotient h, with 64 MiB of slack (what the CPU backend's device budget
+    counts; the CUDA backend adds its MSM step)."""
+    m = 1 << max(0, (num_constraints - 1).bit_length())
+    return 32 * (8 * m + 3 * num_variables) + (64 << 20)
+
+
 class Backend(Protocol):
     name: str
 
@@ -47,6 +56,12 @@ class Backend(Protocol):
         flight, so it is an upper bound; the prover's device memory, where it
         has any, is the device budget's business.
         """
+
+    @staticmethod
+    def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
+        """Device bytes one proof of this shape takes beyond its key, at its
+        largest step (the engine reserves them for every partition on a device;
+        every hold the backend takes while proving must fit in them)."""
 
     # --- arrays ---------------------------------------------------------
     def asarray(self, a: np.ndarray) -> FrArray:

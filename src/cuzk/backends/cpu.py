@@ -41,7 +41,7 @@ from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_TWO_ADICITY, R
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends import native as native_kernels
-from cuzk.backends.base import LoadProgress, PointReader
+from cuzk.backends.base import LoadProgress, PointReader, proof_working_bytes
 from cuzk.errors import BadPoint, EncodingError
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,12 @@ class CpuBackend:
         """
         m = 1 << max(0, (num_constraints - 1).bit_length())
         return 8 * 60 * m + 400 * num_variables + 400 * num_constraints + (1 << 20)
+
+    @staticmethod
+    def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
+        """What a stand-in device's budget counts for one proof (the CPU itself
+        proves in host memory: :meth:`prove_host_bytes`)."""
+        return proof_working_bytes(num_constraints, num_variables)
 
     def asarray(self, a: np.ndarray) -> np.ndarray:
         return _check_fr(np.ascontiguousarray(a, dtype=np.uint64))

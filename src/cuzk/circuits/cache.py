@@ -35,7 +35,15 @@ import numpy as np
 from cuzk import environment
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.circuits.compile import Block, Call, CoefficientTable, CompiledCircuit, Template
+from cuzk.circuits.compile import (
+    Block,
+    Call,
+    CoefficientTable,
+    CompiledCircuit,
+    Template,
+    flatten,
+    matrix_parts,
+)
 from cuzk.r1cs import R1CS
 
 log = logging.getLogger(__name__)
@@ -70,12 +78,17 @@ def _stem(circuit_id: str) -> str:
 
 def atomic_save(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """``np.savez`` into a temporary file beside ``path``, then renamed over it."""
+    atomic_write(path, lambda f: np.savez(f, **arrays))
+
+
+def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+    """``write(file)`` into a temporary file beside ``path``, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
     os.close(fd)
     try:
         with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
+            write(f)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -228,6 +241,47 @@ def save_r1cs(r1cs: R1CS, path: Path) -> None:
     atomic_save(path, arrays)
 
 
+# Entries whose 32-byte coefficients are looked up and written at once (128 MiB).
+_COEFF_CHUNK = 1 << 22
+
+
+def _npy_member(zf: zipfile.ZipFile, name: str, shape: tuple, dtype: Any, pieces: Any) -> None:
+    """One ``name.npy`` member of an uncompressed npz (as ``np.savez`` writes
+    it), its data written piece by piece."""
+    header = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+        "fortran_order": False,
+        "shape": tuple(int(x) for x in shape),
+    }
+    with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        for piece in pieces:
+            f.write(np.ascontiguousarray(piece, dtype=dtype).data)
+
+
+def write_r1cs(cc: CompiledCircuit, path: Path) -> None:
+    """The matrices of ``cc`` built and written to ``path`` one at a time, so
+    the host holds one matrix's row pointers, columns and coefficient ids
+    (:func:`cuzk.circuits.compile.matrix_parts`), never the three matrices
+    or their 32-byte coefficients: what :func:`load_r1cs` maps."""
+
+    def write(f: Any) -> None:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            shape = np.array([cc.num_inputs, cc.num_aux], dtype=np.int64)
+            _npy_member(zf, "shape", shape.shape, np.int64, [shape])
+            insts = flatten(cc.top, cc.num_inputs, cc.copies)
+            for m, name in enumerate(("a", "b", "c")):
+                parts = matrix_parts(cc, m, insts).merged()
+                ptr, idx, nnz = parts.indptr, parts.indices, len(parts.indices)
+                coeffs = (parts.coeffs(lo, lo + _COEFF_CHUNK) for lo in range(0, nnz, _COEFF_CHUNK))
+                _npy_member(zf, f"{name}_indptr", ptr.shape, np.int64, [ptr])
+                _npy_member(zf, f"{name}_indices", idx.shape, np.int64, [idx])
+                _npy_member(zf, f"{name}_coeffs", (nnz, 4), np.uint64, coeffs)
+                del parts, ptr, idx, coeffs
+
+    atomic_write(path, write)
+
+
 def load_r1cs(path: Path, mmap: bool = True) -> R1CS:
     """The matrices cached at ``path``; with ``mmap`` (the default) mapped from
     the file read-only instead of read: they are page cache, which the kernel
@@ -306,9 +360,15 @@ def r1cs_path(cc: CompiledCircuit, directory: Path | None = None) -> Path:
 
 def r1cs_build_bytes(cc: CompiledCircuit, directory: Path | None = None) -> int:
     """Host bytes :func:`load_or_build_r1cs` takes: 0 when the matrices are cached
-    (they are mapped), else building them, which peaks at 1.1x their size
-    (traced for the 2KiB and 8MiB PoRep partitions); 1.25x is counted."""
-    return 0 if r1cs_path(cc, directory).exists() else cc.csr_bytes * 5 // 4
+    (they are mapped), else :func:`write_r1cs`'s peak: the largest matrix's
+    parts (20 bytes an entry, 16 a row) or, where instances may repeat a
+    column, the whole matrix (40 an entry), plus the builder's bounded
+    temporaries, with a quarter of slack."""
+    if r1cs_path(cc, directory).exists():
+        return 0
+    rows = cc.num_constraints + 1
+    largest = max(13 * z + 16 * rows for z in cc.nnz)
+    return largest * 5 // 4 + (1 << 30)
 
 
 def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1CS:
@@ -318,10 +378,9 @@ def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1
             return load_r1cs(path)
         except (OSError, ValueError, KeyError) as e:
             log.warning("ignoring cache entry %s: %s", path, e)
-    r1cs = cc.to_r1cs()
     try:
-        save_r1cs(r1cs, path)
+        write_r1cs(cc, path)
     except OSError as e:
         log.warning("could not cache the matrices of %s: %s", cc.circuit_id, e)
-        return r1cs
-    return load_r1cs(path)  # mapped: the built copy is freed when the caller lets go
+        return cc.to_r1cs()
+    return load_r1cs(path)  # mapped: page cache, not the process's memory

@@ -555,84 +555,159 @@ def entries_for(inst: Instances, m: int, n_in: int) -> tuple[np.ndarray, np.ndar
     return cols, np.broadcast_to(b.coeff[m], cols.shape)
 
 
-def build_r1cs(cc: CompiledCircuit) -> R1CS:
+# Instances handled at once while a matrix is built: bounds the temporaries
+# (positions, columns, ids: ~24 bytes an entry) to ~0.4 GB whatever the circuit.
+_BUILD_ENTRIES = 1 << 24
+
+
+@dataclass
+class MatrixParts:
+    """One of A, B, C as the builder makes it: row pointers, columns, and each
+    entry's id in the circuit's coefficient table (4 bytes, not the 32 of its
+    value: :meth:`coeffs` looks values up, whole or a slice at a time)."""
+
+    indptr: np.ndarray  # (rows + 1,) int64
+    indices: np.ndarray  # (nnz,) int64
+    cids: np.ndarray  # (nnz,) int32
+    alias_rows: np.ndarray  # rows that may repeat a column (merged by finish())
+    num_cols: int
+    table: np.ndarray  # the coefficient table, (ids, 4) uint64
+
+    def coeffs(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        return self.table[self.cids[lo:hi]]
+
+    def merged(self) -> MatrixParts:
+        """Repeated columns of the alias rows summed (as a merging linear
+        combination would), entries that cancel to zero dropped; sums not in
+        the table are appended to it (a copy). Consumes these parts: their
+        columns and ids are compacted in place, a slice at a time."""
+        if not len(self.alias_rows):
+            return self
+        values = fr_from_array(self.table)
+        ids = {v: i for i, v in enumerate(values)}
+        cids, indices = self.cids, self.indices
+        keep = np.ones(len(cids), dtype=bool)
+        dropped = np.zeros(len(self.indptr) - 1, dtype=np.int64)
+        for r in self.alias_rows:
+            lo, hi = int(self.indptr[r]), int(self.indptr[r + 1])
+            first: dict[int, int] = {}
+            vals = [values[c] for c in cids[lo:hi]]
+            for j in range(hi - lo):
+                c = int(indices[lo + j])
+                if c in first:
+                    vals[first[c]] = (vals[first[c]] + vals[j]) % R
+                    keep[lo + j] = False
+                else:
+                    first[c] = j
+            for j in first.values():
+                if vals[j] == 0:
+                    keep[lo + j] = False
+                elif vals[j] not in ids:
+                    ids[vals[j]] = len(values)
+                    values.append(vals[j])
+                cids[lo + j] = ids.get(vals[j], 0)
+            dropped[r] = int((~keep[lo:hi]).sum())
+        w = 0  # compaction in place: the write position never passes the read
+        for lo in range(0, len(keep), _BUILD_ENTRIES):
+            k = keep[lo : lo + _BUILD_ENTRIES]
+            got = int(k.sum())
+            indices[w : w + got] = indices[lo : lo + _BUILD_ENTRIES][k]
+            cids[w : w + got] = cids[lo : lo + _BUILD_ENTRIES][k]
+            w += got
+        indptr = self.indptr
+        indptr[1:] -= np.cumsum(dropped)
+        return MatrixParts(
+            indptr=indptr,
+            indices=indices[:w],
+            cids=cids[:w],
+            alias_rows=np.zeros(0, dtype=np.int64),
+            num_cols=self.num_cols,
+            table=fr_to_array(values),
+        )
+
+    def finish(self) -> SparseMatrix:
+        """The CSR matrix (32-byte coefficients), repeated columns merged."""
+        parts = self.merged()
+        coeffs = parts.coeffs()
+        return SparseMatrix(parts.indptr, parts.indices, coeffs, num_cols=self.num_cols)
+
+
+def _chunks(inst: Instances, entries_each: int) -> Iterator[Instances]:
+    """``inst`` in runs of instances of at most ~_BUILD_ENTRIES entries."""
+    k = len(inst.row_base)
+    step = max(1, _BUILD_ENTRIES // max(1, entries_each))
+    if step >= k:
+        yield inst
+        return
+    for lo in range(0, k, step):
+        hi = min(k, lo + step)
+        yield Instances(
+            inst.block,
+            inst.row_base[lo:hi],
+            inst.aux_base[lo:hi],
+            inst.input_base[lo:hi],
+            inst.port_cols[lo:hi],
+            inst.may_alias,
+        )
+
+
+def matrix_parts(cc: CompiledCircuit, m: int, insts: list[Instances] | None = None) -> MatrixParts:
+    """Matrix ``m`` (0 = A, 1 = B, 2 = C) of the circuit, built alone: the
+    builder's host memory is this matrix's 20 bytes an entry and 16 a row,
+    plus bounded temporaries (:data:`_BUILD_ENTRIES`)."""
     n_in = cc.num_inputs
     n_rows = cc.num_constraints
     body_rows = cc.num_circuit_constraints
-    insts = flatten(cc.top, n_in, cc.copies)
-    one_id = cc.coefficients.id(1)
-    coeff_table = cc.coefficients.array()
-    mats = []
-    for m in range(3):
-        row_nnz = np.zeros(n_rows, dtype=np.int64)
-        for inst in insts:
-            local = np.diff(inst.block.indptr[m])
-            if local.size:
-                rows = inst.row_base[:, None] + np.arange(inst.block.num_rows)[None, :]
+    insts = insts if insts is not None else flatten(cc.top, n_in, cc.copies)
+    row_nnz = np.zeros(n_rows, dtype=np.int64)
+    for inst in insts:
+        local = np.diff(inst.block.indptr[m])
+        if local.size:
+            for part in _chunks(inst, inst.block.num_rows):
+                rows = part.row_base[:, None] + np.arange(inst.block.num_rows)[None, :]
                 row_nnz[rows] = local[None, :]
-        if m == 0:
-            row_nnz[body_rows:] = 1  # x_i · 0 = 0 puts x_i in A
-        indptr = np.zeros(n_rows + 1, dtype=np.int64)
-        np.cumsum(row_nnz, out=indptr[1:])
-        nnz = int(indptr[-1])
-        indices = np.empty(nnz, dtype=np.int64)
-        cids = np.empty(nnz, dtype=np.int64)
-        alias_rows: list[np.ndarray] = []
-        for inst in insts:
-            b = inst.block
-            if not b.nnz[m]:
-                continue
-            local_ptr = b.indptr[m]
-            entry_row = np.repeat(np.arange(b.num_rows), np.diff(local_ptr))
-            entry_pos = np.arange(b.nnz[m]) - local_ptr[entry_row]
-            cols, ids = entries_for(inst, m, n_in)
-            pos = indptr[inst.row_base[:, None] + entry_row[None, :]] + entry_pos[None, :]
+    if m == 0:
+        row_nnz[body_rows:] = 1  # x_i · 0 = 0 puts x_i in A
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(row_nnz, out=indptr[1:])
+    del row_nnz
+    nnz = int(indptr[-1])
+    indices = np.empty(nnz, dtype=np.int64)
+    cids = np.empty(nnz, dtype=np.int32)
+    alias_rows: list[np.ndarray] = []
+    for inst in insts:
+        b = inst.block
+        if not b.nnz[m]:
+            continue
+        local_ptr = b.indptr[m]
+        entry_row = np.repeat(np.arange(b.num_rows), np.diff(local_ptr))
+        entry_pos = np.arange(b.nnz[m]) - local_ptr[entry_row]
+        for part in _chunks(inst, b.nnz[m]):
+            cols, ids = entries_for(part, m, n_in)
+            pos = indptr[part.row_base[:, None] + entry_row[None, :]] + entry_pos[None, :]
             indices[pos] = cols
             cids[pos] = ids
-            if inst.may_alias:
-                alias_rows.append((inst.row_base[:, None] + np.arange(b.num_rows)).ravel())
-        if m == 0:
-            start = indptr[body_rows]
-            indices[start:] = np.arange(n_in)
-            cids[start:] = one_id
-        coeffs = coeff_table[cids]
-        if alias_rows:
-            indptr, indices, coeffs = _merge_duplicates(
-                indptr, indices, coeffs, np.unique(np.concatenate(alias_rows))
-            )
-        mats.append(
-            SparseMatrix(indptr=indptr, indices=indices, coeffs=coeffs, num_cols=n_in + cc.num_aux)
-        )
-    return R1CS(num_inputs=n_in, num_aux=cc.num_aux, a=mats[0], b=mats[1], c=mats[2])
+            del cols, ids, pos
+        if inst.may_alias:
+            alias_rows.append((inst.row_base[:, None] + np.arange(b.num_rows)).ravel())
+    if m == 0:
+        start = indptr[body_rows]
+        indices[start:] = np.arange(n_in)
+        cids[start:] = cc.coefficients.id(1)
+    return MatrixParts(
+        indptr=indptr,
+        indices=indices,
+        cids=cids,
+        alias_rows=np.unique(np.concatenate(alias_rows)) if alias_rows else np.zeros(0, np.int64),
+        num_cols=n_in + cc.num_aux,
+        table=cc.coefficients.array(),
+    )
 
 
-def _merge_duplicates(
-    indptr: np.ndarray, indices: np.ndarray, coeffs: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sum repeated columns within ``rows`` (as a merging linear combination
-    would) and drop the entries that cancel to zero."""
-    keep = np.ones(len(indices), dtype=bool)
-    coeffs = coeffs.copy()
-    for r in rows:
-        lo, hi = int(indptr[r]), int(indptr[r + 1])
-        first: dict[int, int] = {}
-        vals = fr_from_array(coeffs[lo:hi])
-        for j in range(hi - lo):
-            c = int(indices[lo + j])
-            if c in first:
-                vals[first[c]] = (vals[first[c]] + vals[j]) % R
-                keep[lo + j] = False
-            else:
-                first[c] = j
-        coeffs[lo:hi] = fr_to_array(vals)
-        for j in first.values():
-            if vals[j] == 0:
-                keep[lo + j] = False
-    row_of = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    counts = np.bincount(row_of[keep], minlength=len(indptr) - 1)
-    new_ptr = np.zeros_like(indptr)
-    np.cumsum(counts, out=new_ptr[1:])
-    return new_ptr, indices[keep], coeffs[keep]
+def build_r1cs(cc: CompiledCircuit) -> R1CS:
+    insts = flatten(cc.top, cc.num_inputs, cc.copies)
+    a, b, c = (matrix_parts(cc, m, insts).finish() for m in range(3))
+    return R1CS(num_inputs=cc.num_inputs, num_aux=cc.num_aux, a=a, b=b, c=c)
 
 
 def compile_circuit(

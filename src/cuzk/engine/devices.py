@@ -20,7 +20,6 @@ from cuzk.algebra.arrays import fr_to_array
 from cuzk.backends.base import Backend
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import GpusConfig
-from cuzk.engine.kinds.base import domain_size
 from cuzk.errors import DeviceError, InputError
 from cuzk.r1cs.system import R1CS
 
@@ -76,7 +75,7 @@ class Device:
 
     def working_bytes(self, r1cs: R1CS) -> int:
         """Device memory one partition's proof needs beyond its key."""
-        return gpu_working_bytes(r1cs.num_constraints, r1cs.num_variables)
+        return int(self.backend.prove_device_bytes(r1cs.num_constraints, r1cs.num_variables))
 
     def probe(self) -> None:
         """A small computation on the device, checked on the host (an NTT and its
@@ -106,13 +105,6 @@ def witness_device_for(backend: Backend) -> Any:
     from cuzk.circuits.program_numpy import NumpyWitness
 
     return NumpyWitness()
-
-
-def gpu_working_bytes(num_constraints: int, num_variables: int) -> int:
-    """Device bytes one proof of this shape needs beyond its key: a, b, c and
-    their coset images, the assignment, MSM buckets, with slack."""
-    m = domain_size(num_constraints)
-    return 32 * (8 * m + 3 * num_variables) + (64 << 20)
 
 
 def _cuda_backend(ctx: Any) -> Backend:

@@ -23,7 +23,6 @@ from cuzk.backends.cpu import CpuBackend
 from cuzk.backends.cuda.backend import CudaBackend
 from cuzk.backends.cuda.msm import load_staging_bytes
 from cuzk.backends.cuda.spmv import resident_bytes, upload_bytes
-from cuzk.engine.devices import gpu_working_bytes
 from cuzk.engine.keygen import dev_setup_host_bytes
 from cuzk.engine.kinds.base import (
     HINTS_BYTES,
@@ -133,7 +132,7 @@ def plan(
             + sum(_reserved_csr(rows, z, shape.distinct_coefficients) for z in shape.nnz)
             + max(upload_bytes(rows, z) for z in shape.nnz)
         )
-        part_dev = gpu_working_bytes(nc, nv)
+        part_dev = CudaBackend.prove_device_bytes(nc, nv)
         if witness in ("auto", "device"):
             part_host = HINTS_BYTES
         else:

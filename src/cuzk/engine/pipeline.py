@@ -441,6 +441,14 @@ class Pipeline:
         with self._work_lock:
             self.work[device.ordinal].busy_seconds += dt
         job.stage("gpu_compute", t, end)
+        log.info(
+            "job %s partition %d proved on %s in %.2f s (%s)",
+            job.job_id,
+            item.index,
+            device.label,
+            dt,
+            ", ".join(f"{k} {v:.3f}" for k, v in (stages.detail | stages.seconds).items()),
+        )
         job.partition_state(item.index, "done")
         self.metrics.observe_stage("gpu", job.kind.label, dt)
         item.proof = proof

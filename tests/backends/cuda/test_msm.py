@@ -9,6 +9,7 @@ and slices force every boundary case at small n.
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 
 import numpy as np
@@ -423,3 +424,80 @@ def test_workspace_fits_the_free_memory():
         groups = -(-nw // g)
         last = nw - (groups - 1) * g
         assert groups > 1 and last > 0 and g - last < groups
+
+
+class _LiveBytes:
+    """numpy as the MSM pipeline's array module, counting the bytes of the arrays
+    it allocates while they live (the twin's stand-in for device memory)."""
+
+    def __init__(self) -> None:
+        self.live = self.peak = 0
+
+    def _track(self, a):
+        if isinstance(a, np.ndarray) and a.base is None and a.nbytes:
+            self.live += a.nbytes
+            self.peak = max(self.peak, self.live)
+            weakref.finalize(a, self._free, a.nbytes)
+        return a
+
+    def _free(self, nbytes: int) -> None:
+        self.live -= nbytes
+
+    def __getattr__(self, name: str):
+        fn = getattr(np, name)
+        if not callable(fn) or isinstance(fn, type):
+            return fn
+        return lambda *a, **k: self._track(fn(*a, **k))
+
+
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+@pytest.mark.parametrize(
+    "n, tuning",
+    [
+        (700, Tuning(window=5, affine_min_batch=3, **AFFINE)),
+        (700, Tuning(window=6, affine_min_batch=2, group_windows=3, **AFFINE)),
+        (700, Tuning(window=4, method="xyzz")),
+        (520, Tuning(affine_min_pairs=1, affine_threads=64)),  # the ones as one bucket
+    ],
+    ids=["affine-c5", "affine-c6-g3", "xyzz-c4", "ones"],
+)
+def test_workspace_bounds_what_the_pipeline_allocates(group, n, tuning, host_kernels):
+    """workspace_bytes is what the engine reserves for an MSM (and, through
+    CudaBackend.prove_device_bytes, what a partition's reservation counts):
+    the arrays the pipeline allocates never exceed it at any moment."""
+    from cuzk.backends.cuda.msm import workspace_bytes
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    rng = np.random.default_rng(n)
+    bases = to_array(group, random_points(group, 8, rng) * (n // 8 + 1))[:n]
+    if n == 520:  # mostly zeros and ones, a few full scalars
+        values = [int(v) for v in rng.integers(0, 2, size=n)]
+        values[::50] = [int(x) for x in rng.integers(2, 2**62, size=len(values[::50]))]
+    else:
+        values = [int(x) % R for x in rng.integers(0, 2**63, size=n)]
+    scalars = fr_to_array(values)
+    k = host_kernels("msm.cu", spec.defines)
+    words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
+    k.launch("to_montgomery", len(words) // 12, (words, np.uint64(len(words) // 12)))
+    xp = _LiveBytes()
+    out = msm_xyzz(xp, k, spec, words, np.ascontiguousarray(scalars), tuning)
+    assert xyzz_to_affine(out, spec) == reference(group, bases, scalars)
+    assert 0 < xp.peak <= workspace_bytes(spec, n, scalars_on_host=False, tuning=tuning)
+
+
+def test_a_partition_reservation_covers_its_largest_msm():
+    from cuzk.backends.base import proof_working_bytes
+    from cuzk.backends.cuda.backend import CudaBackend
+    from cuzk.backends.cuda.msm import workspace_bytes
+
+    # 2KiB PoRep's shape: the MSM step is the larger (the G2 MSM's workspace)
+    nc, nv = 2_687_961, 2_685_713
+    m = 1 << 22
+    need = CudaBackend.prove_device_bytes(nc, nv)
+    for spec, n in ((G1_SPEC, m), (G1_SPEC, nv), (G2_SPEC, nv)):
+        assert need >= 32 * (3 * nv + m) + workspace_bytes(spec, n, scalars_on_host=False)
+    assert need > proof_working_bytes(nc, nv)
+    # 32GiB PoRep's: the domain-sized vectors dominate
+    assert CudaBackend.prove_device_bytes(130_278_869, 130_170_271) == proof_working_bytes(
+        130_278_869, 130_170_271
+    )

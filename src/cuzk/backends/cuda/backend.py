@@ -16,6 +16,7 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends.base import proof_working_bytes
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import DeviceContext
@@ -76,6 +77,31 @@ class CudaBackend:
         the a or b query (at most one more copy), plus staging slack.
         """
         return 2 * 32 * num_variables + (64 << 20)
+
+    @staticmethod
+    def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
+        """Device bytes one proof of this shape takes beyond its key: the larger
+        of its two steps.
+
+        Up to the quotient: the assignment, A·w, B·w, C·w and their coset
+        images, h (:func:`cuzk.backends.base.proof_working_bytes`). The MSMs:
+        the assignment, h, the gathered a and b scalars (at most one a
+        variable each) and one MSM's workspace at a time — the largest of H
+        (a domain of full scalars), L, A, B in G1 and B in G2, at the MSM
+        engine's default tuning, which it only ever lowers
+        (:func:`cuzk.backends.cuda.msm.workspace_bytes`).
+        """
+        from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, workspace_bytes
+
+        m = 1 << max(0, (num_constraints - 1).bit_length())
+        n = max(1, num_variables)
+        workspace = max(
+            workspace_bytes(G1_SPEC, m, scalars_on_host=False),
+            workspace_bytes(G1_SPEC, n, scalars_on_host=False),
+            workspace_bytes(G2_SPEC, n, scalars_on_host=False),
+        )
+        msm_step = 32 * (3 * num_variables + m) + workspace + (64 << 20)
+        return max(proof_working_bytes(num_constraints, num_variables), msm_step)
 
     @staticmethod
     def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:

@@ -42,6 +42,7 @@ from cuzk.backends.cuda.msm.plan import (
     choose_window,
     group_windows,
     num_windows,
+    reduce_segments,
 )
 from cuzk.backends.cuda.msm.spec import _U32, CurveSpec
 from cuzk.errors import InputError
@@ -244,9 +245,8 @@ def msm_xyzz(
             phases.mark("digits_scatter")
             buckets = _sum_sorted(xp, k, spec, bases, vals, counts, ends, tuning, phases)
             del vals, ends
-            S = tuning.segments or max(1, min(nb, tuning.target_threads // g))
+            S = reduce_segments(nb, g, tuning)
             L = -(-nb // S)
-            S = -(-nb // L)
             seg = xp.empty(g * S * xw, dtype=_U32)
             k.launch(
                 "bucket_reduce",

@@ -107,8 +107,16 @@ def _group_bytes(spec: CurveSpec, n: int, g: int, nb: int, tuning: Tuning) -> in
     total = 3 * 4 * keys  # counts, prefix sums (ends), cursors
     total += 4 * entries  # vals
     total += _sum_sorted_bytes(spec, entries, keys, tuning)
-    total += 2 * spec.xyzz_bytes * g * (tuning.segments or tuning.target_threads)
+    total += 2 * spec.xyzz_bytes * g * reduce_segments(nb, g, tuning)  # segment sums, tree
     return total
+
+
+def reduce_segments(nb: int, g: int, tuning: Tuning) -> int:
+    """Segments per window of the bucket reduction (each sums a run of a
+    window's nb buckets): one thread each, about target_threads in all."""
+    S = tuning.segments or max(1, min(nb, tuning.target_threads // g))
+    L = -(-nb // S)
+    return -(-nb // L)
 
 
 def group_windows(spec: CurveSpec, n: int, c: int, tuning: Tuning = Tuning()) -> int:
