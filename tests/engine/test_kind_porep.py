@@ -9,6 +9,7 @@ daemon is the GPU test in tests/service/test_filecoin_gpu.py.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import random
 
 import numpy as np
@@ -128,10 +129,16 @@ def test_32gib_request_splits_into_ten_partitions() -> None:
     assert e.value.field == "Phase1Out.vanilla_proofs.StackedDrg32GiBV1[1]"
     assert "0 challenge proofs, a StackedDrg32GiBV1_1 partition has 18" in str(e.value)
     ten = dataclasses.replace(c1, partitions=(c1.partitions[0],) * 10)
-    parsed = kind.parse(request(c1_json(ten, 32 << 30), registered_proof=proof.proof_id))
+    raw = c1_json(ten, 32 << 30)
+    parsed = kind.parse(request(raw, registered_proof=proof.proof_id))
     assert parsed.circuit_id == "porep-32g"
     assert [p.index for p in parsed.partitions] == list(range(10))
-    assert len({id(p.data) for p in parsed.partitions}) == 1  # one parsed C1, shared
+    # each partition carries its own proofs only, not the request's raw JSON:
+    # what a synthesis process is sent is a tenth of the request
+    for p in parsed.partitions:
+        assert p.data.wrapper is None and p.data.c1.partitions[p.index] == c1.partitions[0]
+        assert [len(q) for q in p.data.c1.partitions].count(0) == 9
+    assert len(pickle.dumps(parsed.partitions[5].data)) < len(raw) / 8
     # Partition 0's proofs answer partition 0's challenges only.
     with pytest.raises(InputError, match=r"\[3\]\[0\].comm_d_proofs: opens leaf \d+, not chall"):
         kind.synthesize("porep-32g", parsed.partitions[3])

@@ -10,7 +10,7 @@ Groth16 itself (keys, proving, verification) is the engine's.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +68,15 @@ class C2Request:
     @property
     def partitions(self) -> int:
         return self.proof.sector.partitions
+
+    def partition(self, k: int) -> C2Request:
+        """The request as partition ``k``'s synthesis needs it: its own challenge
+        proofs (the other partitions' emptied) and no envelope (the raw C1
+        bytes). What crosses to a synthesis process: a tenth of a 32GiB
+        request's proofs instead of all of them and the JSON they came from,
+        pickled by the daemon while its GPU workers wait for the interpreter."""
+        parts = tuple(p if i == k else () for i, p in enumerate(self.c1.partitions))
+        return C2Request(self.proof, replace(self.c1, partitions=parts), None, self.source)
 
 
 def parse(raw: bytes, source: str = "c1.json") -> C2Request:

@@ -80,7 +80,7 @@ class PoRepKind(ProofKindHandler):
                     f"{len(challenges)} challenge proofs, a {proof.name} partition has "
                     f"{per_partition}",
                 )
-        parts = tuple(PartitionInput(k, req) for k in range(req.partitions))
+        parts = tuple(PartitionInput(k, req.partition(k)) for k in range(req.partitions))
         return ParsedRequest(req.circuit_id, parts)
 
     def owns(self, cid: str) -> bool:
