@@ -26,28 +26,20 @@ MAX_DEPTH = 64
 # The longest integer any of them carries is a field element in decimal (78 digits).
 MAX_DIGITS = 100
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A string literal as an "unrolled loop" (runs of plain characters matched at
+# once, escapes one by one): ~100x faster than an alternation per character on
+# a c1.json, whose Phase1Out is one 70 MB string (11 s against 0.1 s).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_LONG_NUMBER = re.compile(rb"\d{%d,}" % (MAX_DIGITS + 1))
 _STEP = np.zeros(256, dtype=np.int8)  # +1 for [ and {, -1 for ] and }
 _STEP[list(b"[{")] = 1
 _STEP[list(b"]}")] = -1
 _CHUNK = 1 << 22
 
 
-class _TooLong(Exception):
-    def __init__(self, digits: int) -> None:
-        self.digits = digits
-
-
 class _NotJson(Exception):
     def __init__(self, name: str) -> None:
         self.name = name
-
-
-def _bounded_int(text: str) -> int:
-    digits = len(text) - text.startswith("-")
-    if digits > MAX_DIGITS:
-        raise _TooLong(digits)
-    return int(text)
 
 
 def _no_constant(name: str) -> Any:
@@ -60,6 +52,12 @@ def nesting_depth(raw: bytes) -> int:
     Exact for valid JSON; on invalid JSON a lower bound of what a decoder would
     reach before it finds the error.
     """
+    return _scan(raw)[0]
+
+
+def _scan(raw: bytes) -> tuple[int, int]:
+    """(nesting depth, digits of the first number longer than MAX_DIGITS or 0),
+    strings skipped: what the decoder must not be given."""
     bare = _STRING.sub(b'""', raw)
     depth = deepest = 0
     for start in range(0, len(bare), _CHUNK):
@@ -71,7 +69,8 @@ def nesting_depth(raw: bytes) -> int:
         levels = np.cumsum(step, dtype=np.int64) + depth
         deepest = max(deepest, int(levels.max()))
         depth = int(levels[-1])
-    return deepest
+    long = _LONG_NUMBER.search(bare)
+    return deepest, (len(long.group()) if long else 0)
 
 
 def loads(raw: bytes | str, source: str, field: str = "") -> Any:
@@ -81,20 +80,20 @@ def loads(raw: bytes | str, source: str, field: str = "") -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(source, field, f"not UTF-8 text (byte {e.start})") from None
-    depth = nesting_depth(data)
+    depth, digits = _scan(data)
     if depth > MAX_DEPTH:
         raise InputError(
             source, field, f"nested deeper than {MAX_DEPTH} levels of arrays and objects ({depth})"
         )
+    if digits:  # Python refuses ints of more than 4300 digits, with a ValueError
+        raise InputError(
+            source, field, f"a number of {digits} digits (at most {MAX_DIGITS} are read)"
+        )
     try:
-        return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise InputError(
             source, field, f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from None
-    except _TooLong as e:
-        raise InputError(
-            source, field, f"a number of {e.digits} digits (at most {MAX_DIGITS} are read)"
         ) from None
     except _NotJson as e:
         raise InputError(source, field, f"not valid JSON: {e.name} is not a JSON number") from None

@@ -85,7 +85,7 @@ class _Reader:
         if not isinstance(v, list) or len(v) != 32:
             raise self.fail(path, f"expected an array of 32 bytes, got {_kind(v)}")
         try:
-            if all(type(x) is int for x in v):
+            if set(map(type, v)) == {int}:  # (bools are ints to bytes())
                 return bytes(v)
         except ValueError:
             pass
@@ -433,7 +433,10 @@ def _b64decode(text: str, source: str) -> bytes:
 
 def loads_wrapper(raw: bytes | str, source: str = "c1.json") -> C1Wrapper:
     """Parse Curio's envelope (field names match case-insensitively, as in Go)."""
-    doc = _parse_json(raw, source)
+    return _wrapper_from_json(_parse_json(raw, source), source)
+
+
+def _wrapper_from_json(doc: Any, source: str) -> C1Wrapper:
     if not isinstance(doc, dict):
         raise InputError(source, "", f"expected an object with {', '.join(_WRAPPER_FIELDS)}")
     found: dict[str, Any] = {}
@@ -466,7 +469,7 @@ def load_c1_file(raw: bytes, source: str) -> tuple[SealCommitPhase1Output, C1Wra
     """Read either a Curio ``c1.json`` envelope or a bare C1 output."""
     doc = _parse_json(raw, source)
     if isinstance(doc, dict) and any(k.lower() == "phase1out" for k in doc):
-        wrapper = loads_wrapper(raw, source)
+        wrapper = _wrapper_from_json(doc, source)
         c1 = loads_c1(wrapper.phase1_out, f"{source}: Phase1Out")
         if c1.registered_proof in REGISTERED_SEAL_PROOFS:
             size = REGISTERED_SEAL_PROOFS[c1.registered_proof].sector_size
