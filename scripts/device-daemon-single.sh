@@ -9,7 +9,9 @@
 #   CUZK_KIND=snap bash scripts/device-daemon-single.sh   # SnapDeals: 16 partitions of a
 #                                                   # synthetic sector (gen-vanilla snap-prove)
 # CUZK_PARAM_CACHE (default /tmp/cuzk-home/params; /dev/shm/params holds a key
-# file that the disk cannot hold beside the matrices), CUZK_LIMIT (480 s).
+# file that the disk cannot hold beside the matrices), CUZK_LIMIT (480 s),
+# CUZK_PROCESSES (8: [pipeline] synthesis_processes, the vanilla checks off the
+# daemon's interpreter; 0 = in its threads, as on 2026-12-01's SnapDeals run).
 set -uo pipefail
 # shellcheck source=scripts/device-env.sh
 source "$(dirname "$0")/device-env.sh"
@@ -21,6 +23,7 @@ find "${CUZK_CIRCUIT_CACHE:-$HOME/.cache/cuzk/circuits}" -maxdepth 1 -type f ! -
 home=/tmp/cuzk-home
 params=${CUZK_PARAM_CACHE:-$home/params}
 http=127.0.0.1:9821
+procs=${CUZK_PROCESSES:-8}
 mkdir -p "$home" "$params"
 cat >"$home/cuzk.toml" <<EOF
 [daemon]
@@ -31,6 +34,9 @@ status_listen = "$http"
 backend = "cuda"
 [memory]
 total_budget = "110GiB"
+[pipeline]
+synthesis_concurrency = $(( procs > 0 ? procs : 1 ))
+synthesis_processes = $procs
 [srs]
 param_cache = "$params"
 generate_dev_keys = true
