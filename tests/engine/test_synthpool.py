@@ -3,6 +3,7 @@ a dead worker failing only its partition, and the engine proving through the poo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 from pathlib import Path
@@ -96,6 +97,52 @@ def test_engine_proves_through_worker_processes(tmp_path: Path) -> None:
         ]
         jobs = [e.await_job(j, 120)[0] for j in ids]
         assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+    finally:
+        e.stop()
+
+
+class WhereParsed(demo.DemoKind):
+    """The demo kind, its partitions tagged with the process that parsed them."""
+
+    def parse(self, request):
+        parsed = super().parse(request)
+        tagged = tuple(PartitionInput(p.index, (p.data, os.getpid())) for p in parsed.partitions)
+        return dataclasses.replace(parsed, partitions=tagged)
+
+
+def test_requests_are_parsed_in_a_worker_process(tmp_path: Path) -> None:
+    """The daemon's interpreter drives its GPUs: a request's parse (all Python,
+    2.7 s for a 32GiB c1.json) runs in the pool, its partitions and its input
+    errors come back whole."""
+    kind = WhereParsed()
+    req = ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 3))
+    pool = SynthesisPool(1, scratch=tmp_path)
+    try:
+        there, here = pool.parse(kind, req), kind.parse(req)
+        assert there.circuit_id == here.circuit_id
+        assert [p.data[0] for p in there.partitions] == [p.data[0] for p in here.partitions]
+        assert {p.data[1] for p in there.partitions} != {os.getpid()}
+        bad = ProofRequest(ProofKind.DEMO, vanilla_proof=b'{"rounds": 20, "words": 2}')
+        with pytest.raises(InputError, match="instances: expected a list"):
+            pool.parse(kind, bad)
+    finally:
+        pool.close()
+
+
+def test_engine_refuses_bad_input_parsed_in_a_worker(tmp_path: Path) -> None:
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "2GiB"},
+        pipeline={"synthesis_processes": 1},
+    )
+    e = Engine(cfg)
+    e.start()
+    try:
+        with pytest.raises(InputError, match=r"demo.*instances"):
+            e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=b'{"rounds": 20, "words": 2}'))
+        good = e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(C, 1)))
+        assert e.await_job(good.job_id, 120)[0].state == JobState.COMPLETED
     finally:
         e.stop()
 

@@ -316,7 +316,8 @@ class Engine:
         kind, nbytes = request.proof_kind.label, request_bytes(request)
         try:
             self.admission.check(kind, nbytes)  # before parsing: a full daemon reads nothing
-            handler, parsed = self.kinds.parse(request)
+            pool = self.pipeline.synth_pool  # off the interpreter the GPU workers use
+            handler, parsed = self.kinds.parse(request, pool.parse if pool is not None else None)
             with self._submit_lock:
                 if self._draining:  # checked again where drain sees the registry
                     raise ShuttingDown("the daemon is shutting down and accepts no new proofs")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+from collections.abc import Callable
 
 from cuzk.engine.jobs import ProofKind, ProofRequest, UnsupportedKind
 from cuzk.engine.kinds.base import ParsedRequest, PartitionInput, ProofKindHandler, Witness
@@ -51,8 +52,13 @@ class KindRegistry:
             )
         return h
 
-    def parse(self, request: ProofRequest) -> tuple[ProofKindHandler, ParsedRequest]:
-        """The handler for a request and the request split into partitions.
+    def parse(
+        self,
+        request: ProofRequest,
+        run: Callable[[ProofKindHandler, ProofRequest], ParsedRequest] | None = None,
+    ) -> tuple[ProofKindHandler, ParsedRequest]:
+        """The handler for a request and the request split into partitions
+        (by ``run(handler, request)`` when given: a synthesis process).
 
         The request's envelope (sizes, lengths, the c1.json wrapper) is checked
         first, so that bad input is reported as such even for kinds whose
@@ -64,7 +70,7 @@ class KindRegistry:
             )
         check_envelope(request)
         handler = self.handler(request.proof_kind)
-        return handler, handler.parse(request)
+        return handler, (run(handler, request) if run is not None else handler.parse(request))
 
     def for_circuit(self, circuit_id: str) -> ProofKindHandler:
         with self._lock:
