@@ -80,15 +80,20 @@ def test_bad_input_and_a_dead_worker_fail_only_their_partition(tmp_path: Path) -
         pool.close()
 
 
-def test_engine_proves_through_worker_processes(tmp_path: Path) -> None:
+def engine_with_processes(tmp_path: Path, processes: int) -> Engine:
     cfg = Config().with_overrides(
         daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
         srs={"param_cache": str(tmp_path / "params")},
         memory={"total_budget": "2GiB"},
-        pipeline={"synthesis_processes": 2},
+        pipeline={"synthesis_processes": processes},
     )
     e = Engine(cfg)
     e.start()
+    return e
+
+
+def test_engine_proves_through_worker_processes(tmp_path: Path) -> None:
+    e = engine_with_processes(tmp_path, 2)
     try:
         assert e.pipeline.synth_pool is not None
         ids = [
@@ -130,14 +135,7 @@ def test_requests_are_parsed_in_a_worker_process(tmp_path: Path) -> None:
 
 
 def test_engine_refuses_bad_input_parsed_in_a_worker(tmp_path: Path) -> None:
-    cfg = Config().with_overrides(
-        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
-        srs={"param_cache": str(tmp_path / "params")},
-        memory={"total_budget": "2GiB"},
-        pipeline={"synthesis_processes": 1},
-    )
-    e = Engine(cfg)
-    e.start()
+    e = engine_with_processes(tmp_path, 1)
     try:
         with pytest.raises(InputError, match=r"demo.*instances"):
             e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=b'{"rounds": 20, "words": 2}'))

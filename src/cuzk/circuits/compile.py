@@ -345,6 +345,25 @@ class Instances:
     port_cols: np.ndarray  # (k, nports) global columns of the owner's ports
     may_alias: bool  # some instance binds two ports to one variable
 
+    def runs(self, entries_each: int, limit: int) -> Iterator[Instances]:
+        """These instances in runs of at most ~``limit`` entries (``entries_each``
+        an instance), to bound what one pass over a run gathers."""
+        k = len(self.row_base)
+        step = max(1, limit // max(1, entries_each))
+        if step >= k:
+            yield self
+            return
+        for lo in range(0, k, step):
+            hi = min(k, lo + step)
+            yield Instances(
+                self.block,
+                self.row_base[lo:hi],
+                self.aux_base[lo:hi],
+                self.input_base[lo:hi],
+                self.port_cols[lo:hi],
+                self.may_alias,
+            )
+
 
 def flatten(top: Template, num_inputs_total: int, copies: int = 1) -> list[Instances]:
     """All block instances of ``copies`` back-to-back copies of ``top``."""
@@ -632,25 +651,6 @@ class MatrixParts:
         return SparseMatrix(parts.indptr, parts.indices, coeffs, num_cols=self.num_cols)
 
 
-def _chunks(inst: Instances, entries_each: int) -> Iterator[Instances]:
-    """``inst`` in runs of instances of at most ~_BUILD_ENTRIES entries."""
-    k = len(inst.row_base)
-    step = max(1, _BUILD_ENTRIES // max(1, entries_each))
-    if step >= k:
-        yield inst
-        return
-    for lo in range(0, k, step):
-        hi = min(k, lo + step)
-        yield Instances(
-            inst.block,
-            inst.row_base[lo:hi],
-            inst.aux_base[lo:hi],
-            inst.input_base[lo:hi],
-            inst.port_cols[lo:hi],
-            inst.may_alias,
-        )
-
-
 def matrix_parts(cc: CompiledCircuit, m: int, insts: list[Instances] | None = None) -> MatrixParts:
     """Matrix ``m`` (0 = A, 1 = B, 2 = C) of the circuit, built alone: the
     builder's host memory is this matrix's 20 bytes an entry and 16 a row,
@@ -663,7 +663,7 @@ def matrix_parts(cc: CompiledCircuit, m: int, insts: list[Instances] | None = No
     for inst in insts:
         local = np.diff(inst.block.indptr[m])
         if local.size:
-            for part in _chunks(inst, inst.block.num_rows):
+            for part in inst.runs(inst.block.num_rows, _BUILD_ENTRIES):
                 rows = part.row_base[:, None] + np.arange(inst.block.num_rows)[None, :]
                 row_nnz[rows] = local[None, :]
     if m == 0:
@@ -682,7 +682,7 @@ def matrix_parts(cc: CompiledCircuit, m: int, insts: list[Instances] | None = No
         local_ptr = b.indptr[m]
         entry_row = np.repeat(np.arange(b.num_rows), np.diff(local_ptr))
         entry_pos = np.arange(b.nnz[m]) - local_ptr[entry_row]
-        for part in _chunks(inst, b.nnz[m]):
+        for part in inst.runs(b.nnz[m], _BUILD_ENTRIES):
             cols, ids = entries_for(part, m, n_in)
             pos = indptr[part.row_base[:, None] + entry_row[None, :]] + entry_pos[None, :]
             indices[pos] = cols

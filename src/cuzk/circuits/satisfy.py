@@ -89,23 +89,9 @@ def compiled_unsatisfied_rows(
     table[:] = compiled.coefficients.values
     bad: list[np.ndarray] = []
     for inst in flatten(compiled.top, n_in, compiled.copies):
-        per_instance = max(1, sum(inst.block.nnz))
-        step = max(1, max_entries // per_instance)
-        for lo in range(0, len(inst.row_base), step):
-            part = _slice(inst, lo, lo + step)
+        for part in inst.runs(sum(inst.block.nnz), max_entries):
             a, b, c = (_lc_values(part, m, n_in, w, table) for m in range(3))
             ii, rr = np.nonzero((a * b - c) % R)
             if len(ii):
                 bad.append(part.row_base[ii] + rr)
     return np.unique(np.concatenate(bad)) if bad else np.zeros(0, dtype=np.int64)
-
-
-def _slice(inst, lo: int, hi: int):
-    return type(inst)(
-        inst.block,
-        inst.row_base[lo:hi],
-        inst.aux_base[lo:hi],
-        inst.input_base[lo:hi],
-        inst.port_cols[lo:hi],
-        inst.may_alias,
-    )
