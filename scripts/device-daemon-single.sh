@@ -74,7 +74,7 @@ for name in ("status", "metrics"):
         f.write(urllib.request.urlopen(f"http://{http}/{name}").read())
 PY
 kill "$daemon"; wait "$daemon" 2>/dev/null; wait "$sampler"
-echo "daemon process tree, host peak: $(cat "$OUT/hostmem.json")"
+echo "daemon process tree, host peak: $(tail -1 "$OUT/hostmem.json")"
 grep -E "loading|development|matrices|INSECURE|ERROR|Traceback|beyond" "$OUT/daemon.log" | grep -v "%)" | tail -12
 grep -E "proved on" "$OUT/daemon.log" | sed 's/.*partition/partition/' | tail -20
 step "done"

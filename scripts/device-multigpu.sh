@@ -124,7 +124,7 @@ batch_run() {  # name, devices
   local rc=${PIPESTATUS[0]}
   snapshot "$1" | tee "$OUT/devices-$1.txt"
   stop_daemon
-  echo "  host peak of the daemon and its workers: $(cat "$OUT/hostmem-$1.json" 2>/dev/null)" |
+  echo "  host peak of the daemon and its workers: $(tail -1 "$OUT/hostmem-$1.json" 2>/dev/null)" |
     tee -a "$OUT/devices-$1.txt"
   local s
   s=$(sustained "$1")

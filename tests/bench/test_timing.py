@@ -48,9 +48,15 @@ def test_watch_samples_another_process_tree_until_it_ends() -> None:
         'time.sleep(1.5)"]); time.sleep(0.3)'
     )
     child = subprocess.Popen([sys.executable, "-c", code])
+    so_far: list[dict[str, int]] = []
     try:
-        report = hostmem.watch(child.pid, interval=0.1)
+        report = hostmem.watch(child.pid, interval=0.1, progress=so_far.append, every=0.5)
     finally:
         child.wait()
     assert report["host_peak_anon_mib"] >= 48 + 32
     assert report["host_peak_rss_mib"] >= report["host_peak_anon_mib"]
+    # the peaks so far, while it ran (what a run cut short leaves behind)
+    assert so_far and all(
+        a["host_peak_anon_mib"] <= b["host_peak_anon_mib"] for a, b in zip(so_far, so_far[1:])
+    )
+    assert so_far[-1]["host_peak_anon_mib"] <= report["host_peak_anon_mib"]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import resource
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -101,13 +103,24 @@ class HostMemory:
         }
 
 
-def watch(pid: int, interval: float = 1.0) -> dict[str, int]:
+def watch(
+    pid: int,
+    interval: float = 1.0,
+    progress: Callable[[dict[str, int]], None] | None = None,
+    every: float = 10.0,
+) -> dict[str, int]:
     """Sample another process's tree (a daemon and its synthesis workers) until
-    that process ends; its peaks, as :meth:`HostMemory.report` gives them."""
+    that process ends; its peaks, as :meth:`HostMemory.report` gives them.
+    ``progress`` gets the peaks so far every ``every`` seconds (a run cut
+    short still leaves its figure)."""
     m = HostMemory(interval, root=pid)
+    last = time.monotonic()
     with m:
         while _running(pid):
             m._stop.wait(interval)
+            if progress is not None and time.monotonic() - last >= every:
+                last = time.monotonic()
+                progress(m.report())
     return m.report()
 
 
@@ -120,8 +133,13 @@ def _running(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-if __name__ == "__main__":  # python -m cuzk.bench.hostmem PID: peaks as JSON at its end
+if __name__ == "__main__":
+    # python -m cuzk.bench.hostmem PID: the peaks so far as a JSON line every 10 s,
+    # and at the process's end; the last line is the figure
     import json
     import sys
 
-    print(json.dumps(watch(int(sys.argv[1]))), flush=True)
+    def show(report: dict[str, int]) -> None:
+        print(json.dumps(report), flush=True)
+
+    show(watch(int(sys.argv[1]), progress=show))
