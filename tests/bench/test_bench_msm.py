@@ -56,3 +56,15 @@ def test_explore_and_checks(twin_ctx):
     assert all(r["check"] for r in rows)
     assert bench_msm.check_against_cpu(MsmEngine(twin_ctx), seed=3) == []
     assert bench_msm.fixed_base_rows(twin_ctx, {}, quick=True)
+
+
+def test_profile_one_runs_the_msm_it_profiles(twin_ctx, monkeypatch, capsys):
+    """`cuzk.bench.msm --profile LOG` (what scripts/device-ncu-msm.sh runs under ncu)."""
+    import json
+
+    from cuzk.backends.cuda import memory
+
+    monkeypatch.setattr(memory, "DeviceContext", lambda: twin_ctx)
+    assert bench_msm.main(["--profile", "9"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["log"] == 9 and out["phases_ms"]

@@ -447,6 +447,29 @@ def _table(rows_: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def profile_one(lg: int) -> int:
+    """A warm-up MSM, then the same MSM with the CUDA profiler on; its phases
+    (milliseconds) on stdout as JSON."""
+    import cupy
+
+    from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.backends.cuda.msm import MsmEngine
+
+    engine = MsmEngine(DeviceContext())
+    handle = engine.prepare_g1(make_bases(engine, "G1", 1 << lg, seed=7))
+    scalars = random_scalars_device(1 << lg, seed=lg)
+    engine.msm_xyzz(handle, scalars)
+    cupy.cuda.Device().synchronize()
+    phases: dict[str, float] = {}
+    cupy.cuda.profiler.start()
+    engine.msm_xyzz(handle, scalars, phases)
+    cupy.cuda.Device().synchronize()
+    cupy.cuda.profiler.stop()
+    sys.stdout.write(json.dumps({"log": lg, "phases_ms": phases}) + "\n")
+    handle.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
@@ -458,8 +481,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--skip-rows", action="store_true", help="no standard rows")
     p.add_argument("--parts", default="fq,msm,fixed", help="standard row groups to run")
+    p.add_argument(
+        "--profile",
+        type=int,
+        metavar="LOG",
+        help="one G1 MSM of 2^LOG random scalars between the CUDA profiler's start and "
+        "stop (after a warm-up run): for `ncu --profile-from-start off`",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    if args.profile is not None:
+        return profile_one(args.profile)
 
     from cuzk.backends.cuda.memory import DeviceContext
     from cuzk.backends.cuda.msm import MsmEngine

@@ -151,6 +151,7 @@ def make() -> types.ModuleType:
         get_current_stream=lambda: _Stream(),
         get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
         alloc_pinned_memory=pinned,
+        profiler=types.SimpleNamespace(start=lambda: None, stop=lambda: None),
     )
     cp.asnumpy = lambda a: np.array(a)
     return cp
