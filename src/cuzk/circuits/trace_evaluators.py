@@ -84,12 +84,15 @@ def sha254_node(V: TraceValues, children: Sequence[Any]) -> Reg:
 def merkle_level_outputs(
     V: TraceValues, cur: Any, hints: Any, hasher: str, arity: int, constants: Any = None
 ) -> list:
-    """Parent and position bits of one Merkle level (``evaluators.merkle_level``)."""
-    position, siblings = hints
-    children = inserted(V, cur, position, list(siblings))
-    if hasher == "poseidon":
-        parent = V.rec.poseidon(children, constants)
+    """Parent and position bits of one Merkle level (``evaluators.merkle_level``):
+    the parent hashed here, or read from the hints when they carry it third
+    (the level's own pass hashes it again, with its constraints)."""
+    position, siblings = hints[:2]
+    if len(hints) > 2:
+        parent = hints[2]
+    elif hasher == "poseidon":
+        parent = V.rec.poseidon(inserted(V, cur, position, list(siblings)), constants)
     else:
-        parent = sha254_node(V, children)
+        parent = sha254_node(V, inserted(V, cur, position, list(siblings)))
     bits = [V.w_bit(position, i) for i in range(arity.bit_length() - 1)]
     return [parent, *bits]

@@ -92,7 +92,9 @@ def hash_node(cs: Any, hasher: str, children: Sequence[AllocatedNum]) -> Allocat
 
 def _level(cs: Any, hasher: str, arity: int, cur: AllocatedNum, hints: Any) -> list:
     V = values_of(cs)
-    index, siblings = hints if hints is not None else (None, [None] * (arity - 1))
+    # (position, siblings), perhaps with the parent's value third (the caller's
+    # device witness read it; this level hashes it again, with its constraints)
+    index, siblings = hints[:2] if hints is not None else (None, [None] * (arity - 1))
     nbits = arity.bit_length() - 1
     bits = [AllocatedBit.alloc(cs, V.w_bit(index, i)) for i in range(nbits)]
     nums = [AllocatedNum.alloc(cs, s, "path element") for s in siblings]
@@ -102,8 +104,9 @@ def _level(cs: Any, hasher: str, arity: int, cur: AllocatedNum, hints: Any) -> l
 
 @functools.cache
 def level_subcircuit(hasher: str, arity: int) -> Subcircuit:
-    """Ports: the current node. Hints: (position, siblings). Outputs: the
-    parent node, then the position's bits (least significant first)."""
+    """Ports: the current node. Hints: (position, siblings), or (position,
+    siblings, parent value). Outputs: the parent node, then the position's
+    bits (least significant first)."""
 
     def synth(cs: Any, ports: list, hints: Any) -> list:
         return _level(cs, hasher, arity, ports[0], hints)

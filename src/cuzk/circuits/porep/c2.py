@@ -124,9 +124,12 @@ def checked_hints(
     """Partition ``k``'s vanilla proofs verified (InputError naming the JSON path
     of a bad one), its witness hints and its public inputs: all a witness made
     elsewhere (the GPU, from :func:`witness_plan`) needs."""
+    hashed = None
     if verify_vanilla:
-        Verifier(request.proof, request.source).verify(request.c1, [k])
-    return partition_hints(request.c1, k, request.source), c1_public_inputs(
+        verifier = Verifier(request.proof, request.source)
+        verifier.verify(request.c1, [k])
+        hashed = verifier.hashed  # its column hashes and path nodes are hints
+    return partition_hints(request.c1, k, request.source, hashed), c1_public_inputs(
         request.c1, request.proof, k
     )
 

@@ -83,7 +83,8 @@ class PoRepShape:
 # Witness hints (plain ints, or lane vectors when many instances run at once)
 # --------------------------------------------------------------------------
 
-Level = tuple[Any, Sequence[Any]]  # (position, sibling values)
+# (position, sibling values), or with the node the level hashes to third
+Level = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ class ChallengeHints:
     challenge: Any
     r_path: Sequence[Level]
     c_path: Sequence[Level]
+    # the hashes of the 14 parent columns, then of the challenged column (its
+    # labels): values for the device witness's column-hash calls
+    column_hashes: Sequence[Any] = ()
 
 
 @dataclass(frozen=True)
@@ -219,7 +223,8 @@ def synthesize_challenge(
             rows = None if h is None else (h.drg_columns if kind == "drg" else h.exp_columns)[i]
             path = None if h is None else (h.drg_paths if kind == "drg" else h.exp_paths)[i]
             col = _column(cs, rows, L)
-            (val,) = call(cs, poseidon_subcircuit(L), col)
+            value = None if h is None else h.column_hashes[len(columns)]
+            (val,) = call(cs, poseidon_subcircuit(L), col, value)
             enforce_inclusion(cs, POSEIDON, shape.tree_arities, val, comm_c, path)
             columns.append(col)
 
@@ -236,7 +241,8 @@ def synthesize_challenge(
 
     encoded = labels[-1].add(cs, data_leaf)  # encode: key + data, one constraint
     enforce_inclusion(cs, POSEIDON, shape.tree_arities, encoded, comm_r_last, h and h.r_path)
-    (column_hash,) = call(cs, poseidon_subcircuit(L), labels)
+    value = None if h is None else h.column_hashes[BASE_DEGREE + EXP_DEGREE]
+    (column_hash,) = call(cs, poseidon_subcircuit(L), labels, value)
     enforce_inclusion(cs, POSEIDON, shape.tree_arities, column_hash, comm_c, h and h.c_path)
 
 
@@ -263,7 +269,9 @@ def synthesize(cs: Any, shape: PoRepShape, hints: PartitionHints | None) -> None
     comm_r.inputize(cs)
     comm_r_last = AllocatedNum.alloc(cs, h and h.comm_r_last, "comm_r_last")
     comm_c = AllocatedNum.alloc(cs, h and h.comm_c, "comm_c")
-    (hashed,) = call(cs, poseidon_subcircuit(2), [comm_c, comm_r_last])
+    # the hash's value is comm_r: given as the call's hint, as the challenges give
+    # their column hashes (at 2 layers those calls share this subcircuit)
+    (hashed,) = call(cs, poseidon_subcircuit(2), [comm_c, comm_r_last], h and h.comm_r)
     cs.enforce("enforce comm_r = H(comm_c || comm_r_last)", comm_r.variable, ONE, hashed.variable)
     sub = challenge_subcircuit(shape)
     for i in range(shape.challenges):

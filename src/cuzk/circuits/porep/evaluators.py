@@ -60,7 +60,7 @@ def sha_node(children: list[np.ndarray]) -> np.ndarray:
 
 
 def merkle_level(V: LaneValues, ports: list, hints: Any, hasher: str, arity: int) -> list:
-    position, siblings = hints
+    position, siblings = hints[:2]
     cur = obj(ports[0], V.lanes)
     children = _children(cur, position, [obj(s, V.lanes) for s in siblings])
     if hasher == "poseidon":
@@ -114,6 +114,18 @@ def trace_by_key(key: str) -> TraceEvaluator | None:
 
 def trace_no_outputs(V: TraceValues, ports: list, hints: Any) -> list:
     return []
+
+
+def trace_hinted_poseidon(arity: int) -> TraceEvaluator:
+    """A column hash whose value the call's hints carry (``ChallengeHints.
+    column_hashes``): a hint load in the caller's lane; the deferred Poseidon
+    pass still hashes it with its constraints."""
+    c = poseidon_constants(arity)
+
+    def evaluate(V: TraceValues, ports: list, hints: Any) -> list:
+        return [hints] if hints is not None else [V.rec.poseidon(ports, c)]
+
+    return evaluate
 
 
 def trace_label(layer: int) -> TraceEvaluator:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,10 +76,20 @@ def batch_column_hashes(columns: Sequence[Sequence[bytes]], chunk: int = 4096) -
 
 def batch_poseidon_roots(proofs: Sequence[MerkleProof], chunk: int = 4096) -> list[bytes]:
     """The roots many Poseidon paths hash to (vectorised; paths of one shape)."""
-    out: list[bytes] = []
+    return [
+        (levels[-1] if levels else _fr(p.leaf)).to_bytes(32, "little")
+        for p, levels in zip(proofs, batch_poseidon_levels(proofs, chunk), strict=True)
+    ]
+
+
+def batch_poseidon_levels(proofs: Sequence[MerkleProof], chunk: int = 4096) -> list[list[int]]:
+    """Per path, the node each level of it hashes to, the root last (vectorised;
+    paths of one shape): what a witness's Merkle levels output."""
+    out: list[list[int]] = []
     for lo in range(0, len(proofs), chunk):
         part = proofs[lo : lo + chunk]
         cur = _objects([_fr(p.leaf) for p in part])
+        levels = []
         for level in range(len(part[0].path)):
             elements = [p.path[level] for p in part]
             arity = len(elements[0].hashes) + 1
@@ -86,8 +97,28 @@ def batch_poseidon_roots(proofs: Sequence[MerkleProof], chunk: int = 4096) -> li
             siblings = [_objects([_fr(e.hashes[j]) for e in elements]) for j in range(arity - 1)]
             children = insert_lanes(cur, position, siblings)
             cur = hash_vectors(OBJECT_FR, children, poseidon_constants(arity)) % R
-        out += [int(v).to_bytes(32, "little") for v in cur]
+            levels.append(cur)
+        if not levels:  # a tree of one node: no level to hash
+            out += [[] for _ in part]
+            continue
+        out += [[int(v) for v in path] for path in zip(*levels, strict=True)]
     return out
+
+
+class HashedValues:
+    """Hashes a verification computed, by the object hashed: a column's rows
+    (their Poseidon hash) or a Poseidon path (the node of each level). Held
+    with the object, so an id is never taken for another's."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, Any]] = {}
+
+    def put(self, obj: Any, value: Any) -> None:
+        self._by_id[id(obj)] = (obj, value)
+
+    def get(self, obj: Any) -> Any:
+        got = self._by_id.get(id(obj))
+        return got[1] if got is not None and got[0] is obj else None
 
 
 def _objects(values: list[int]) -> np.ndarray:
@@ -131,6 +162,8 @@ class Verifier:
         self._parents: dict[int, list[int]] = {}
         self._columns: list[tuple[ColumnProof, str]] = []
         self._paths: list[tuple[MerkleProof, str, str]] = []
+        # what check_hashes computed, for a witness to reuse (HashedValues)
+        self.hashed = HashedValues()
 
     def fail(self, path: str, problem: str) -> InputError:
         return InputError(self.source, path, problem)
@@ -314,12 +347,17 @@ class Verifier:
             for (cp, where), h in zip(columns, col_hashes, strict=True)
             if h != cp.inclusion_proof.leaf
         }
-        roots = batch_poseidon_roots([proof for proof, _, _ in paths])
-        for (proof, where, problem), root in zip(paths, roots, strict=True):
+        levels = batch_poseidon_levels([proof for proof, _, _ in paths])
+        for (proof, where, problem), lv in zip(paths, levels, strict=True):
             if where in bad_column:
                 raise self.fail(where, "leaf is not the column's hash")
-            if root != proof.root:
+            root = lv[-1] if lv else _fr(proof.leaf)
+            if root.to_bytes(32, "little") != proof.root:
                 raise self.fail(where, problem)
+        for (cp, _), h in zip(columns, col_hashes, strict=True):
+            self.hashed.put(cp.column.rows, _fr(h))
+        for (proof, _, _), lv in zip(paths, levels, strict=True):
+            self.hashed.put(proof, lv)
 
 
 def verify_c1(

@@ -40,6 +40,11 @@ from cuzk.circuits.porep.params import (
     size_name,
 )
 from cuzk.circuits.porep.types import ChallengeProof, MerkleProof, SealCommitPhase1Output
+from cuzk.circuits.porep.vanilla import (
+    HashedValues,
+    batch_column_hashes,
+    batch_poseidon_levels,
+)
 from cuzk.circuits.program import TraceEvaluator
 from cuzk.circuits.static_plan import StaticPlan, WitnessDevice
 from cuzk.errors import InputError
@@ -58,10 +63,17 @@ def _lane(v: int) -> np.ndarray:
     return out
 
 
-def _levels(proof: MerkleProof) -> list[Level]:
+def _levels(proof: MerkleProof, values: Sequence[int] | None = None) -> list[Level]:
+    """A path's levels as hints: (position, siblings), and with ``values`` the
+    node each level hashes to (a Poseidon path: the device witness reads it
+    instead of hashing the level in the challenge's own lane)."""
     return [
-        (np.array([e.index], dtype=np.uint64), [_lane(_fr(h)) for h in e.hashes])
-        for e in proof.path
+        (
+            np.array([e.index], dtype=np.uint64),
+            [_lane(_fr(h)) for h in e.hashes],
+            *(() if values is None else (_lane(values[i]),)),
+        )
+        for i, e in enumerate(proof.path)
     ]
 
 
@@ -69,25 +81,60 @@ def _column(rows: tuple[bytes, ...]) -> list[np.ndarray]:
     return [_lane(_fr(r)) for r in rows]
 
 
-def challenge_hints(p: ChallengeProof) -> ChallengeHints:
+def _poseidon_paths(p: ChallengeProof) -> list[MerkleProof]:
+    """A challenge's tree C and tree R paths, in :func:`challenge_hints`' order:
+    the 6 DRG and 8 expander parents' columns, the challenged column, tree R."""
     rc = p.replica_column_proofs
+    return [
+        *(c.inclusion_proof for c in rc.drg_parents),
+        *(c.inclusion_proof for c in rc.exp_parents),
+        rc.c_x.inclusion_proof,
+        p.comm_r_last_proof,
+    ]
+
+
+def _columns(p: ChallengeProof) -> list[tuple[bytes, ...]]:
+    """A challenge's columns whose hashes the circuit computes, in the same order."""
+    rc = p.replica_column_proofs
+    return [c.column.rows for c in (*rc.drg_parents, *rc.exp_parents, rc.c_x)]
+
+
+def challenge_hints(
+    p: ChallengeProof, levels: Sequence[Sequence[int]], hashes: Sequence[int]
+) -> ChallengeHints:
+    """One challenge's hints; ``levels`` are the node values of its Poseidon paths
+    (:func:`_poseidon_paths`) and ``hashes`` its columns' hashes (:func:`_columns`):
+    values the vanilla proof implies, which a device witness reads instead of
+    hashing them one after another in the challenge's lane (the deferred passes
+    still hash every one with its constraints, so a wrong value only makes an
+    assignment that does not satisfy the circuit)."""
+    rc = p.replica_column_proofs
+    nd = len(rc.drg_parents)
+    ne = len(rc.exp_parents)
     return ChallengeHints(
         data_leaf=_lane(_fr(p.comm_d_proofs.leaf)),
         d_path=_levels(p.comm_d_proofs),
         drg_columns=[_column(c.column.rows) for c in rc.drg_parents],
-        drg_paths=[_levels(c.inclusion_proof) for c in rc.drg_parents],
+        drg_paths=[_levels(c.inclusion_proof, levels[i]) for i, c in enumerate(rc.drg_parents)],
         exp_columns=[_column(c.column.rows) for c in rc.exp_parents],
-        exp_paths=[_levels(c.inclusion_proof) for c in rc.exp_parents],
+        exp_paths=[
+            _levels(c.inclusion_proof, levels[nd + i]) for i, c in enumerate(rc.exp_parents)
+        ],
         challenge=np.array([p.labeling_proofs[0].node], dtype=np.uint64),
-        r_path=_levels(p.comm_r_last_proof),
-        c_path=_levels(rc.c_x.inclusion_proof),
+        r_path=_levels(p.comm_r_last_proof, levels[nd + ne + 1]),
+        c_path=_levels(rc.c_x.inclusion_proof, levels[nd + ne]),
+        column_hashes=[_lane(h) for h in hashes],
     )
 
 
 def partition_hints(
-    c1: SealCommitPhase1Output, k: int, source: str = "c1 output"
+    c1: SealCommitPhase1Output,
+    k: int,
+    source: str = "c1 output",
+    hashed: HashedValues | None = None,
 ) -> PartitionHints:
-    """The witness hints of partition ``k``."""
+    """The witness hints of partition ``k``; ``hashed`` are the column hashes and
+    path nodes a vanilla verification of it computed (the rest is hashed here)."""
     base = f"vanilla_proofs.{c1.vanilla_variant}[{k}]"
     if not 0 <= k < len(c1.partitions) or not c1.partitions[k]:
         raise InputError(source, base, "no vanilla proofs for this partition")
@@ -98,13 +145,29 @@ def partition_hints(
             raise InputError(source, f"{base}[{i}]", "inconsistent comm_c (tree C root)")
         if p.comm_r_last != comm_r_last:
             raise InputError(source, f"{base}[{i}]", "inconsistent comm_r_last (tree R root)")
+    # every challenge's Poseidon paths and column hashes (those the verification
+    # did not hash: all at once, vectorised)
+    hashed = hashed or HashedValues()
+    paths = [_poseidon_paths(p) for p in proofs]
+    todo = [q for ps in paths for q in ps if hashed.get(q) is None]
+    for q, lv in zip(todo, batch_poseidon_levels(todo) if todo else [], strict=True):
+        hashed.put(q, lv)
+    columns = [_columns(p) for p in proofs]
+    todo = [c for cs in columns for c in cs if hashed.get(c) is None]
+    for c, h in zip(todo, batch_column_hashes(todo) if todo else [], strict=True):
+        hashed.put(c, _fr(h))
+    levels = iter([hashed.get(q) for ps in paths for q in ps])
+    hashes = iter([hashed.get(c) for cs in columns for c in cs])
     return PartitionHints(
         replica_id=_lane(_fr(c1.replica_id)),
         comm_d=_lane(_fr(c1.comm_d)),
         comm_r=_lane(_fr(c1.comm_r)),
         comm_r_last=_lane(_fr(comm_r_last)),
         comm_c=_lane(_fr(comm_c)),
-        challenges=[challenge_hints(p) for p in proofs],
+        challenges=[
+            challenge_hints(p, [next(levels) for _ in ps], [next(hashes) for _ in cs])
+            for p, ps, cs in zip(proofs, paths, columns, strict=True)
+        ],
     )
 
 
@@ -205,6 +268,9 @@ def trace_lookup(caller: str, callee: str) -> TraceEvaluator | None:
         return evaluators.trace_label(int(callee.rsplit("-", 1)[1]))
     if callee.startswith("poseidon/") and caller.startswith("merkle-level/"):
         return None
+    if callee.startswith("poseidon/") and caller.endswith("/challenge"):
+        # a column hash: its value is a hint (ChallengeHints.column_hashes)
+        return evaluators.trace_hinted_poseidon(int(callee.split("/")[1]))
     return evaluators.trace_by_key(callee)
 
 
