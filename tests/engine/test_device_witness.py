@@ -125,3 +125,78 @@ def test_device_witness_fits_its_reservations_and_gives_everything_back(tmp_path
         assert vram.reserved_bytes == 0 and dev.budget.reserved == 0
     finally:
         e.stop()
+
+
+class CountingWitness(BudgetedWitness):
+    """Also counts the assignments alive at once (partitions in flight on the device)."""
+
+    def __init__(self, vram: DeviceBudget) -> None:
+        super().__init__(vram)
+        self.most = 0
+
+    def zeros(self, n):
+        W = super().zeros(n)
+        self.most = max(self.most, len(self.assignments))
+        return W
+
+
+def _winning_engine(tmp_path: Path, limit: int) -> tuple[Engine, Device, CountingWitness]:
+    vram = DeviceBudget(0, limit)
+    dev = Device(0, "budgeted GPU", BudgetedCpuBackend(vram), limit, None)
+    dev.budget = Budget("vram:0", limit, device_budget=vram)
+    maker = CountingWitness(vram)
+    dev._witness = maker
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / f"j{limit}.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params"), "generate_dev_keys": True},
+        memory={"total_budget": "4GiB", "eviction_min_idle": "0s"},
+        pipeline={"witness": "device", "synthesis_lookahead": 4},
+    )
+    e = Engine(cfg, devices=[dev])
+    e.start()
+    return e, dev, maker
+
+
+def _winning_jobs(e: Engine, n: int) -> list:
+    win = config_for_registered_proof(WINNING_2K)
+    vanilla = write_sector_proof(generate_sector_proof(win, RND, 5))
+    req = ProofRequest(
+        ProofKind.WINNING_POST,
+        registered_proof=WINNING_2K,
+        vanilla_proofs=(vanilla,),
+        randomness=RND,
+    )
+    ids = [e.submit(req).job_id for _ in range(n)]
+    return [e.await_job(j, 300)[0] for j in ids]
+
+
+def test_a_witness_starts_on_its_share_while_another_partition_proves(tmp_path: Path) -> None:
+    """Where the device holds one partition's whole working set and a second's
+    witness share but not two whole sets, the second partition makes its witness
+    while the first proves, then takes the rest of its set; nothing overdraws."""
+    e, dev, maker = _winning_engine(tmp_path, 4 << 30)
+    try:  # the sizes, from a device with room for everything
+        assert all(j.state == JobState.COMPLETED for j in _winning_jobs(e, 1))
+        entry = e.srs._entries["winning-2k"]
+        key = entry.reservations[0].nbytes
+        plan_res = sum(r.nbytes for _, r, _ in e.pipeline._device_plans.values())
+        handler = e.kinds.handler(ProofKind.WINNING_POST)
+        r1cs = handler.r1cs("winning-2k")
+        share = 32 * handler.shape("winning-2k")[1] + maker.run_bytes(
+            handler.witness_plan("winning-2k")
+        )
+        whole = dev.working_bytes(r1cs) + maker.run_bytes(handler.witness_plan("winning-2k"))
+    finally:
+        e.stop()
+    assert share < whole
+    limit = key + plan_res + whole + share + (1 << 20)
+    assert limit < key + plan_res + 2 * whole  # two whole sets do not fit
+    e, dev, maker = _winning_engine(tmp_path, limit)
+    try:
+        jobs = _winning_jobs(e, 4)
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        assert maker.most == 2  # a witness was made while another partition proved
+        assert dev.backend.vram.overdrawn_by_operation == {}
+        assert maker.assignments == {}
+    finally:
+        e.stop()

@@ -389,7 +389,7 @@ class Pipeline:
         r1cs = handler.r1cs(job.circuit_id)
         witness = item.witness
         maker = plan = None
-        extra = 0
+        extra = witness_bytes = 0
         if witness.assignment is None:  # made here, from the partition's hint table
             plan = handler.witness_plan(job.circuit_id)
             maker = self._device_plan(
@@ -399,11 +399,15 @@ class Pipeline:
                 lambda: job.finished or not self.health.healthy(device.ordinal),
             )
             extra = maker.run_bytes(plan)
+            # the witness may start on its own share while another partition
+            # proves; the rest is taken before proving (SrsManager.reserve_rest)
+            witness_bytes = 32 * handler.shape(job.circuit_id)[1]
         lease = self.srs.acquire_device(
             item.lease,
             device,
             cancelled=lambda: job.finished or not self.health.healthy(device.ordinal),
             extra=extra,
+            witness_bytes=witness_bytes,
         )
         try:
             now = time.monotonic()
@@ -413,24 +417,19 @@ class Pipeline:
                 return
             t = time.monotonic()
             job.partition_state(item.index, "gpu")
-            # the backend's temporaries come out of the partition's device reservation
-            lent = (
-                device.budget.lend(lease.working)
-                if lease.working is not None
-                else contextlib.nullcontext()
-            )
             stages = prover.StageTimes()
-            with device.activate(), lent:
+            with device.activate():
                 if self.faults is not None:
                     self.faults.before_proof(device.ordinal)
                 # a key on a device proves with the matrices it holds there (it let
                 # go of the host's: SrsManager.acquire_device)
                 circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
-                    proof = prover.prove(lease.key, circuit, witness.assignment, times=stages)
+                    with _lent(device, lease.working):
+                        proof = prover.prove(lease.key, circuit, witness.assignment, times=stages)
                 else:
                     proof = self._prove_device_witness(
-                        item, handler, plan, maker, lease.key, circuit, stages
+                        item, handler, plan, maker, lease, circuit, stages
                     )
             end = time.monotonic()
             dt = end - t
@@ -463,14 +462,18 @@ class Pipeline:
         handler: ProofKindHandler,
         plan: StaticPlan,
         maker: Any,
-        key: Any,
+        lease: Any,
         circuit: Any,
         stages: prover.StageTimes,
     ) -> Proof:
         """The partition's assignment made on the device from its hint table, its
-        inputs checked against the ones the proof is verified with, the proof."""
+        inputs checked against the ones the proof is verified with, the proof
+        (with the rest of the partition's working set, when the witness ran on
+        its own share of it)."""
+        key, job, device = lease.key, item.job, lease.device
         t = time.perf_counter()
-        W = plan.run_table(maker, item.witness.hints)
+        with _lent(device, lease.working):  # the witness's share (or the whole set)
+            W = plan.run_table(maker, item.witness.hints)
         try:
             inputs = list(item.public_inputs)
             got = key.backend.to_host(W[1 : 1 + len(inputs)])
@@ -482,7 +485,19 @@ class Pipeline:
                     "its vanilla proofs do not answer the request's public inputs "
                     "(challenges, commitments)",
                 )
-            return prover.prove(key, circuit, W, times=stages)
+            t = time.perf_counter()
+            rest = self.srs.reserve_rest(  # outside any lent reservation: its own
+                lease,
+                cancelled=lambda: job.finished or not self.health.healthy(device.ordinal),
+            )
+            if rest is not None:
+                stages.detail["wait_rest"] = time.perf_counter() - t
+            try:
+                with _lent(device, rest if rest is not None else lease.working):
+                    return prover.prove(key, circuit, W, times=stages)
+            finally:
+                if rest is not None:
+                    rest.release()
         finally:
             maker.free(W)
 
@@ -687,6 +702,13 @@ class Pipeline:
                 )
             finally:
                 state.job_id = state.kind = ""
+
+
+def _lent(device: Device, res: Any) -> Any:
+    """The backend's temporaries drawn from ``res`` (a device reservation), if any."""
+    if res is None or device.budget is None:
+        return contextlib.nullcontext()
+    return device.budget.lend(res)
 
 
 def _forget(plan: StaticPlan, maker: Any, holds: list, res: Any) -> None:

@@ -138,6 +138,16 @@ class DeviceLease:
     key: prover.PreparedKey
     working: Reservation | None
     load_ms: float
+    # bytes of the partition's working set still to reserve (reserve_rest) when
+    # only its witness's share was taken (acquire_device's witness_bytes), and
+    # the device's share slot it holds until then
+    rest: int = 0
+    slot: threading.Lock | None = None
+
+    def give_slot(self) -> None:
+        if self.slot is not None:
+            self.slot.release()
+            self.slot = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,8 @@ class SrsManager:
         self._entries: dict[str, SrsEntry] = {}
         self._lock = threading.RLock()
         self._gen_locks: dict[str, threading.Lock] = {}
+        # per device: held by the one partition that may work on a witness share
+        self._share_slots: dict[int, threading.Lock] = {}
         self._r1cs_locks: dict[str, threading.Lock] = {}
         self._r1cs_ready: set[str] = set()
         self.dev_keys = DevKeyCache(self.cache_dir, dev_key_disk_budget)
@@ -525,10 +537,24 @@ class SrsManager:
             lease.entry.last_used = time.monotonic()
 
     def acquire_device(
-        self, lease: HostLease, device: Device, cancelled: Any = None, extra: int = 0
+        self,
+        lease: HostLease,
+        device: Device,
+        cancelled: Any = None,
+        extra: int = 0,
+        witness_bytes: int = 0,
     ) -> DeviceLease:
         """The key prepared on ``device`` plus the device working set of one
-        partition (and ``extra`` bytes of it: a witness made on the device)."""
+        partition (and ``extra`` bytes of it: a witness made on the device).
+
+        With ``witness_bytes`` (the assignment a device witness makes), the
+        witness's share (``witness_bytes + extra``) is taken alone when it fits
+        now and no other partition of the device holds a share: the partition
+        makes its witness while others prove, then takes the rest of its set
+        (``DeviceLease.rest``, :meth:`reserve_rest`) to prove. The others hold
+        whole sets and wait on nothing, so the rest comes once they finish (a
+        whole set fits the device, or none would): no two partitions wait on
+        each other. Otherwise the whole set is taken at once, as without it."""
         e = lease.entry
         t = time.perf_counter()
         if device.host_resident:
@@ -543,17 +569,27 @@ class SrsManager:
         try:
             with lock:
                 if device.ordinal in e.prepared:
-                    (working,) = device.budget.reserve(
-                        [(device.working_bytes(r1cs) + extra, f"partition {e.circuit_id}")],
-                        evict=lambda n: self.evict_idle(n, device),
-                        cancelled=cancelled,
-                    )
+                    whole = device.working_bytes(r1cs) + extra
+                    first = witness_bytes + extra
+                    share = None
+                    if 0 < witness_bytes < whole - extra:
+                        share = self._take_share(device, first, e.circuit_id)
+                    if share is not None:
+                        (working, slot), rest = share, whole - first
+                    else:
+                        (working,) = device.budget.reserve(
+                            [(whole, f"partition {e.circuit_id}")],
+                            evict=lambda n: self.evict_idle(n, device),
+                            cancelled=cancelled,
+                        )
+                        rest, slot = 0, None
                 else:
                     self._ensure_available(e, cancelled)
                     a_points, b_points = e.handler.query_sizes(e.circuit_id)
                     raw = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
                     # a file-less development key's points are made on this device as it loads
                     made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
+                    rest, slot = 0, None
                     working, key_res = device.budget.reserve(
                         [
                             (device.working_bytes(r1cs) + extra, f"partition {e.circuit_id}"),
@@ -597,9 +633,42 @@ class SrsManager:
             with self._lock:
                 e.device_refs[device.ordinal] -= 1
             raise
-        return DeviceLease(e, device, key, working, (time.perf_counter() - t) * 1000)
+        return DeviceLease(e, device, key, working, (time.perf_counter() - t) * 1000, rest, slot)
+
+    def _take_share(
+        self, device: Device, first: int, circuit_id: str
+    ) -> tuple[Reservation, threading.Lock] | None:
+        """The device's share slot and ``first`` bytes, both now, or None."""
+        assert device.budget is not None
+        with self._lock:
+            slot = self._share_slots.setdefault(device.ordinal, threading.Lock())
+        if not slot.acquire(blocking=False):
+            return None
+        got = device.budget.try_reserve([(first, f"partition {circuit_id} witness")])
+        if got is None:
+            slot.release()
+            return None
+        return got[0], slot
+
+    def reserve_rest(self, lease: DeviceLease, cancelled: Any = None) -> Reservation | None:
+        """The rest of a partition's working set (``lease.rest``), waiting for it
+        (idle keys are evicted first); None when the lease holds it all."""
+        if not lease.rest:
+            return None
+        device = lease.device
+        assert device.budget is not None
+        try:
+            (res,) = device.budget.reserve(
+                [(lease.rest, f"partition {lease.entry.circuit_id}")],
+                evict=lambda n: self.evict_idle(n, device),
+                cancelled=cancelled,
+            )
+        finally:
+            lease.give_slot()  # the next partition's witness may take a share
+        return res
 
     def release_device(self, lease: DeviceLease) -> None:
+        lease.give_slot()
         if lease.working is None:
             return
         lease.working.release()
