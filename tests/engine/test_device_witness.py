@@ -75,58 +75,6 @@ class BudgetedWitness(NumpyWitness):
         return int(plan.run_bytes(CudaWitness.register_bytes))
 
 
-def test_device_witness_fits_its_reservations_and_gives_everything_back(tmp_path: Path) -> None:
-    limit = 4 << 30
-    vram = DeviceBudget(0, limit)
-    dev = Device(0, "budgeted GPU", BudgetedCpuBackend(vram), limit, None)
-    dev.budget = Budget("vram:0", limit, device_budget=vram)
-    maker = BudgetedWitness(vram)
-    dev._witness = maker
-    cfg = Config().with_overrides(
-        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
-        srs={"param_cache": str(tmp_path / "params"), "generate_dev_keys": True},
-        memory={"total_budget": "4GiB", "eviction_min_idle": "0s"},
-        pipeline={"witness": "device"},
-    )
-    win = config_for_registered_proof(WINNING_2K)
-    vanilla = write_sector_proof(generate_sector_proof(win, RND, 5))
-    e = Engine(cfg, devices=[dev])
-    e.start()
-    try:
-        ids = [
-            e.submit(
-                ProofRequest(
-                    ProofKind.WINNING_POST,
-                    registered_proof=WINNING_2K,
-                    vanilla_proofs=(vanilla,),
-                    randomness=RND,
-                )
-            ).job_id
-            for _ in range(2)
-        ]
-        jobs = [e.await_job(j, 300)[0] for j in ids]
-        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
-        assert vram.overdrawn_by_operation == {}, vram.overdrawn_by_operation
-        assert "witness plan winning-2k" in vram.peak_by_operation
-        assert vram.peak_by_operation["witness assignment"] > 0
-        assert maker.assignments == {}  # each assignment freed after its proof
-        # the key proves with the matrices on its device and holds no host R1CS;
-        # the kind let go of the mapping the upload read (a later r1cs() maps the
-        # cache file again)
-        (key,) = e.srs._entries["winning-2k"].prepared.values()
-        assert key.r1cs is None and key.matrices
-        plan_holds = sum(h.nbytes for h in maker.holds)
-        assert 0 < plan_holds <= vram.peak_by_operation["witness plan winning-2k"]
-        # a dropped device gives its plans back, then the key goes: nothing is left
-        e.pipeline.drop_plans(dev)
-        assert maker.holds == []
-        was, freed = e.evict("winning-2k")
-        assert was and freed > 0
-        assert vram.reserved_bytes == 0 and dev.budget.reserved == 0
-    finally:
-        e.stop()
-
-
 class CountingWitness(BudgetedWitness):
     """Also counts the assignments alive at once (partitions in flight on the device)."""
 
@@ -168,6 +116,33 @@ def _winning_jobs(e: Engine, n: int) -> list:
     )
     ids = [e.submit(req).job_id for _ in range(n)]
     return [e.await_job(j, 300)[0] for j in ids]
+
+
+def test_device_witness_fits_its_reservations_and_gives_everything_back(tmp_path: Path) -> None:
+    e, dev, maker = _winning_engine(tmp_path, 4 << 30)
+    vram = dev.backend.vram
+    try:
+        jobs = _winning_jobs(e, 2)
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        assert vram.overdrawn_by_operation == {}, vram.overdrawn_by_operation
+        assert "witness plan winning-2k" in vram.peak_by_operation
+        assert vram.peak_by_operation["witness assignment"] > 0
+        assert maker.assignments == {}  # each assignment freed after its proof
+        # the key proves with the matrices on its device and holds no host R1CS;
+        # the kind let go of the mapping the upload read (a later r1cs() maps the
+        # cache file again)
+        (key,) = e.srs._entries["winning-2k"].prepared.values()
+        assert key.r1cs is None and key.matrices
+        plan_holds = sum(h.nbytes for h in maker.holds)
+        assert 0 < plan_holds <= vram.peak_by_operation["witness plan winning-2k"]
+        # a dropped device gives its plans back, then the key goes: nothing is left
+        e.pipeline.drop_plans(dev)
+        assert maker.holds == []
+        was, freed = e.evict("winning-2k")
+        assert was and freed > 0
+        assert vram.reserved_bytes == 0 and dev.budget.reserved == 0
+    finally:
+        e.stop()
 
 
 def test_a_witness_starts_on_its_share_while_another_partition_proves(tmp_path: Path) -> None:
