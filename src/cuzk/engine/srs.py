@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from cuzk.circuits.parameters import file_digest
-from cuzk.engine.budget import Budget, Reservation
+from cuzk.engine.budget import Budget, Cancelled, Reservation
 from cuzk.engine.devices import Device
 from cuzk.engine.devkeys import DevKeyCache, dev_key_bytes, managed
 from cuzk.engine.jobs import InUse
@@ -548,13 +548,14 @@ class SrsManager:
         partition (and ``extra`` bytes of it: a witness made on the device).
 
         With ``witness_bytes`` (the assignment a device witness makes), the
-        witness's share (``witness_bytes + extra``) is taken alone when it fits
-        now and no other partition of the device holds a share: the partition
-        makes its witness while others prove, then takes the rest of its set
-        (``DeviceLease.rest``, :meth:`reserve_rest`) to prove. The others hold
-        whole sets and wait on nothing, so the rest comes once they finish (a
-        whole set fits the device, or none would): no two partitions wait on
-        each other. Otherwise the whole set is taken at once, as without it."""
+        witness's share (``witness_bytes + extra``) is taken alone when it fits:
+        the partition makes its witness while others prove, then takes the rest
+        of its set (``DeviceLease.rest``, :meth:`reserve_rest`) to prove. One
+        partition of a device holds a share at a time (a second waits until the
+        first has its rest); the others hold whole sets and wait on nothing, so
+        the rest comes once they finish (a whole set fits the device, or none
+        would): no two partitions wait on each other. When the share does not
+        fit, the whole set is taken at once, as without it."""
         e = lease.entry
         t = time.perf_counter()
         if device.host_resident:
@@ -573,7 +574,7 @@ class SrsManager:
                     first = witness_bytes + extra
                     share = None
                     if 0 < witness_bytes < whole - extra:
-                        share = self._take_share(device, first, e.circuit_id)
+                        share = self._take_share(device, first, e.circuit_id, cancelled)
                     if share is not None:
                         (working, slot), rest = share, whole - first
                     else:
@@ -636,14 +637,18 @@ class SrsManager:
         return DeviceLease(e, device, key, working, (time.perf_counter() - t) * 1000, rest, slot)
 
     def _take_share(
-        self, device: Device, first: int, circuit_id: str
+        self, device: Device, first: int, circuit_id: str, cancelled: Any = None
     ) -> tuple[Reservation, threading.Lock] | None:
-        """The device's share slot and ``first`` bytes, both now, or None."""
+        """The device's share slot and ``first`` bytes, or None when the share
+        does not fit now. While another partition holds the slot (its witness,
+        then its wait for the rest of its set) this waits for it: that partition
+        goes first, and this one may then take the share beside it."""
         assert device.budget is not None
         with self._lock:
             slot = self._share_slots.setdefault(device.ordinal, threading.Lock())
-        if not slot.acquire(blocking=False):
-            return None
+        while not slot.acquire(timeout=0.25):
+            if cancelled is not None and cancelled():
+                raise Cancelled("cancelled while waiting for memory")
         got = device.budget.try_reserve([(first, f"partition {circuit_id} witness")])
         if got is None:
             slot.release()
