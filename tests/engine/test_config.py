@@ -136,6 +136,8 @@ def test_explicit_budget_and_listen_list() -> None:
         ({"gpus": {"devices": [True]}}, r"gpus.devices: expected a list of integers"),
         ({"gpus": {"devices": 0}}, r"gpus.devices: expected a list of integers"),
         ({"gpus": {"recovery_probe_interval": "soon"}}, r"gpus.recovery_probe_interval"),
+        ({"pipeline": {"synthesis_processes": -1}}, r"pipeline.synthesis_processes: -1 is neg"),
+        ({"pipeline": {"synthesis_processes": "many"}}, r"synthesis_processes: expected an int"),
     ],
 )
 def test_bad_configs_name_the_key(doc: dict, message: str) -> None:
@@ -175,6 +177,20 @@ def test_unknown_keys_and_sections_warn_and_are_ignored(caplog) -> None:
     assert "max_batch_size, max_batch_wait_ms" in text  # the known keys, to spot a typo
     assert "cuzk.toml: [telemetry]: unknown, ignored" in text
     assert "cuzk.toml: [synthesis] thread: unknown, ignored" in text
+
+
+def test_synthesis_processes_auto_is_a_pool_on_gpu_machines() -> None:
+    """The default ("auto"): worker processes where the GPU workers launch their
+    kernels from the daemon's interpreter, threads on a CPU-only daemon."""
+    auto = Config().pipeline
+    assert auto == config_from_dict({"pipeline": {"synthesis_processes": "auto"}}).pipeline
+    assert auto.processes_for(on_gpu=True, cores=16) == 8
+    assert auto.processes_for(on_gpu=True, cores=64) == 8
+    assert auto.processes_for(on_gpu=True, cores=2) == 1
+    assert auto.processes_for(on_gpu=False, cores=16) == 0
+    for n in (0, 3):
+        fixed = config_from_dict({"pipeline": {"synthesis_processes": n}}).pipeline
+        assert fixed.processes_for(on_gpu=True, cores=16) == n
 
 
 def test_max_parallel_synthesis_zero_is_curios_default() -> None:

@@ -31,6 +31,9 @@ from cuzk.errors import InputError
 
 log = logging.getLogger(__name__)
 
+# [pipeline] synthesis_processes = "auto" (the default): PipelineConfig.processes_for
+AUTO_PROCESSES = -1
+
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
@@ -171,8 +174,10 @@ class SchedulerConfig:
 class PipelineConfig:
     synthesis_concurrency: int = 1
     # 0: synthesis runs in the synthesis workers' threads; N: in a pool of N
-    # worker processes (witnesses on N cores; see engine/synthpool.py)
-    synthesis_processes: int = 0
+    # worker processes (witnesses on N cores; see engine/synthpool.py);
+    # AUTO_PROCESSES ("auto" in the file): a pool when the devices are CUDA GPUs
+    # (PipelineConfig.processes_for), threads otherwise
+    synthesis_processes: int = -1
     # Where a partition's assignment is made: "device" (on the GPU that proves
     # it, from the circuit's static witness plan: the synthesis workers only
     # check the vanilla proofs and make the hints), "host" (the CPU witness,
@@ -182,6 +187,18 @@ class PipelineConfig:
     synthesis_lookahead: int = 1  # synthesized partitions waiting for a GPU worker
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS  # 0: the default, as in Curio
     epilogue_workers: int = 1
+
+    def processes_for(self, on_gpu: bool, cores: int | None = None) -> int:
+        """Synthesis processes to start: the configured number, or for ``"auto"``
+        half the cores (at most 8) on a GPU machine, whose GPU workers launch
+        their kernels from the daemon's interpreter (Python work beside them in
+        the daemon slowed a 32GiB PoRep partition's MSMs up to tenfold), and
+        none (threads) elsewhere."""
+        if self.synthesis_processes != AUTO_PROCESSES:
+            return self.synthesis_processes
+        if not on_gpu:
+            return 0
+        return max(1, min(8, (cores if cores is not None else os.cpu_count() or 2) // 2))
 
     def parallel_synthesis_limit(self) -> int:
         """``max_parallel_synthesis`` as Curio reads it: 0 is the default (18), not one."""
@@ -293,6 +310,8 @@ _DURATION_KEYS = {
 
 def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> Any:
     where = f"{section}.{key}"
+    if (section, key) == ("pipeline", "synthesis_processes") and value == "auto":
+        return AUTO_PROCESSES
     if (section, key) in _SIZE_KEYS:
         return parse_size(value, source, where)
     if (section, key) in _DURATION_KEYS:
@@ -433,8 +452,10 @@ def _validate(cfg: Config, source: str) -> None:
         raise InputError(source, "gpus.gpu_workers_per_device", "must be at least 1")
     if cfg.pipeline.synthesis_concurrency < 1:
         raise InputError(source, "pipeline.synthesis_concurrency", "must be at least 1")
-    if cfg.pipeline.synthesis_processes < 0:
-        raise InputError(source, "pipeline.synthesis_processes", "must be 0 (threads) or more")
+    if cfg.pipeline.synthesis_processes < 0 and cfg.pipeline.synthesis_processes != AUTO_PROCESSES:
+        raise InputError(
+            source, "pipeline.synthesis_processes", 'must be "auto", 0 (threads) or more'
+        )
     if cfg.pipeline.witness not in ("auto", "device", "host"):
         raise InputError(source, "pipeline.witness", "expected auto, device or host")
     if cfg.pipeline.epilogue_workers < 1:

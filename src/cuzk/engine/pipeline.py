@@ -128,9 +128,10 @@ class Pipeline:
     def start(self) -> None:
         p = self.config.pipeline
         n_synth = max(1, min(p.synthesis_concurrency, p.parallel_synthesis_limit()))
-        if p.synthesis_processes:
-            self.synth_pool = SynthesisPool(p.synthesis_processes)
-            n_synth = max(n_synth, p.synthesis_processes)  # a thread waits on each process
+        procs = p.processes_for(any(d.backend.name == "cuda" for d in self.devices))
+        if procs:
+            self.synth_pool = SynthesisPool(procs)
+            n_synth = max(n_synth, procs)  # a thread waits on each process
         for i in range(n_synth):
             self._spawn(f"synth-{i}", self._synthesis_loop, None)
         for dev in self.devices:
