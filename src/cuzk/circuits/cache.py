@@ -361,9 +361,8 @@ def r1cs_path(cc: CompiledCircuit, directory: Path | None = None) -> Path:
 def r1cs_build_bytes(cc: CompiledCircuit, directory: Path | None = None) -> int:
     """Host bytes :func:`load_or_build_r1cs` takes: 0 when the matrices are cached
     (they are mapped), else :func:`write_r1cs`'s peak: the largest matrix's
-    parts (20 bytes an entry, 16 a row) or, where instances may repeat a
-    column, the whole matrix (40 an entry), plus the builder's bounded
-    temporaries, with a quarter of slack."""
+    parts (12 bytes an entry, 1 more for a merge's mask, 16 a row) plus the
+    builder's bounded temporaries, with a quarter of slack."""
     if r1cs_path(cc, directory).exists():
         return 0
     rows = cc.num_constraints + 1

@@ -588,7 +588,7 @@ class MatrixParts:
     indptr: np.ndarray  # (rows + 1,) int64
     indices: np.ndarray  # (nnz,) int64
     cids: np.ndarray  # (nnz,) int32
-    alias_rows: np.ndarray  # rows that may repeat a column (merged by finish())
+    alias_rows: np.ndarray  # rows that may repeat a column (merged by merged())
     num_cols: int
     table: np.ndarray  # the coefficient table, (ids, 4) uint64
 
@@ -653,7 +653,7 @@ class MatrixParts:
 
 def matrix_parts(cc: CompiledCircuit, m: int, insts: list[Instances] | None = None) -> MatrixParts:
     """Matrix ``m`` (0 = A, 1 = B, 2 = C) of the circuit, built alone: the
-    builder's host memory is this matrix's 20 bytes an entry and 16 a row,
+    builder's host memory is this matrix's 12 bytes an entry and 16 a row,
     plus bounded temporaries (:data:`_BUILD_ENTRIES`)."""
     n_in = cc.num_inputs
     n_rows = cc.num_constraints

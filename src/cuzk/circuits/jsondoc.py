@@ -46,18 +46,11 @@ def _no_constant(name: str) -> Any:
     raise _NotJson(name)
 
 
-def nesting_depth(raw: bytes) -> int:
-    """The deepest nesting of arrays and objects in a JSON text (strings skipped).
-
-    Exact for valid JSON; on invalid JSON a lower bound of what a decoder would
-    reach before it finds the error.
-    """
-    return _scan(raw)[0]
-
-
 def _scan(raw: bytes) -> tuple[int, int]:
-    """(nesting depth, digits of the first number longer than MAX_DIGITS or 0),
-    strings skipped: what the decoder must not be given."""
+    """What the decoder must not be given, strings skipped: the deepest nesting
+    of arrays and objects (exact for valid JSON; on invalid JSON a lower bound
+    of what a decoder would reach before it finds the error), and the digits of
+    the first number longer than MAX_DIGITS (0 if none)."""
     bare = _STRING.sub(b'""', raw)
     depth = deepest = 0
     for start in range(0, len(bare), _CHUNK):

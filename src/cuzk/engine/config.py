@@ -177,7 +177,7 @@ class PipelineConfig:
     # worker processes (witnesses on N cores; see engine/synthpool.py);
     # AUTO_PROCESSES ("auto" in the file): a pool when the devices are CUDA GPUs
     # (PipelineConfig.processes_for), threads otherwise
-    synthesis_processes: int = -1
+    synthesis_processes: int = AUTO_PROCESSES
     # Where a partition's assignment is made: "device" (on the GPU that proves
     # it, from the circuit's static witness plan: the synthesis workers only
     # check the vanilla proofs and make the hints), "host" (the CPU witness,

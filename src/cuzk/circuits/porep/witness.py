@@ -82,48 +82,43 @@ def _column(rows: tuple[bytes, ...]) -> list[np.ndarray]:
 
 
 def _poseidon_paths(p: ChallengeProof) -> list[MerkleProof]:
-    """A challenge's tree C and tree R paths, in :func:`challenge_hints`' order:
-    the 6 DRG and 8 expander parents' columns, the challenged column, tree R."""
+    """A challenge's tree C and tree R paths (the circuit hashes every level)."""
     rc = p.replica_column_proofs
     return [
-        *(c.inclusion_proof for c in rc.drg_parents),
-        *(c.inclusion_proof for c in rc.exp_parents),
-        rc.c_x.inclusion_proof,
+        *(c.inclusion_proof for c in (*rc.drg_parents, *rc.exp_parents, rc.c_x)),
         p.comm_r_last_proof,
     ]
 
 
 def _columns(p: ChallengeProof) -> list[tuple[bytes, ...]]:
-    """A challenge's columns whose hashes the circuit computes, in the same order."""
+    """A challenge's columns whose hashes the circuit computes."""
     rc = p.replica_column_proofs
     return [c.column.rows for c in (*rc.drg_parents, *rc.exp_parents, rc.c_x)]
 
 
-def challenge_hints(
-    p: ChallengeProof, levels: Sequence[Sequence[int]], hashes: Sequence[int]
-) -> ChallengeHints:
-    """One challenge's hints; ``levels`` are the node values of its Poseidon paths
-    (:func:`_poseidon_paths`) and ``hashes`` its columns' hashes (:func:`_columns`):
+def challenge_hints(p: ChallengeProof, hashed: HashedValues) -> ChallengeHints:
+    """One challenge's hints. ``hashed`` holds the node values of its Poseidon
+    paths and its columns' hashes (:func:`_poseidon_paths`, :func:`_columns`):
     values the vanilla proof implies, which a device witness reads instead of
     hashing them one after another in the challenge's lane (the deferred passes
     still hash every one with its constraints, so a wrong value only makes an
     assignment that does not satisfy the circuit)."""
     rc = p.replica_column_proofs
-    nd = len(rc.drg_parents)
-    ne = len(rc.exp_parents)
+
+    def path(proof: MerkleProof) -> list[Level]:
+        return _levels(proof, hashed.get(proof))
+
     return ChallengeHints(
         data_leaf=_lane(_fr(p.comm_d_proofs.leaf)),
         d_path=_levels(p.comm_d_proofs),
         drg_columns=[_column(c.column.rows) for c in rc.drg_parents],
-        drg_paths=[_levels(c.inclusion_proof, levels[i]) for i, c in enumerate(rc.drg_parents)],
+        drg_paths=[path(c.inclusion_proof) for c in rc.drg_parents],
         exp_columns=[_column(c.column.rows) for c in rc.exp_parents],
-        exp_paths=[
-            _levels(c.inclusion_proof, levels[nd + i]) for i, c in enumerate(rc.exp_parents)
-        ],
+        exp_paths=[path(c.inclusion_proof) for c in rc.exp_parents],
         challenge=np.array([p.labeling_proofs[0].node], dtype=np.uint64),
-        r_path=_levels(p.comm_r_last_proof, levels[nd + ne + 1]),
-        c_path=_levels(rc.c_x.inclusion_proof, levels[nd + ne]),
-        column_hashes=[_lane(h) for h in hashes],
+        r_path=path(p.comm_r_last_proof),
+        c_path=path(rc.c_x.inclusion_proof),
+        column_hashes=[_lane(hashed.get(rows)) for rows in _columns(p)],
     )
 
 
@@ -145,29 +140,21 @@ def partition_hints(
             raise InputError(source, f"{base}[{i}]", "inconsistent comm_c (tree C root)")
         if p.comm_r_last != comm_r_last:
             raise InputError(source, f"{base}[{i}]", "inconsistent comm_r_last (tree R root)")
-    # every challenge's Poseidon paths and column hashes (those the verification
-    # did not hash: all at once, vectorised)
+    # what the verification did not hash, all at once (vectorised)
     hashed = hashed or HashedValues()
-    paths = [_poseidon_paths(p) for p in proofs]
-    todo = [q for ps in paths for q in ps if hashed.get(q) is None]
+    todo = [q for p in proofs for q in _poseidon_paths(p) if hashed.get(q) is None]
     for q, lv in zip(todo, batch_poseidon_levels(todo) if todo else [], strict=True):
         hashed.put(q, lv)
-    columns = [_columns(p) for p in proofs]
-    todo = [c for cs in columns for c in cs if hashed.get(c) is None]
+    todo = [c for p in proofs for c in _columns(p) if hashed.get(c) is None]
     for c, h in zip(todo, batch_column_hashes(todo) if todo else [], strict=True):
         hashed.put(c, _fr(h))
-    levels = iter([hashed.get(q) for ps in paths for q in ps])
-    hashes = iter([hashed.get(c) for cs in columns for c in cs])
     return PartitionHints(
         replica_id=_lane(_fr(c1.replica_id)),
         comm_d=_lane(_fr(c1.comm_d)),
         comm_r=_lane(_fr(c1.comm_r)),
         comm_r_last=_lane(_fr(comm_r_last)),
         comm_c=_lane(_fr(comm_c)),
-        challenges=[
-            challenge_hints(p, [next(levels) for _ in ps], [next(hashes) for _ in cs])
-            for p, ps, cs in zip(proofs, paths, columns, strict=True)
-        ],
+        challenges=[challenge_hints(p, hashed) for p in proofs],
     )
 
 

@@ -43,6 +43,7 @@ from cuzk.backends.cuda.msm.plan import (
     group_windows,
     num_windows,
     reduce_segments,
+    slice_length,
 )
 from cuzk.backends.cuda.msm.spec import _U32, CurveSpec
 from cuzk.errors import InputError
@@ -125,7 +126,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
         phases.mark("affine_rounds")
         tail_ends = xp.cumsum(cnt, dtype=_U32)
         E = _last(xp, tail_ends)
-        T = tuning.slice_len or max(16, -(-E // tuning.target_threads))
+        T = slice_length(E, tuning)
         nslices = -(-E // T)
         parts = _SliceOutputs(xp, nslices, xw)
         k.launch(
@@ -138,7 +139,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
         )
         del points, off, cnt, tail_ends
     else:
-        T = tuning.slice_len or max(16, -(-entries // tuning.target_threads))
+        T = slice_length(entries, tuning)
         nslices = -(-entries // T)
         parts = _SliceOutputs(xp, nslices, xw)
         k.launch(

@@ -87,9 +87,15 @@ def _uses_affine(entries: int, tuning: Tuning) -> bool:
     return tuning.method == "affine" and entries // 2 >= tuning.affine_min_pairs
 
 
+def slice_length(entries: int, tuning: Tuning) -> int:
+    """Entries each thread of the XYZZ accumulation walks: about target_threads
+    slices over the sorted list, at least 16 entries each."""
+    return tuning.slice_len or max(16, -(-entries // tuning.target_threads))
+
+
 def _sum_sorted_bytes(spec: CurveSpec, entries: int, keys: int, tuning: Tuning) -> int:
     """VRAM of :func:`_sum_sorted` over a list of `entries` in `keys` buckets."""
-    T = tuning.slice_len or max(16, entries // tuning.target_threads)
+    T = slice_length(entries, tuning)
     slices = entries // T + 1
     total = spec.xyzz_bytes * keys  # buckets
     total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
