@@ -119,3 +119,17 @@ def test_window_post_2kib_end_to_end(tmp_path: Path, monkeypatch) -> None:
         assert not verifier.verify(vk, [pub[0] + 1, *pub[1:]], Proof.from_bytes(job.proof))
     finally:
         e.stop()
+
+
+@pytest.mark.parametrize("kind", [ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION])
+def test_counts_from_the_templates_are_the_matrices(kind: ProofKind, module_circuit_cache) -> None:
+    """The shape and query sizes the engine sizes keys and partitions by come from
+    the compiled templates and equal those of the R1CS built from them."""
+    handler = PoStKind(kind)
+    cid = "winning-2k" if kind == ProofKind.WINNING_POST else "wpost-2k"
+    r1cs = handler.r1cs(cid)
+    assert handler.shape(cid) == (r1cs.num_constraints, r1cs.num_variables)
+    a_points = r1cs.num_inputs + int(r1cs.a_aux_density().sum())
+    assert handler.query_sizes(cid) == (a_points, int(r1cs.b.column_mask().sum()))
+    with pytest.raises(InputError, match="not a"):
+        handler.r1cs("porep-2k")

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from cuzk.backends.cpu import CpuBackend
-from cuzk.circuits.cache import cache_dir, load_or_build_r1cs, r1cs_path
+from cuzk.circuits.cache import cache_dir, load_or_build_r1cs, r1cs_build_bytes, r1cs_path
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
 from cuzk.circuits.static_plan import StaticPlan, load_or_build
@@ -236,6 +236,45 @@ class ProofKindHandler(ABC):
         return b"".join(partition_proofs)
 
 
+class CompiledKind(ProofKindHandler):
+    """A kind whose circuits are compiled from templates (the Filecoin kinds):
+    counts and key sizes come from the templates without building a matrix,
+    and the R1CS is built once and then mapped from the circuit cache
+    (:data:`MATRICES`), which :meth:`forget_r1cs` lets go of."""
+
+    @abstractmethod
+    def check_circuit(self, circuit_id: str) -> None:
+        """InputError unless ``circuit_id`` is one of this kind's (nothing compiled)."""
+
+    @abstractmethod
+    def compiled(self, circuit_id: str) -> CompiledCircuit:
+        """The compiled partition circuit of one of this kind's ids."""
+
+    def owns(self, circuit_id: str) -> bool:
+        try:
+            self.check_circuit(circuit_id)
+        except InputError:
+            return False
+        return True
+
+    def r1cs(self, circuit_id: str) -> R1CS:
+        self.check_circuit(circuit_id)
+        return MATRICES.get(self.compiled(circuit_id))
+
+    def forget_r1cs(self, circuit_id: str) -> None:
+        MATRICES.forget(self.compiled(circuit_id))
+
+    def shape(self, circuit_id: str) -> tuple[int, int]:
+        cc = self.compiled(circuit_id)
+        return cc.num_constraints, cc.num_inputs + cc.num_aux
+
+    def query_sizes(self, circuit_id: str) -> tuple[int, int]:
+        return self.compiled(circuit_id).query_sizes()
+
+    def r1cs_build_bytes(self, circuit_id: str) -> int:
+        return r1cs_build_bytes(self.compiled(circuit_id))
+
+
 class OnceByCircuit(Generic[T]):
     """Values by circuit id, each made once in this process: callers of one id
     wait for its maker, the other ids' go on."""
@@ -271,16 +310,12 @@ class R1csCache(OnceByCircuit[R1CS]):
     and the next :meth:`get` maps the file again, untouched); one that could
     not be cached (built in memory) is kept, as rebuilding it costs minutes."""
 
-    def __init__(self, compiled: Callable[[str], CompiledCircuit]) -> None:
-        super().__init__()
-        self._compiled = compiled
+    def get(self, cc: CompiledCircuit) -> R1CS:
+        return self.once(cc.circuit_id, lambda: load_or_build_r1cs(cc))
 
-    def get(self, circuit_id: str) -> R1CS:
-        return self.once(circuit_id, lambda: load_or_build_r1cs(self._compiled(circuit_id)))
-
-    def forget(self, circuit_id: str) -> None:
-        if r1cs_path(self._compiled(circuit_id)).exists():
-            self.drop(circuit_id)
+    def forget(self, cc: CompiledCircuit) -> None:
+        if r1cs_path(cc).exists():
+            self.drop(cc.circuit_id)
 
 
 class PlanCache(OnceByCircuit[StaticPlan]):
@@ -302,8 +337,9 @@ class PlanCache(OnceByCircuit[StaticPlan]):
         return self.once(circuit_id, lambda: load_or_build(circuit_id, make))
 
 
-# Every kind's plans (circuit ids are unique across kinds).
+# Every kind's plans and matrices (circuit ids are unique across kinds).
 WITNESS_PLANS = PlanCache()
+MATRICES = R1csCache()
 
 
 def domain_size(num_constraints: int) -> int:

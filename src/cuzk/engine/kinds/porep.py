@@ -19,20 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuzk.circuits.cache import r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.porep import c2
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
+    CompiledKind,
     ParsedRequest,
     PartitionInput,
-    ProofKindHandler,
-    R1csCache,
     Witness,
 )
 from cuzk.errors import InputError
-from cuzk.r1cs.system import R1CS
 
 SOURCE = "c1.json"
 
@@ -42,16 +39,7 @@ def compiled_for(cid: str) -> CompiledCircuit:
     return c2.compiled(cid)
 
 
-_R1CS = R1csCache(compiled_for)  # mapped from the circuit cache once built
-
-
-def compiled_shape(cc: CompiledCircuit) -> tuple[int, int]:
-    """(num_constraints, num_variables) from the compiled templates: no matrix is
-    built to size a partition."""
-    return cc.num_constraints, cc.num_inputs + cc.num_aux
-
-
-class PoRepKind(ProofKindHandler):
+class PoRepKind(CompiledKind):
     kind = ProofKind.POREP_SEAL_COMMIT
     batchable = True
     dev_keys_by_default = False  # chain proofs: only with [srs] generate_dev_keys
@@ -83,18 +71,11 @@ class PoRepKind(ProofKindHandler):
         parts = tuple(PartitionInput(k, req.partition(k)) for k in range(req.partitions))
         return ParsedRequest(req.circuit_id, parts)
 
-    def owns(self, cid: str) -> bool:
-        try:
-            c2.sector_size_of(cid)
-        except InputError:
-            return False
-        return True
+    def check_circuit(self, cid: str) -> None:
+        c2.sector_size_of(cid)
 
-    def forget_r1cs(self, cid: str) -> None:
-        _R1CS.forget(cid)
-
-    def r1cs(self, cid: str) -> R1CS:
-        return _R1CS.get(cid)
+    def compiled(self, cid: str) -> CompiledCircuit:
+        return compiled_for(cid)
 
     @staticmethod
     def _request(cid: str, partition: PartitionInput) -> c2.C2Request:
@@ -113,15 +94,6 @@ class PoRepKind(ProofKindHandler):
 
     def record_witness_plan(self, cid: str, hints: Any) -> StaticPlan:
         return c2.witness_plan(cid, hints)
-
-    def shape(self, cid: str) -> tuple[int, int]:
-        return compiled_shape(compiled_for(cid))
-
-    def query_sizes(self, cid: str) -> tuple[int, int]:
-        return compiled_for(cid).query_sizes()
-
-    def r1cs_build_bytes(self, cid: str) -> int:
-        return r1cs_build_bytes(compiled_for(cid))
 
 
 def register(registry: Any) -> None:

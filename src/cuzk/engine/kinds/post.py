@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
-from cuzk.circuits.cache import r1cs_build_bytes
 from cuzk.circuits.catalog import compiled_circuit
 from cuzk.circuits.post.circuit import public_inputs, witness
 from cuzk.circuits.post.config import (
@@ -43,14 +42,12 @@ from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
     HINTS_BYTES,
+    CompiledKind,
     ParsedRequest,
     PartitionInput,
-    ProofKindHandler,
-    R1csCache,
     Witness,
 )
 from cuzk.errors import InputError
-from cuzk.r1cs.system import R1CS
 
 _PREFIX = {WINNING: "winning", WINDOW: "wpost"}
 _SIZES = {"2k": 2 << 10, "8m": 8 << 20, "512m": 512 << 20, "32g": 32 << 30, "64g": 64 << 30}
@@ -66,16 +63,7 @@ def _compiled(kind: str, size: int) -> Any:
     return compiled_circuit(kind, size)
 
 
-def _compiled_by_id(cid: str) -> Any:
-    prefix, _, short = cid.partition("-")
-    kind = {v: k for k, v in _PREFIX.items()}[prefix]
-    return _compiled(kind, _SIZES[short])
-
-
-_R1CS = R1csCache(_compiled_by_id)  # mapped from the circuit cache once built
-
-
-class PoStKind(ProofKindHandler):
+class PoStKind(CompiledKind):
     batchable = False
     dev_keys_by_default = False
     filecoin_keys = True
@@ -141,27 +129,12 @@ class PoStKind(ProofKindHandler):
             raise InputError("circuit_id", cid, f"not a {self.post_kind} circuit id")
         return post_config(self.post_kind, _SIZES[m.group(1)])
 
-    def owns(self, cid: str) -> bool:
-        try:
-            self._cid_config(cid)
-        except InputError:
-            return False
-        return True
+    def check_circuit(self, cid: str) -> None:
+        self._cid_config(cid)
 
-    def forget_r1cs(self, cid: str) -> None:
-        _R1CS.forget(cid)
-
-    def r1cs(self, cid: str) -> R1CS:
-        self._cid_config(cid)  # InputError when it is not one of this kind's
-        return _R1CS.get(cid)
-
-    def query_sizes(self, cid: str) -> tuple[int, int]:
+    def compiled(self, cid: str) -> Any:
         cfg = self._cid_config(cid)
-        return _compiled(cfg.kind, cfg.sector_size).query_sizes()
-
-    def r1cs_build_bytes(self, cid: str) -> int:
-        cfg = self._cid_config(cid)
-        return r1cs_build_bytes(_compiled(cfg.kind, cfg.sector_size))
+        return _compiled(cfg.kind, cfg.sector_size)
 
     def _checked(self, partition: PartitionInput) -> tuple[PoStConfig, list, list[int]]:
         """The partition's sector proofs checked, and its public inputs."""
@@ -195,8 +168,7 @@ class PoStKind(ProofKindHandler):
         return self.hint_witness(cid, slot_hint_arrays(cfg, proofs), pub)
 
     def record_witness_plan(self, cid: str, hints: Any) -> StaticPlan:
-        cfg = self._cid_config(cid)
-        return device_static_plan(_compiled(cfg.kind, cfg.sector_size), cfg, hints)
+        return device_static_plan(self.compiled(cid), self._cid_config(cid), hints)
 
 
 def register(registry: Any) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuzk.circuits.cache import r1cs_build_bytes
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update import c2
@@ -26,17 +25,14 @@ from cuzk.circuits.update.params import REGISTERED_UPDATE_PROOFS, UpdateParams
 from cuzk.circuits.update.vanilla import read_partition_proof
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
+    CompiledKind,
     ParsedRequest,
     PartitionInput,
-    ProofKindHandler,
-    R1csCache,
     Witness,
 )
 from cuzk.engine.kinds.envelopes import sector_size_name
-from cuzk.engine.kinds.porep import compiled_shape
 from cuzk.errors import InputError
 from cuzk.hashers.domain import fr_from_le_bytes
-from cuzk.r1cs.system import R1CS
 
 SOURCE = "snap request"
 # RegisteredUpdateProof number → sector size (the enum is in size order).
@@ -50,10 +46,7 @@ def compiled_for(cid: str) -> CompiledCircuit:
     return c2.compiled(cid)
 
 
-_R1CS = R1csCache(compiled_for)  # mapped from the circuit cache once built
-
-
-class SnapKind(ProofKindHandler):
+class SnapKind(CompiledKind):
     kind = ProofKind.SNAP_DEALS_UPDATE
     batchable = True
     dev_keys_by_default = False
@@ -109,18 +102,11 @@ class SnapKind(ProofKindHandler):
         )
         return ParsedRequest(c2.circuit_id(params), parts)
 
-    def owns(self, cid: str) -> bool:
-        try:
-            c2.params_of(cid)
-        except InputError:
-            return False
-        return True
+    def check_circuit(self, cid: str) -> None:
+        c2.params_of(cid)
 
-    def forget_r1cs(self, cid: str) -> None:
-        _R1CS.forget(cid)
-
-    def r1cs(self, cid: str) -> R1CS:
-        return _R1CS.get(cid)
+    def compiled(self, cid: str) -> CompiledCircuit:
+        return compiled_for(cid)
 
     @staticmethod
     def _arguments(cid: str, partition: PartitionInput) -> tuple:
@@ -140,15 +126,6 @@ class SnapKind(ProofKindHandler):
 
     def record_witness_plan(self, cid: str, hints: Any) -> StaticPlan:
         return c2.witness_plan(cid, hints)
-
-    def shape(self, cid: str) -> tuple[int, int]:
-        return compiled_shape(compiled_for(cid))
-
-    def query_sizes(self, cid: str) -> tuple[int, int]:
-        return compiled_for(cid).query_sizes()
-
-    def r1cs_build_bytes(self, cid: str) -> int:
-        return r1cs_build_bytes(compiled_for(cid))
 
 
 def register(registry: Any) -> None:
