@@ -96,3 +96,28 @@ def test_released_envelope_no_longer_lends():
         with b.reserve(50, "msm"):
             assert b.reserved_bytes == 50  # from the free budget: the envelope is gone
     assert b.reserved_bytes == 0
+
+
+def test_an_overdraw_report_names_what_the_envelope_lent(caplog):
+    """The first overdraw of an envelope is logged with the envelope's size and
+    what its live inner holds take, by operation, so one line of a GPU run's log
+    says which estimate fell short."""
+    b = DeviceBudget(0, 1 << 40)
+    key = b.acquire(10 << 30, "key porep-32g")
+    with b.drawing_from(key):
+        bases = [b.acquire(3 << 30, "G1 bases (resident)") for _ in range(2)]
+        gone = b.acquire(1 << 30, "staging")
+        gone.release()  # a released hold is no longer lent
+        with (
+            caplog.at_level("WARNING", logger="cuzk.backends.cuda.memory"),
+            b.reserve(2 << 30, "CSR upload"),
+        ):
+            csr = b.acquire(3 << 30, "CSR 5 x 5")
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "CSR 5 x 5 needs 1.000 GiB beyond the key porep-32g reservation of 10.000 GiB" in line
+    lent = "G1 bases (resident) 6.000 GiB (2 holds), CSR upload 2.000 GiB"
+    assert line.endswith(f"it has lent: {lent}")
+    assert key.ledger() == "G1 bases (resident) 6.000 GiB (2 holds), CSR 5 x 5 3.000 GiB"
+    for h in (*bases, csr):
+        h.release()
+    assert key.ledger() == "nothing" and key.lent == 0

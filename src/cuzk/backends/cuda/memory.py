@@ -105,14 +105,20 @@ class DeviceBudget:
                     )
                     if first:
                         log.warning(
-                            "GPU %d: %s needs %.3f GiB beyond the %s reservation (its "
-                            "estimate is short; taken from the free budget)",
+                            "GPU %d: %s needs %.3f GiB beyond the %s reservation of "
+                            "%.3f GiB (its estimate is short; taken from the free "
+                            "budget); it has lent: %s",
                             self.device_id,
                             what,
                             outside / 2**30,
                             env.what,
+                            env.nbytes / 2**30,
+                            env.ledger(),
                         )
-        return Hold(self, nbytes, what, envelope=env, from_envelope=lent)
+            hold = Hold(self, nbytes, what, envelope=env, from_envelope=lent)
+            if env is not None:
+                env.borrowers.add(hold)
+            return hold
 
     def _release(self, hold: Hold) -> None:
         with self._cond:
@@ -122,6 +128,8 @@ class DeviceBudget:
             # What this hold lent to inner holds still in use stays reserved.
             back = hold.nbytes - hold.from_envelope - hold.lent
             env = hold.envelope
+            if env is not None:
+                env.borrowers.discard(hold)
             if env is not None and hold.from_envelope:
                 if env.released:
                     back += hold.from_envelope  # its envelope is gone: the bytes are ours
@@ -156,9 +164,28 @@ class Hold:
     from_envelope: int = 0  # bytes of this hold that came out of ``envelope``
     lent: int = 0  # bytes of this hold lent to inner holds now
     released: bool = False
+    # the inner holds drawing from this one now (an envelope's, for its overdraw report)
+    borrowers: set[Hold] = field(default_factory=set, repr=False)
 
     def release(self) -> None:
         self.budget._release(self)
+
+    def ledger(self) -> str:
+        """What the holds drawing from this one take now, by operation, largest
+        first: "G1 bases (resident) 37.840 GiB (4 holds), CSR … upload 5.941 GiB"."""
+        by_what: dict[str, list[int]] = {}
+        for h in list(self.borrowers):
+            count_bytes = by_what.setdefault(h.what, [0, 0])
+            count_bytes[0] += 1
+            count_bytes[1] += h.nbytes
+        rows = sorted(by_what.items(), key=lambda kv: -kv[1][1])
+        return (
+            ", ".join(
+                f"{what} {b / 2**30:.3f} GiB" + (f" ({n} holds)" if n > 1 else "")
+                for what, (n, b) in rows
+            )
+            or "nothing"
+        )
 
 
 @dataclass
