@@ -13,10 +13,18 @@ The version is a hash of the source of every module that decides a
 circuit's layout (``cuzk.hashers``, ``cuzk.gadgets``, ``cuzk.circuits``), so
 any change to a gadget invalidates old entries. The directory is
 ``$CUZK_CIRCUIT_CACHE`` or ``~/.cache/cuzk/circuits``.
+
+An entry is built by one process at a time (:func:`building`, an ``flock``
+on ``<entry>.lock`` beside it): the daemon's synthesis processes, a
+``prove-c1`` beside the daemon, ask for the same circuit at once, and the
+others wait for the first and load what it saved instead of each recording
+a 32GiB plan or building its matrices again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -26,7 +34,7 @@ import re
 import struct
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -200,22 +208,50 @@ def cached(
     save: Callable[[T, Path], None],
     what: str,
 ) -> T:
-    """``load(path)`` when the cache holds it, else ``build()`` and ``save`` it there;
-    a damaged entry is rebuilt, and a cache that cannot be written only warns."""
-    if path.exists():
-        try:
-            found = load(path)
-            log.info("%s loaded from %s", what, path)
+    """``load(path)`` when the cache holds it, else ``build()`` and ``save`` it there
+    (one process at a time: :func:`building`); a damaged entry is rebuilt, and a
+    cache that cannot be written only warns."""
+    with building(path):
+        found = _load_entry(path, load, what)  # perhaps saved by a process waited for
+        if found is not None:
             return found
-        except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
-            log.warning("ignoring cache entry %s: %s", path, e)
-    made = build()
+        made = build()
+        try:
+            save(made, path)
+            log.info("%s built and cached at %s", what, path)
+        except OSError as e:
+            log.warning("could not cache %s at %s: %s", what, path, e)
+        return made
+
+
+def _load_entry(path: Path, load: Callable[[Path], T], what: str) -> T | None:
+    if not path.exists():
+        return None
     try:
-        save(made, path)
-        log.info("%s built and cached at %s", what, path)
-    except OSError as e:
-        log.warning("could not cache %s at %s: %s", what, path, e)
-    return made
+        found = load(path)
+    except (OSError, ValueError, KeyError) as e:  # a damaged entry is rebuilt
+        log.warning("ignoring cache entry %s: %s", path, e)
+        return None
+    log.info("%s loaded from %s", what, path)
+    return found
+
+
+@contextlib.contextmanager
+def building(path: Path) -> Iterator[None]:
+    """Hold the build lock of the cache entry ``path`` (an exclusive ``flock`` on
+    ``<path>.lock``), waiting while another process builds it. Where the lock
+    file cannot be made (a cache that cannot be written) nothing is locked."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def load_or_compile(
@@ -371,15 +407,16 @@ def r1cs_build_bytes(cc: CompiledCircuit, directory: Path | None = None) -> int:
 
 
 def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1CS:
+    """The circuit's matrices mapped from the cache, built and written there first
+    when missing (by one process at a time: :func:`building`)."""
     path = r1cs_path(cc, directory)
-    if path.exists():
+    with building(path):
+        found = _load_entry(path, load_r1cs, f"matrices of {cc.circuit_id}")
+        if found is not None:
+            return found
         try:
-            return load_r1cs(path)
-        except (OSError, ValueError, KeyError) as e:
-            log.warning("ignoring cache entry %s: %s", path, e)
-    try:
-        write_r1cs(cc, path)
-    except OSError as e:
-        log.warning("could not cache the matrices of %s: %s", cc.circuit_id, e)
-        return cc.to_r1cs()
+            write_r1cs(cc, path)
+        except OSError as e:
+            log.warning("could not cache the matrices of %s: %s", cc.circuit_id, e)
+            return cc.to_r1cs()
     return load_r1cs(path)  # mapped: page cache, not the process's memory
