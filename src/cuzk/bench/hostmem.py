@@ -37,7 +37,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _tree(root: int) -> list[int]:
+def tree_pids(root: int) -> list[int]:
     """``root`` and every descendant, from the parent links in /proc/*/stat."""
     parents: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
@@ -71,7 +71,7 @@ class HostMemory:
 
     def sample(self) -> None:
         rss = anon = 0
-        for pid in _tree(self.root):
+        for pid in tree_pids(self.root):
             r, a = status_kib(pid, "VmRSS", "RssAnon")
             rss += r
             anon += a

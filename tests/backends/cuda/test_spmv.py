@@ -288,12 +288,17 @@ def test_chunked_upload_is_the_one_pass_upload(engine, cpu, chunk, distinct):
 def test_resident_bytes_estimate_covers_the_upload(engine, distinct):
     """What the engine reserves for a key's matrices (no GPU needed to compute it)
     covers what the upload really holds, and is not wildly above it."""
-    from cuzk.backends.cuda.spmv import resident_bytes_estimate, upload_bytes
+    from cuzk.backends.cuda.spmv import resident_bytes_estimate, resident_bytes_exact, upload_bytes
 
     rng = np.random.default_rng(secrets.randbits(32))
     m = random_matrix(rng, 400, 150, 5)
     if distinct == "all":
         m = SparseMatrix(m.indptr, m.indices, fr_random(m.nnz, rng), m.num_cols)
+    else:  # non-canonical coefficients: r + 1 is a one, r + 2 the same as 2
+        coeffs = m.coeffs.copy()
+        coeffs[3::11] = fr_to_array([R + 1])[0]
+        coeffs[7::13] = fr_to_array([R + 2])[0]
+        m = SparseMatrix(m.indptr, m.indices, coeffs, m.num_cols)
     upload_op = f"CSR {m.num_rows} x {m.num_cols} upload"
     engine.ctx.budget.peak_by_operation.pop(upload_op, None)  # (earlier tests' matrices)
     dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
@@ -306,5 +311,9 @@ def test_resident_bytes_estimate_covers_the_upload(engine, distinct):
         assert upload <= upload_bytes(m.num_rows, m.nnz, engine.upload_chunk)
         # the few-distinct estimate carries a 2 MiB dictionary allowance
         assert est <= dev.nbytes + 9 * m.nnz + 32 * (1 << 16) + 16 * (m.num_rows + 1)
+        # the host's exact count is what the upload holds (the seg kernel's row ids
+        # are made on its first product by the warp engine too)
+        engine.prepare_seg(dev)
+        assert resident_bytes_exact(m) == dev.nbytes
     finally:
         dev.close()

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends.cuda.fr import THREADS, FrKernels, fr_rows, grid_for, staged
 
@@ -170,6 +171,40 @@ def upload_bytes(rows: int, nnz: int, chunk: int = UPLOAD_CHUNK) -> int:
     (seen 2026-12-01: a 32GiB PoRep key's estimate without them fell 2.85 GiB
     short)."""
     return 16 * (rows + 1) + UPLOAD_BYTES_PER_ENTRY * max(1, min(nnz, chunk))
+
+
+def resident_bytes_exact(m: SparseMatrix, chunk: int = 1 << 22) -> int:
+    """What :meth:`SpmvEngine.from_arrays` and :meth:`SpmvEngine.prepare_seg`
+    hold for a host matrix, counted on the host: its distinct coefficients
+    (mod r), the entries equal to 1 and the long rows, laid out as the upload
+    lays them out. Reads every entry (minutes for a 32GiB PoRep matrix): for
+    calibrating :func:`resident_bytes_estimate`, not for the daemon's path. A
+    64-bit key collision in the upload's dictionary (never seen) would make it
+    store full coefficients instead."""
+    nnz, rows = m.nnz, m.num_rows
+    long_rows = int((np.diff(m.indptr) > LONG_ROW).sum())
+    if nnz == 0:
+        return resident_bytes(rows, 0, 0, long_rows)
+    raw = None
+    for lo in range(0, nnz, chunk):
+        part = np.ascontiguousarray(m.coeffs[lo : lo + chunk], dtype="<u8")
+        seen = np.unique(part.view(np.dtype((np.void, 32))).ravel())
+        raw = seen if raw is None else np.unique(np.concatenate([raw, seen]))
+    values = [int.from_bytes(bytes(v), "little") % R for v in raw]
+    k = len(set(values))
+    if k * 32 >= nnz * 28:  # full coefficients (the dictionary would not pay)
+        return 8 * (rows + 1) + 36 * nnz + 8 * long_rows + nnz
+    one_raw = [v for v, reduced in zip(raw, values, strict=True) if reduced == 1]
+    ones = 0
+    if one_raw:
+        wanted = np.array(one_raw)
+        for lo in range(0, nnz, chunk):
+            part = np.ascontiguousarray(m.coeffs[lo : lo + chunk], dtype="<u8")
+            ones += int(np.isin(part.view(np.dtype((np.void, 32))).ravel(), wanted).sum())
+    item = 2 if k <= 1 << 16 else 4
+    ptrs = 2 if ones else 1  # row_ptr, and one_ptr when the ones are split
+    final = 8 * ptrs * (rows + 1) + 4 * nnz + item * (nnz - ones) + 32 * k + 8 * long_rows
+    return final + nnz  # the seg kernel's row-id bytes
 
 
 def resident_bytes_estimate(m: SparseMatrix, sample: int = 1 << 16) -> int:
