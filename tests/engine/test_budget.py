@@ -111,3 +111,28 @@ def test_device_budget_backing() -> None:
     assert dev.reserved_bytes == 20
     part[0].release()
     assert dev.reserved_bytes == 0 and b.reserved == 0
+
+
+def test_eviction_is_asked_for_the_devices_shortfall() -> None:
+    """Memory the backend holds beyond the engine's reservations (a table made
+    inside finished work) makes a reservation that fits the engine's view wait
+    on the device: the evictor is asked for what the device lacks."""
+    dev = DeviceBudget(device_id=0, limit_bytes=100)
+    b = Budget("GPU 0 VRAM", 100, device_budget=dev)
+    (idle_key,) = b.reserve([(50, "idle key")])
+    table = dev.acquire(30, "NTT power table")  # the backend's own, outside the engine
+    assert b.free == 50 and b.available() == 20
+    asked = []
+
+    def evict(shortfall: int) -> bool:
+        asked.append(shortfall)
+        if idle_key.released:
+            return False
+        idle_key.release()
+        return True
+
+    (r,) = b.reserve([(40, "partition")], evict=evict)
+    assert asked == [20] and r.nbytes == 40  # the engine alone would have seen no shortfall
+    r.release()
+    table.release()
+    assert dev.reserved_bytes == 0 and b.reserved == 0

@@ -78,6 +78,17 @@ class Budget:
     def free(self) -> int:
         return self.limit - self.reserved
 
+    def available(self) -> int:
+        """What a reservation can take now: the free budget, or less on a device
+        whose backend holds memory of its own beyond the engine's reservations
+        (long-lived tables made inside work that has finished): eviction is
+        asked for the device's real shortfall, not the engine's view of it."""
+        free = self.free
+        dev = self._device_budget
+        if dev is not None:
+            free = min(free, dev.limit_bytes - dev.reserved_bytes)
+        return free
+
     # --- taking and giving back ---------------------------------------------
     def _take(self, nbytes: int, what: str) -> Reservation | None:
         """Called with the condition held."""
@@ -151,14 +162,14 @@ class Budget:
                 return got
             if cancelled is not None and cancelled():
                 raise Cancelled("cancelled while waiting for memory")
-            if evict is not None and evict(total - self.free):
+            if evict is not None and evict(total - self.available()):
                 continue
             if not waited:
                 waited = True
                 self.waits += 1
                 log.debug("%s: %s waits for %s (free %s)", self.name, parts, total, self.free)
             with self._cond:
-                if self.reserved + total > self.limit:
+                if self.available() < total:  # (the device's own holds too: no busy loop)
                     self._cond.wait(poll_s)
 
     def snapshot(self) -> dict[str, int]:

@@ -162,7 +162,8 @@ class NttEngine:
                 grid_for(n), (THREADS,), (full, np.uint64(n), table.lo, table.hi, np.uint32(lobits))
             )
             table = PowTable(log_n, lobits, full=full, hold=hold)
-            log.debug("full power table of 2^%d elements resident", log_n)
+            # resident for the engine's life (shared by every proof of this size)
+            log.info("NTT: full power table of 2^%d elements resident, %.2f GiB", log_n, n / 2**25)
         self._pow[key] = table
         return table
 
