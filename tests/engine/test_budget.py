@@ -46,10 +46,8 @@ def test_waits_until_released_then_proceeds() -> None:
     assert got and b.reserved == 50
 
 
-def test_evictor_is_asked_before_waiting() -> None:
-    b = Budget("host", 100)
-    (idle_key,) = b.reserve([(80, "idle key")])
-    asked = []
+def evicting(idle_key, asked: list[int]):
+    """An evictor that records each shortfall it is asked for and frees ``idle_key`` once."""
 
     def evict(shortfall: int) -> bool:
         asked.append(shortfall)
@@ -58,7 +56,14 @@ def test_evictor_is_asked_before_waiting() -> None:
         idle_key.release()
         return True
 
-    (r,) = b.reserve([(40, "partition")], evict=evict)
+    return evict
+
+
+def test_evictor_is_asked_before_waiting() -> None:
+    b = Budget("host", 100)
+    (idle_key,) = b.reserve([(80, "idle key")])
+    asked: list[int] = []
+    (r,) = b.reserve([(40, "partition")], evict=evicting(idle_key, asked))
     assert asked == [20] and r.nbytes == 40 and b.reserved == 40
 
 
@@ -122,16 +127,8 @@ def test_eviction_is_asked_for_the_devices_shortfall() -> None:
     (idle_key,) = b.reserve([(50, "idle key")])
     table = dev.acquire(30, "NTT power table")  # the backend's own, outside the engine
     assert b.free == 50 and b.available() == 20
-    asked = []
-
-    def evict(shortfall: int) -> bool:
-        asked.append(shortfall)
-        if idle_key.released:
-            return False
-        idle_key.release()
-        return True
-
-    (r,) = b.reserve([(40, "partition")], evict=evict)
+    asked: list[int] = []
+    (r,) = b.reserve([(40, "partition")], evict=evicting(idle_key, asked))
     assert asked == [20] and r.nbytes == 40  # the engine alone would have seen no shortfall
     r.release()
     table.release()
