@@ -25,14 +25,13 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from cuzk.bench.hostmem import HostMemory, status_kib, tree_pids
+from cuzk.bench.hostmem import HostMemory
 
 
 def hint_tables(c1: Path, processes: int, partitions: int | None) -> dict:
@@ -42,17 +41,6 @@ def hint_tables(c1: Path, processes: int, partitions: int | None) -> dict:
 
     request = ProofRequest(ProofKind.POREP_SEAL_COMMIT, vanilla_proof=c1.read_bytes())
     kind = default_registry().handler(request.proof_kind)
-    workers: dict[int, int] = {}
-    done = threading.Event()
-
-    def watch() -> None:  # each process's own peak, while they live
-        while not done.wait(0.5):
-            for pid in tree_pids(os.getpid()):
-                if pid != os.getpid():
-                    workers[pid] = max(workers.get(pid, 0), status_kib(pid, "VmHWM")[0])
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
     with HostMemory() as mem:
         pool = SynthesisPool(processes)
         try:
@@ -72,8 +60,7 @@ def hint_tables(c1: Path, processes: int, partitions: int | None) -> dict:
             hints_s = time.perf_counter() - t
         finally:
             pool.close()
-    done.set()
-    watcher.join()
+    workers = [b for pid, b in mem.peak_by_pid.items() if pid != os.getpid()]
     here = kind.witness_hints(parsed.circuit_id, parts[0]).hints
     if not np.array_equal(np.asarray(here), np.asarray(made[0][1])):
         raise AssertionError("a worker's hint table differs from this process's")
@@ -85,7 +72,7 @@ def hint_tables(c1: Path, processes: int, partitions: int | None) -> dict:
         "hint_tables_s": round(hints_s, 2),
         "per_partition_s": [round(s, 2) for s, _ in made],
         "hint_table_bytes": int(np.asarray(made[0][1]).nbytes),
-        "worker_peak_mib": sorted(round(kib / 1024) for kib in workers.values()),
+        "worker_peak_mib": sorted(round(b / 2**20) for b in workers),
         **mem.report(),
     }
 

@@ -37,7 +37,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def tree_pids(root: int) -> list[int]:
+def _tree(root: int) -> list[int]:
     """``root`` and every descendant, from the parent links in /proc/*/stat."""
     parents: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
@@ -65,16 +65,18 @@ class HostMemory:
         self.root = os.getpid() if root is None else root  # the tree's root process
         self.peak_rss = 0
         self.peak_anon = 0
+        self.peak_by_pid: dict[int, int] = {}  # each process's own peak (VmHWM), bytes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.available = Path("/proc/self/status").exists()
 
     def sample(self) -> None:
         rss = anon = 0
-        for pid in tree_pids(self.root):
-            r, a = status_kib(pid, "VmRSS", "RssAnon")
+        for pid in _tree(self.root):
+            r, a, hwm = status_kib(pid, "VmRSS", "RssAnon", "VmHWM")
             rss += r
             anon += a
+            self.peak_by_pid[pid] = max(self.peak_by_pid.get(pid, 0), hwm * 1024)
         self.peak_rss = max(self.peak_rss, rss * 1024)
         self.peak_anon = max(self.peak_anon, anon * 1024)
 

@@ -183,24 +183,19 @@ def resident_bytes_exact(m: SparseMatrix, chunk: int = 1 << 22) -> int:
     store full coefficients instead."""
     nnz, rows = m.nnz, m.num_rows
     long_rows = int((np.diff(m.indptr) > LONG_ROW).sum())
-    if nnz == 0:
-        return resident_bytes(rows, 0, 0, long_rows)
-    raw = None
-    for lo in range(0, nnz, chunk):
-        part = np.ascontiguousarray(m.coeffs[lo : lo + chunk], dtype="<u8")
-        seen = np.unique(part.view(np.dtype((np.void, 32))).ravel())
-        raw = seen if raw is None else np.unique(np.concatenate([raw, seen]))
-    values = [int.from_bytes(bytes(v), "little") % R for v in raw]
-    k = len(set(values))
-    if k * 32 >= nnz * 28:  # full coefficients (the dictionary would not pay)
-        return 8 * (rows + 1) + 36 * nnz + 8 * long_rows + nnz
-    one_raw = [v for v, reduced in zip(raw, values, strict=True) if reduced == 1]
-    ones = 0
-    if one_raw:
-        wanted = np.array(one_raw)
+
+    def coefficient_rows():  # each chunk's coefficients, one 32-byte item an entry
         for lo in range(0, nnz, chunk):
             part = np.ascontiguousarray(m.coeffs[lo : lo + chunk], dtype="<u8")
-            ones += int(np.isin(part.view(np.dtype((np.void, 32))).ravel(), wanted).sum())
+            yield part.view(np.dtype((np.void, 32))).ravel()
+
+    raw = np.unique(np.concatenate([np.unique(c) for c in coefficient_rows()] or [[]]))
+    values = [int.from_bytes(bytes(v), "little") % R for v in raw]
+    k = len(set(values))
+    if nnz == 0 or k * 32 >= nnz * 28:  # (full coefficients: a dictionary would not pay)
+        return resident_bytes(rows, nnz, k, long_rows)
+    ones_raw = np.array([v for v, reduced in zip(raw, values, strict=True) if reduced == 1])
+    ones = sum(int(np.isin(c, ones_raw).sum()) for c in coefficient_rows()) if len(ones_raw) else 0
     item = 2 if k <= 1 << 16 else 4
     ptrs = 2 if ones else 1  # row_ptr, and one_ptr when the ones are split
     final = 8 * ptrs * (rows + 1) + 4 * nnz + item * (nnz - ones) + 32 * k + 8 * long_rows
