@@ -134,6 +134,38 @@ def test_requests_are_parsed_in_a_worker_process(tmp_path: Path) -> None:
         pool.close()
 
 
+class PoRepLike(demo.DemoKind):
+    """The demo kind registered for PoRep requests (their c1.json envelope)."""
+
+    kind = ProofKind.POREP_SEAL_COMMIT
+
+
+def test_a_c1_envelope_is_checked_in_the_worker_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 32GiB c1.json's envelope check decodes its 51 MB of JSON: with a pool it
+    runs there, not in the daemon's interpreter, and its errors still name the
+    field (a request whose kind is not registered is checked here: nothing else
+    would refuse it)."""
+    from cuzk.engine import kinds
+
+    def not_here(request):
+        raise AssertionError("the envelope was checked in the daemon's process")
+
+    registry = kinds.KindRegistry()
+    pool = SynthesisPool(1, scratch=tmp_path)
+    try:
+        c1 = b'{"SectorNum": 1, "SectorSize": 2048}'
+        registry.register(PoRepLike())
+        monkeypatch.setattr(kinds, "check_envelope", not_here)
+        with pytest.raises(InputError, match="Phase1Out.*missing"):
+            registry.parse(ProofRequest(ProofKind.POREP_SEAL_COMMIT, vanilla_proof=c1), pool.parse)
+        with pytest.raises(AssertionError, match="daemon's process"):  # no handler: here
+            registry.parse(ProofRequest(ProofKind.WINNING_POST), pool.parse)
+    finally:
+        pool.close()
+
+
 def test_engine_refuses_bad_input_parsed_in_a_worker(tmp_path: Path) -> None:
     e = engine_with_processes(tmp_path, 1)
     try:

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from cuzk.engine.jobs import ProofRequest
+from cuzk.engine.kinds import parse_checked
 from cuzk.engine.kinds.base import ParsedRequest, PartitionInput, ProofKindHandler, Witness
 from cuzk.errors import ResourceError
 
@@ -99,10 +100,12 @@ class SynthesisPool:
         """The request split into partitions by ``handler`` in a worker process.
 
         A request's parse is Python from end to end (a 32GiB c1.json: 2.7 s
-        on one core); in the daemon's process it would hold the interpreter
-        that the GPU workers launch their kernels from. The raw request goes
-        to the child and its partitions come back (12 MB for a 32GiB PoRep
-        job), an InputError as itself."""
+        on one core, its envelope check as long again); in the daemon's
+        process it would hold the interpreter that the GPU workers launch
+        their kernels from (seen 2026-12-02: each job's intake there slowed a
+        partition's msm_h from 1.39 to 5.3 s). The raw request goes to the
+        child, is checked and parsed there, and its partitions come back (12
+        MB for a 32GiB PoRep job), an InputError as itself."""
         return self._run(
             _child_parse, (handler, request), f"parsing a {handler.kind.label} request"
         )
@@ -142,7 +145,7 @@ def _alive(pid: int) -> bool:
 
 
 def _child_parse(handler: ProofKindHandler, request: ProofRequest) -> ParsedRequest:
-    return handler.parse(request)
+    return parse_checked(handler, request)
 
 
 def _child_hints(handler: ProofKindHandler, circuit_id: str, partition: PartitionInput) -> Witness:

@@ -121,3 +121,23 @@ def test_an_overdraw_report_names_what_the_envelope_lent(caplog):
     for h in (*bases, csr):
         h.release()
     assert key.ledger() == "nothing" and key.lent == 0
+
+
+def test_an_overdraw_that_grows_is_logged_again(caplog):
+    """Each envelope's overdraw is logged when first seen and again when it grows
+    by half and 64 MiB (a run's largest overdraw then always has its log line),
+    not for every hold beyond it."""
+    b = DeviceBudget(0, 1 << 40)
+    share = b.acquire(1 << 30, "partition porep-32g witness")
+    with caplog.at_level("WARNING", logger="cuzk.backends.cuda.memory"), b.drawing_from(share):
+        held = [b.acquire(n, f"hold {i}") for i, n in enumerate((1 << 30, 1 << 20, 1 << 20))]
+        held.append(b.acquire(4 << 30, "witness wave"))
+        held.append(b.acquire(5 << 30, "witness wave"))  # not half as much again
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert lines[0].startswith("GPU 0: hold 1 needs 0.001 GiB beyond the partition porep-32g witness")
+    assert lines[1].startswith("GPU 0: witness wave needs 4.000 GiB beyond")
+    assert b.overdrawn_by_operation == {"partition porep-32g witness": 5 << 30}
+    for h in (*held, share):
+        h.release()
+    assert b.reserved_bytes == 0

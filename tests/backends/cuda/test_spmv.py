@@ -317,3 +317,32 @@ def test_resident_bytes_estimate_covers_the_upload(engine, distinct):
         assert resident_bytes_exact(m) == dev.nbytes
     finally:
         dev.close()
+
+
+def test_coefficient_keys_tell_powers_of_two_apart():
+    """The SHA-256 gadgets' bit packings put every power of two below 2^256 (and
+    their negatives) in one matrix: each must get its own key, or the matrix
+    is stored with full coefficients (seen on the 32GiB PoRep: 2^62 and 2^126
+    shared one)."""
+    from cuzk.backends.cuda.spmv import _coefficient_keys
+
+    values = [1 << k for k in range(255)] + [R - (1 << k) for k in range(255)]
+    values += list(range(2, 5000)) + [R - v for v in range(1, 5000)]
+    keys = _coefficient_keys(np, fr_to_array(values))
+    assert len(np.unique(keys)) == len(set(values))
+
+
+def test_a_matrix_of_powers_of_two_is_coded(engine, cpu):
+    from cuzk.backends.cuda.spmv import CODE16
+
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    pool = [1 << k for k in range(255)] + [R - (1 << k) for k in range(0, 255, 3)]
+    rows = [
+        [(int(rng.integers(0, 120)), pool[int(rng.integers(0, len(pool)))]) for _ in range(k)]
+        for k in rng.integers(0, 40, size=300)
+    ]
+    m = SparseMatrix.from_rows(rows, 120)
+    w = weird_w(rng, 120)
+    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
+    assert engine.upload(m).mode == CODE16

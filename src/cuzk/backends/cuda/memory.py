@@ -98,12 +98,11 @@ class DeviceBudget:
             if env is not None:
                 env.lent += lent
                 if outside:
-                    # the envelope's estimate fell short: reported for calibration
-                    first = env.what not in self.overdrawn_by_operation
-                    self.overdrawn_by_operation[env.what] = max(
-                        self.overdrawn_by_operation.get(env.what, 0), outside
-                    )
-                    if first:
+                    # the envelope's estimate fell short: reported for calibration,
+                    # logged the first time and whenever it grows by half and 64 MiB
+                    before = self.overdrawn_by_operation.get(env.what)
+                    self.overdrawn_by_operation[env.what] = max(before or 0, outside)
+                    if before is None or outside >= max(1.5 * before, before + (64 << 20)):
                         log.warning(
                             "GPU %d: %s needs %.3f GiB beyond the %s reservation of "
                             "%.3f GiB (its estimate is short; taken from the free "
