@@ -13,7 +13,8 @@
 #   bash scripts/device-multigpu.sh one    # [gpus] devices = [0]: batch, the ratio against `two`
 #   bash scripts/device-multigpu.sh fail   # both GPUs, CUZK_FAIL_DEVICE=1:3: its partitions go to GPU 0
 #   bash scripts/device-multigpu.sh all    # all four in one call (a machine without the call limit)
-#   bash scripts/device-multigpu.sh headline  # one GPU (any machine): gen-c1 when missing, then `one`
+#   bash scripts/device-multigpu.sh headline  # one GPU (any machine): gen-c1 and the key file
+#                                             # (gen-params) when missing, then `one`
 # Carry [".whl", ".prebuilt"] as for scripts/device-check.sh. Settings (environment):
 # CUZK_COUNT (6) and CUZK_CONCURRENCY (2): the batch; CUZK_PROCESSES (16): witness
 # processes (with the witness on the GPU they check vanilla proofs and make hint
@@ -122,14 +123,31 @@ batch_run() {  # name, devices
   timeout "${CUZK_BATCH_LIMIT:-560}" python3 -m cuzk.cli.bench -a "unix://$home/$1.sock" \
     batch -t porep --c1 "$c1" -c "$count" -j "$conc" 2>&1 | tee "$OUT/batch-$1.log" | tail -9
   local rc=${PIPESTATUS[0]}
-  snapshot "$1" | tee "$OUT/devices-$1.txt"
+  snapshot "$1" | tee -a "$OUT/steps.log"
   stop_daemon
   echo "  host peak of the daemon and its workers: $(tail -1 "$OUT/hostmem-$1.json" 2>/dev/null)" |
-    tee -a "$OUT/devices-$1.txt"
+    tee -a "$OUT/steps.log"
   local s
   s=$(sustained "$1")
   echo "$1: devices $2, batch exit $rc, sustained ${s:-none} s/proof (-c $count -j $conc)" | tee -a "$results"
   return "$rc"
+}
+
+gen_key() {  # the development .params file, made in a process of its own (with the matrices):
+  # the daemon's host peak is then its key's load and the batch, as with Filecoin's files
+  local name
+  name=$(python3 -m cuzk.cli.main params-list --json | python3 -c 'import json, sys
+print(next(r["params"]["file"] for r in json.load(sys.stdin)["circuits"] if r["circuit_id"] == "porep-32g"))')
+  if [ ! -s "$params/$name" ]; then
+    step "gen-params porep 32GiB into $params (matrices, the INSECURE key file)"
+    python3 -m cuzk.cli.main gen-params porep --sector-size 32GiB --out "$params" --backend cuda \
+      >"$OUT/gen-params.log" 2>&1 &
+    local gen=$!
+    python3 -m cuzk.bench.hostmem "$gen" >"$AUX/hostmem-gen.json" 2>/dev/null
+    wait "$gen"
+    echo "  gen-params exit $?, host peak: $(tail -1 "$AUX/hostmem-gen.json")" | tee -a "$OUT/steps.log"
+    tail -3 "$OUT/gen-params.log"
+  fi
 }
 
 gen_c1() {
@@ -179,7 +197,7 @@ fail_run() {
   timeout "${CUZK_BATCH_LIMIT:-560}" python3 -m cuzk.cli.bench -a "unix://$home/fail.sock" \
     batch -t porep --c1 "$c1" -c "$fcount" -j "$conc" 2>&1 | tee "$OUT/batch-fail.log" | tail -9
   local rc=${PIPESTATUS[0]}
-  snapshot fail | tee "$OUT/devices-fail.txt"
+  snapshot fail | tee -a "$OUT/steps.log"
   python3 - "$OUT/status-fail.json" "$after" "$fcount" <<'PY' | tee -a "$results"
 import json, sys
 status, after, count = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
@@ -203,10 +221,10 @@ case "$phase" in
   two) batch_run two "[0, 1]" || status=1 ;;
   one) batch_run one "[0]" || status=1; ratio ;;
   fail) fail_run || status=1 ;;
-  headline) gen_c1; batch_run one "[0]" || status=1 ;;
+  headline) gen_c1; gen_key; batch_run one "[0]" || status=1 ;;
   all) prep && batch_run two "[0, 1]" && batch_run one "[0]"; status=$?; ratio; fail_run || status=1 ;;
   *) echo "usage: $0 prep|two|one|fail|all|headline"; exit 2 ;;
 esac
-[ -f "$results" ] && cp "$results" "$OUT/multigpu.txt"
+[ -f "$results" ] && [ "$phase" != headline ] && cp "$results" "$OUT/multigpu.txt"
 step "done ($phase, exit $status)"
 exit "$status"
