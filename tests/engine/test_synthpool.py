@@ -158,7 +158,7 @@ def test_a_c1_envelope_is_checked_in_the_worker_process(
         c1 = b'{"SectorNum": 1, "SectorSize": 2048}'
         registry.register(PoRepLike())
         monkeypatch.setattr(kinds, "check_envelope", not_here)
-        with pytest.raises(InputError, match="Phase1Out.*missing"):
+        with pytest.raises(InputError, match=r"Phase1Out.*missing"):
             registry.parse(ProofRequest(ProofKind.POREP_SEAL_COMMIT, vanilla_proof=c1), pool.parse)
         with pytest.raises(AssertionError, match="daemon's process"):  # no handler: here
             registry.parse(ProofRequest(ProofKind.WINNING_POST), pool.parse)

@@ -7,6 +7,8 @@ Coefficients are Fr elements as ``(nnz, 4)`` uint64 limbs in standard form.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,3 +105,25 @@ class SparseMatrix:
         out = np.zeros(self.num_rows, dtype=object)
         out[nonempty] = np.add.reduceat(prod, starts[nonempty])
         return [int(v) % R for v in out]
+
+
+def release_rows(a: object, lo: int, hi: int) -> None:
+    """Drop rows ``lo``..``hi`` of a file-mapped array (a matrix mapped from the
+    circuit cache) from this process's resident set, once they have been read:
+    ``MADV_DONTNEED`` on the whole pages they cover. The file's pages stay in
+    the page cache and a later read maps them again; the process's RSS then
+    counts one chunk of a 30 GiB matrix upload, not all of it. Nothing happens
+    for other arrays (in memory, on a device) or where the platform has no
+    ``madvise``."""
+    mm = getattr(a, "_mmap", None)
+    if mm is None or not isinstance(a, np.ndarray) or a.ndim == 0 or hi <= lo:
+        return
+    with contextlib.suppress(AttributeError, OSError, ValueError, BufferError):
+        base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+        first = a.ctypes.data + lo * a.strides[0] - base
+        end = a.ctypes.data + hi * a.strides[0] - base
+        page = mmap.PAGESIZE
+        start = -(-first // page) * page  # pages wholly inside the rows only
+        stop = end // page * page
+        if stop > start:
+            mm.madvise(mmap.MADV_DONTNEED, start, stop - start)

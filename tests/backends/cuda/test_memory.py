@@ -135,7 +135,7 @@ def test_an_overdraw_that_grows_is_logged_again(caplog):
         held.append(b.acquire(5 << 30, "witness wave"))  # not half as much again
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2
-    assert lines[0].startswith("GPU 0: hold 1 needs 0.001 GiB beyond the partition porep-32g witness")
+    assert lines[0].startswith("GPU 0: hold 1 needs 0.001 GiB beyond the partition porep-32g")
     assert lines[1].startswith("GPU 0: witness wave needs 4.000 GiB beyond")
     assert b.overdrawn_by_operation == {"partition porep-32g witness": 5 << 30}
     for h in (*held, share):

@@ -346,3 +346,29 @@ def test_a_matrix_of_powers_of_two_is_coded(engine, cpu):
     w = weird_w(rng, 120)
     assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
     assert engine.upload(m).mode == CODE16
+
+
+def test_a_file_mapped_matrix_uploads_in_chunks(engine, cpu, tmp_path):
+    """The circuit cache maps its matrices: the upload reads them a chunk at a time
+    and lets each chunk's pages go (algebra.sparse.release_rows); the product is
+    the in-memory matrix's."""
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 500, 200, 40)
+    arrays = {}
+    for name in ("indices", "coeffs"):
+        np.save(tmp_path / f"{name}.npy", getattr(m, name))
+        arrays[name] = np.load(tmp_path / f"{name}.npy", mmap_mode="r")
+    mapped = SparseMatrix(m.indptr, arrays["indices"], arrays["coeffs"], m.num_cols)
+    chunk = engine.upload_chunk
+    engine.upload_chunk = 97  # many chunks, none on a page boundary
+    try:
+        dev = engine.from_arrays(mapped.indptr, mapped.indices, mapped.coeffs, mapped.num_cols)
+    finally:
+        engine.upload_chunk = chunk
+    try:
+        w = weird_w(rng, 200)
+        got = np.asarray(to_numpy(engine.matvec(dev, w)))
+        assert np.array_equal(got, cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
+    finally:
+        dev.close()

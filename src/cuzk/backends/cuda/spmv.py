@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.fields import R
-from cuzk.algebra.sparse import SparseMatrix
+from cuzk.algebra.sparse import SparseMatrix, release_rows
 from cuzk.backends.cuda.fr import THREADS, FrKernels, fr_rows, grid_for, staged
 
 log = logging.getLogger(__name__)
@@ -355,9 +355,18 @@ class SpmvEngine:
         return dev
 
     def _chunk_coeffs(self, coeffs, lo: int, hi: int):
-        """Entries lo..hi's coefficients on the device, reduced mod r."""
+        """Entries lo..hi's coefficients on the device, reduced mod r (a mapped
+        host matrix's pages for them leave the process's resident set)."""
         cp = self.cp
-        return self.fr.reduce(cp.ascontiguousarray(cp.asarray(coeffs[lo:hi], dtype=cp.uint64)))
+        c = cp.ascontiguousarray(cp.asarray(coeffs[lo:hi], dtype=cp.uint64))
+        release_rows(coeffs, lo, hi)
+        return self.fr.reduce(c)
+
+    def _chunk_cols(self, indices, lo: int, hi: int):
+        """Entries lo..hi's columns on the device as uint32 (as _chunk_coeffs)."""
+        cols = self.cp.asarray(indices[lo:hi]).astype(self.cp.uint32)
+        release_rows(indices, lo, hi)
+        return cols
 
     def _dictionary(self, coeffs, spans, nnz: int):
         """(sorted keys, values) of the distinct coefficients, or None when a
@@ -404,7 +413,7 @@ class SpmvEngine:
         cols = cp.empty(nnz, dtype=cp.uint32)
         mont = cp.empty((nnz, 4), dtype=cp.uint64)
         for lo, hi in spans:
-            cols[lo:hi] = cp.asarray(indices[lo:hi]).astype(cp.uint32)
+            cols[lo:hi] = self._chunk_cols(indices, lo, hi)
             mont[lo:hi] = self.fr.to_mont(self._chunk_coeffs(coeffs, lo, hi))
         return DeviceCsr(nrows, num_cols, nnz, row_ptr, cols, RAW, coeffs=mont)
 
@@ -427,7 +436,7 @@ class SpmvEngine:
         g = o = 0
         for lo, hi in spans:
             ccodes = self._codes(self._chunk_coeffs(coeffs, lo, hi), dictionary)
-            ccols = cp.asarray(indices[lo:hi]).astype(cp.uint32)
+            ccols = self._chunk_cols(indices, lo, hi)
             if one == NO_ONE:
                 cols[lo:hi] = ccols
                 codes[lo:hi] = ccodes.astype(code_t)
