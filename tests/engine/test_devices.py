@@ -205,3 +205,29 @@ def test_a_device_probe_is_a_computation_checked_on_the_host() -> None:
     dev = Device(1, "broken", Broken(), 0, Budget("vram:1", 1 << 20))
     with pytest.raises(DeviceError, match="GPU 1: probe: an NTT and its inverse"):
         dev.probe()
+
+
+def test_gpu_workers_asking_at_once_share_one_witness_maker(monkeypatch) -> None:
+    """A device's witness maker holds the plans uploaded to it: two GPU workers
+    that start together must get the same one (two makers uploaded the plan
+    twice, the second time inside a partition's witness share)."""
+    import threading
+
+    import cuzk.engine.devices as devices
+
+    made = []
+
+    def slow_maker(backend):
+        time.sleep(0.05)  # both workers are inside before either has its maker
+        made.append(object())
+        return made[-1]
+
+    monkeypatch.setattr(devices, "witness_device_for", slow_maker)
+    dev = Device(0, "cpu", CpuBackend(), 0, None)
+    got = []
+    workers = [threading.Thread(target=lambda: got.append(dev.witness_device())) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(made) == 1 and all(g is made[0] for g in got)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ class Device:
     total_bytes: int  # the device's memory (0 for the CPU: see the host budget)
     budget: Budget | None  # VRAM budget; None = the device uses host memory
     _witness: Any = field(default=None, repr=False, compare=False)
+    _witness_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -67,11 +69,15 @@ class Device:
 
     def witness_device(self) -> Any:
         """Where this device makes witnesses from static plans (one per device):
-        the witness kernels on a GPU, the numpy interpreter on the CPU."""
-        if self._witness is None:
-            with self.activate():
-                self._witness = witness_device_for(self.backend)
-        return self._witness
+        the witness kernels on a GPU, the numpy interpreter on the CPU. Made
+        under a lock: two GPU workers asking at once got two makers, and the
+        plan uploaded to the first was uploaded again, inside the second's
+        witness share (seen 2026-12-02: the 32GiB PoRep's first partitions)."""
+        with self._witness_lock:
+            if self._witness is None:
+                with self.activate():
+                    self._witness = witness_device_for(self.backend)
+            return self._witness
 
     def working_bytes(self, r1cs: R1CS) -> int:
         """Device memory one partition's proof needs beyond its key."""
