@@ -372,3 +372,27 @@ def test_a_file_mapped_matrix_uploads_in_chunks(engine, cpu, tmp_path):
         assert np.array_equal(got, cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
     finally:
         dev.close()
+
+
+def test_a_key_collision_falls_back_to_full_coefficients_and_says_so(
+    engine, cpu, monkeypatch, caplog
+):
+    """Should two coefficients ever share a key, the matrix is stored whole (the
+    product stays exact) and the log says what that costs."""
+    import cuzk.backends.cuda.spmv as spmv
+
+    monkeypatch.setattr(spmv, "_coefficient_keys", lambda xp, c: c[:, 0] & xp.uint64(1))
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = random_matrix(rng, 300, 100, 20)
+    with caplog.at_level("WARNING", logger="cuzk.backends.cuda.spmv"):
+        dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+    try:
+        assert dev.mode == spmv.RAW
+        (line,) = [r.getMessage() for r in caplog.records if "share a 64-bit key" in r.getMessage()]
+        assert line.endswith(f"({(dev.hold.nbytes) / 2**30:.2f} GiB)")
+        w = weird_w(rng, 100)
+        got = np.asarray(to_numpy(engine.matvec(dev, w)))
+        assert np.array_equal(got, cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
+    finally:
+        dev.close()

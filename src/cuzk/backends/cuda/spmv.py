@@ -307,15 +307,9 @@ class SpmvEngine:
             spans = [(lo, min(nnz, lo + chunk)) for lo in range(0, nnz, chunk)]
             dictionary = self._dictionary(coeffs, spans, nnz) if nnz else None
             ones = None if dictionary is None else self._count_ones(coeffs, spans, dictionary)
+            # distinct coefficients of a dictionary that a key collision made unusable
+            collided = len(dictionary[0]) if ones is None and dictionary is not None else 0
             if nnz and ones is None:
-                if dictionary is not None:
-                    log.warning(
-                        "%s: two of its %d distinct coefficients share a 64-bit key; "
-                        "it is stored with full coefficients (%.2f GiB)",
-                        what,
-                        len(dictionary[0]),
-                        36 * nnz / 2**30,
-                    )
                 dictionary = None  # not worth it, or a key collision: full coefficients
             k = 0 if dictionary is None else len(dictionary[0])
             code_t = cp.uint16 if k <= 1 << 16 else cp.uint32
@@ -328,6 +322,14 @@ class SpmvEngine:
                 item = np.dtype(code_t).itemsize
                 final = 8 * ptrs * (nrows + 1) + 4 * nnz + item * (nnz - n_one) + 32 * k
             final += int(long_rows.nbytes)
+            if collided:
+                log.warning(
+                    "%s: two of its %d distinct coefficients share a 64-bit key; "
+                    "it is stored with full coefficients (%.2f GiB)",
+                    what,
+                    collided,
+                    final / 2**30,
+                )
             hold = self.ctx.budget.acquire(final, what)
             try:
                 if dictionary is None:
