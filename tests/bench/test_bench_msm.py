@@ -51,9 +51,10 @@ def test_rows_compare_versions(twin_ctx):
 def test_explore_and_checks(twin_ctx):
     from cuzk.backends.cuda.msm import MsmEngine
 
-    rows, phases = bench_msm.explore_rows(twin_ctx, 8, 7, 4)
+    rows, phases = bench_msm.explore_rows(twin_ctx, logs=(8, 7, 9, 4))
     assert len(rows) == len(phases) >= 10
     assert all(r["check"] for r in rows)
+    assert {r["variant"] for r in rows} >= {"v2", "no prefetch", "L1 prefetch", "shared 20 warps"}
     assert bench_msm.check_against_cpu(MsmEngine(twin_ctx), seed=3) == []
     assert bench_msm.fixed_base_rows(twin_ctx, {}, quick=True)
 
@@ -68,3 +69,36 @@ def test_profile_one_runs_the_msm_it_profiles(twin_ctx, monkeypatch, capsys):
     assert bench_msm.main(["--profile", "9"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["log"] == 9 and out["phases_ms"]
+
+
+class _Sppark:
+    """A stand-in for the comparison library: our CPU backend's answer (or a wrong
+    one, or an error), so the benchmark's side-by-side row is tested here."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def msm(self, group, points, scalars, reps):
+        from cuzk.algebra.curves import G1, G2
+
+        if self.mode == "error":
+            raise RuntimeError("no device")
+        g = G1 if group == "G1" else G2
+        return [2.0] * reps, g.generator if self.mode == "wrong" else self.want
+
+
+@pytest.mark.parametrize("mode", ["same", "wrong", "error"])
+def test_sppark_row_checks_the_point(twin_ctx, mode):
+    from cuzk.backends.cuda.msm import MsmEngine
+    from cuzk.bench.inputs import make_bases, random_scalars_device
+
+    eng = MsmEngine(twin_ctx)
+    handle = eng.prepare_g1(make_bases(eng, "G1", 64, seed=1))
+    scalars = random_scalars_device(64, seed=2)
+    sp = _Sppark(mode)
+    sp.want = eng.msm_g1(handle, scalars)
+    row = bench_msm._sppark_row(sp, eng, "G1", handle, scalars, lambda ms: {"median_ms": ms})
+    assert row["variant"] == "sppark"
+    assert row["check"] is (mode == "same")
+    assert row["median_ms"] == (0.0 if mode == "error" else 2.0)
+    assert ("error" in row) is (mode == "error")

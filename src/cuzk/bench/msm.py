@@ -247,58 +247,56 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
-def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[list[dict], dict]:
-    """Variants of version 2 at G1 2^lg, then at G1 2^26 and G2 2^24, with phases.
+# Build variants of the affine rounds (kernels/msm.cu), by name.
+_NO_PF = ("-DCUZK_AFF_PREFETCH=0",)
+_L1 = ("-DCUZK_AFF_PREFETCH=2",)
+_D2 = ("-DCUZK_AFF_PF_DIST=2",)
+_SHARED20 = ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")
 
-    Every variant runs on the same bases and scalars as version 1, whose
-    result it must equal (the rows' "check").
+
+def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
+    """Variants of the default MSM (prefetching in the affine rounds, where the
+    operands live) at G1 2^24 / 2^26 / 2^27 and G2 2^24 (``logs``), with phases, and
+    sppark's MSM on the same bases and scalars when ``sppark`` (a
+    :class:`cuzk.bench.sppark.SpparkMsm`) is given.
+
+    Every variant runs on the same inputs; the rows' "check" says whether all
+    results (sppark's among them) are the same point.
     """
     from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
     def eng(defines: tuple[str, ...] = (), **kw) -> MsmEngine:
         return MsmEngine(ctx, Tuning(**kw), defines=defines)
 
+    shared20 = dict(affine_threads=5 << 14)
+    small, big, huge, g2 = logs
     plans = [
         (
             "G1",
-            lg,
+            small,
             {
-                "v1": eng(**V1_TUNING),
                 "v2": eng(),
-                "v2 batch>=32": eng(affine_min_batch=32),
-                "v2 batch>=512": eng(affine_min_batch=512),
-                "v2 threads 2^15": eng(affine_threads=1 << 15),
-                "v2 threads 2^17": eng(affine_threads=1 << 17),
-                "v2 pairs>=2^19": eng(affine_min_pairs=1 << 19),
-                "v2 pairs>=2^23": eng(affine_min_pairs=1 << 23),
-                "v2 12 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=6",), affine_threads=3 << 14),
-                "v2 shared": eng(("-DCUZK_AFF_SHARED=1",)),
-                "v2 shared 20 warps": eng(
-                    ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10"), affine_threads=5 << 14
-                ),
-                "v2 c-1": eng(window=19),
-                "v2 c+1": eng(window=21),
+                "no prefetch": eng(_NO_PF),
+                "L1 prefetch": eng(_L1),
+                "prefetch d=2": eng(_D2),
+                "L1 d=2": eng(_L1 + _D2),
+                "shared 20 warps": eng(_SHARED20, **shared20),
+                "shared20 no pf": eng(_SHARED20 + _NO_PF, **shared20),
             },
         ),
         (
             "G1",
-            lg_big,
-            {
-                "v1 groups of 4": eng(method="xyzz", group_windows=4),
-                "v2 groups of 6": eng(group_windows=6),
-            },
-        ),
-        (
-            "G2",
-            lg_g2,
+            big,
             {
                 "v2": eng(),
-                "v2 8 warps/SM": eng(
-                    ("-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4"), affine_threads=1 << 15
-                ),
-                "v2 16 warps/SM": eng(("-DCUZK_AFF_MIN_BLOCKS=8",), affine_threads=1 << 16),
+                "no prefetch": eng(_NO_PF),
+                "L1 prefetch": eng(_L1),
+                "prefetch d=2": eng(_D2),
+                "shared 20 warps": eng(_SHARED20, **shared20),
             },
         ),
+        ("G1", huge, {"v2": eng(), "no prefetch": eng(_NO_PF)}),
+        ("G2", g2, {"v2": eng(), "no prefetch": eng(_NO_PF), "L1 prefetch": eng(_L1)}),
     ]
     base = MsmEngine(ctx)
     out, phases = [], {}
@@ -308,20 +306,35 @@ def explore_rows(ctx, lg: int = 24, lg_big: int = 26, lg_g2: int = 24) -> tuple[
         h = base.prepare_g1(bases) if group == "G1" else base.prepare_g2(bases)
         del bases
         scalars = random_scalars_device(n, seed=9)
-        rows_ = _timed_variants(
-            list(variants.items()),
-            h,
-            scalars,
-            3,
-            lambda ms, n=n, group=group: _row(
-                f"msm_{group.lower()}", n, ms, ms * 1e6 / n, "ns/point", 0.0
-            ),
-        )
+
+        def make_row(ms, n=n, group=group):
+            return _row(f"msm_{group.lower()}", n, ms, ms * 1e6 / n, "ns/point", 0.0)
+
+        rows_ = _timed_variants(list(variants.items()), h, scalars, 3, make_row)
         for r in rows_:
             phases[f"{group} 2^{lg2} {r['variant']}"] = r["phases"]
+        if sppark is not None:
+            rows_.append(_sppark_row(sppark, base, group, h, scalars, make_row))
         out += rows_
         h.close()
     return out, phases
+
+
+def _sppark_row(sppark, engine, group: str, handle, scalars, make_row) -> dict:
+    """sppark's median of 3 on the handle's resident bases; "check": its point
+    equals ours."""
+    try:
+        ms, point = sppark.msm(group, handle.device, scalars, reps=3)
+    except Exception as e:  # the comparison must not take the explore rows with it
+        log.exception("sppark %s 2^%d", group, scalars.shape[0].bit_length() - 1)
+        row = make_row(0.0)
+        row.update(variant="sppark", error=str(e), check=False)
+        return row
+    ours = engine.msm_g1(handle, scalars) if group == "G1" else engine.msm_g2(handle, scalars)
+    row = make_row(statistics.median(ms))
+    row.update(variant="sppark", runs_ms=[round(v, 3) for v in ms], check=point == ours)
+    log.info("%s", row)
+    return row
 
 
 def rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
@@ -369,11 +382,14 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", ("-DCUZK_AFF_MIN_BLOCKS=6",)),
-    ("msm.cu", ("-DCUZK_AFF_SHARED=1",)),
-    ("msm.cu", ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
-    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_SHARED=0", "-DCUZK_AFF_MIN_BLOCKS=4")),
-    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_MIN_BLOCKS=8")),
+    ("msm.cu", _NO_PF),
+    ("msm.cu", _L1),
+    ("msm.cu", _D2),
+    ("msm.cu", _L1 + _D2),
+    ("msm.cu", _SHARED20),
+    ("msm.cu", _SHARED20 + _NO_PF),
+    ("msm.cu", ("-DCUZK_G2", *_NO_PF)),
+    ("msm.cu", ("-DCUZK_G2", *_L1)),
 ]
 
 
@@ -479,6 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--explore", action="store_true", help="version 2 variants (G1 2^24, 2^26, G2 2^24)"
     )
+    p.add_argument(
+        "--sppark",
+        metavar="LIB",
+        help="with --explore: sppark's MSM from this library beside ours (cuzk.bench.sppark)",
+    )
     p.add_argument("--skip-rows", action="store_true", help="no standard rows")
     p.add_argument("--parts", default="fq,msm,fixed", help="standard row groups to run")
     p.add_argument(
@@ -511,7 +532,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.explore:
 
         def explore() -> list[dict]:
-            out, extra["phases"] = explore_rows(ctx)
+            sp = None
+            if args.sppark:
+                from cuzk.bench.sppark import SpparkMsm
+
+                sp = SpparkMsm(args.sppark)
+            out, extra["phases"] = explore_rows(ctx, sp)
             return out
 
         parts.append(explore)
