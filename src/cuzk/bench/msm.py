@@ -247,18 +247,19 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
-# Build variants of the affine rounds (kernels/msm.cu), by name.
-_NO_PF = ("-DCUZK_AFF_PREFETCH=0",)
-_L1 = ("-DCUZK_AFF_PREFETCH=2",)
-_D2 = ("-DCUZK_AFF_PF_DIST=2",)
+# Build variants of the MSM kernels (kernels/msm.cu), by name.
+_BYREF = ("-DCUZK_CALL_BYVAL=0",)
+_PF = ("-DCUZK_AFF_PREFETCH=1",)
 _SHARED20 = ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")
+_G2_8WARPS = ("-DCUZK_AFF_MIN_BLOCKS=4",)
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
-    """Variants of the default MSM (prefetching in the affine rounds, where the
-    operands live) at G1 2^24 / 2^26 / 2^27 and G2 2^24 (``logs``), with phases, and
-    sppark's MSM on the same bases and scalars when ``sppark`` (a
-    :class:`cuzk.bench.sppark.SpparkMsm`) is given.
+    """Variants of the default MSM (how calls take their operands, prefetching
+    in the affine rounds, where the operands live) at G1 2^24 / 2^26 / 2^27
+    and G2 2^24 (``logs``), with phases, and sppark's MSM on the same bases
+    and scalars when ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is
+    given.
 
     Every variant runs on the same inputs; the rows' "check" says whether all
     results (sppark's among them) are the same point.
@@ -276,27 +277,22 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
             small,
             {
                 "v2": eng(),
-                "no prefetch": eng(_NO_PF),
-                "L1 prefetch": eng(_L1),
-                "prefetch d=2": eng(_D2),
-                "L1 d=2": eng(_L1 + _D2),
+                "by reference": eng(_BYREF),
+                "prefetch": eng(_PF),
                 "shared 20 warps": eng(_SHARED20, **shared20),
-                "shared20 no pf": eng(_SHARED20 + _NO_PF, **shared20),
             },
         ),
+        ("G1", big, {"v2": eng(), "by reference": eng(_BYREF), "prefetch": eng(_PF)}),
+        ("G1", huge, {"v2": eng(), "by reference": eng(_BYREF)}),
         (
-            "G1",
-            big,
+            "G2",
+            g2,
             {
                 "v2": eng(),
-                "no prefetch": eng(_NO_PF),
-                "L1 prefetch": eng(_L1),
-                "prefetch d=2": eng(_D2),
-                "shared 20 warps": eng(_SHARED20, **shared20),
+                "by reference": eng(_BYREF),
+                "8 warps/SM": eng(_G2_8WARPS, affine_threads=1 << 15),
             },
         ),
-        ("G1", huge, {"v2": eng(), "no prefetch": eng(_NO_PF)}),
-        ("G2", g2, {"v2": eng(), "no prefetch": eng(_NO_PF), "L1 prefetch": eng(_L1)}),
     ]
     base = MsmEngine(ctx)
     out, phases = [], {}
@@ -382,14 +378,11 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", _NO_PF),
-    ("msm.cu", _L1),
-    ("msm.cu", _D2),
-    ("msm.cu", _L1 + _D2),
+    ("msm.cu", _BYREF),
+    ("msm.cu", _PF),
     ("msm.cu", _SHARED20),
-    ("msm.cu", _SHARED20 + _NO_PF),
-    ("msm.cu", ("-DCUZK_G2", *_NO_PF)),
-    ("msm.cu", ("-DCUZK_G2", *_L1)),
+    ("msm.cu", ("-DCUZK_G2", *_BYREF)),
+    ("msm.cu", ("-DCUZK_G2", *_G2_8WARPS)),
 ]
 
 

@@ -133,8 +133,10 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
     [
         (G1, ("-DCUZK_AFF_SHARED=1",)),
         (G2, ("-DCUZK_AFF_SHARED=0",)),
+        (G1, ("-DCUZK_CALL_BYVAL=0",)),
+        (G2, ("-DCUZK_CALL_BYVAL=0",)),
     ],
-    ids=["G1-shared", "G2-registers"],
+    ids=["G1-shared", "G2-registers", "G1-by-reference", "G2-by-reference"],
 )
 def test_affine_kernel_variants_match_cpu(group, defines, host_kernels):
     """The build variants the benchmark measures compute the same sums."""

@@ -19,8 +19,9 @@ CUZK_HD fq2_t neg(const fq2_t& a) { return {neg(a.c0), neg(a.c1)}; }
 
 // Karatsuba: three Fq products. Fq2 products and squares are calls on the
 // device (CUZK_POINT_FN): inlined at every use they would multiply the G2
-// code, and NVRTC's compile time, by the number of call sites.
-CUZK_POINT_FN fq2_t mul(const fq2_t& a, const fq2_t& b) {
+// code, and NVRTC's compile time, by the number of call sites. Operands by
+// value, as mul_call's (fq.cuh).
+CUZK_POINT_FN fq2_t mul(CUZK_ARG(fq2_t) a, CUZK_ARG(fq2_t) b) {
     fq_t v0 = mul(a.c0, b.c0);
     fq_t v1 = mul(a.c1, b.c1);
     fq_t s = mul(add(a.c0, a.c1), add(b.c0, b.c1));
@@ -28,7 +29,7 @@ CUZK_POINT_FN fq2_t mul(const fq2_t& a, const fq2_t& b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fq products.
-CUZK_POINT_FN fq2_t sqr(const fq2_t& a) {
+CUZK_POINT_FN fq2_t sqr(CUZK_ARG(fq2_t) a) {
     fq_t p = mul(add(a.c0, a.c1), sub(a.c0, a.c1));
     fq_t m = mul(a.c0, a.c1);
     return {p, dbl(m)};

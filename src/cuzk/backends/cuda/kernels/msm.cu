@@ -450,7 +450,7 @@ struct padded_affine {
 // the same walk runs and every load is checked against the addresses the
 // walk predicted for it (the counters below, read by the tests).
 #ifndef CUZK_AFF_PREFETCH
-#define CUZK_AFF_PREFETCH 1
+#define CUZK_AFF_PREFETCH 0
 #endif
 #ifndef CUZK_AFF_PF_DIST
 #define CUZK_AFF_PF_DIST 1
@@ -636,11 +636,22 @@ extern "C" __global__ void ones_list(const uint32_t* bitmap, uint32_t nwords,
     }
 }
 
+// Blocks of 128 per SM the bucket reduction must fit: G1 4 (a 128-register
+// cap, 16 warps/SM; uncapped it takes 130 with by-value calls, 12 warps); G2
+// uncapped.
+#ifndef CUZK_REDUCE_MIN_BLOCKS
+#ifdef CUZK_G2
+#define CUZK_REDUCE_MIN_BLOCKS 1
+#else
+#define CUZK_REDUCE_MIN_BLOCKS 4
+#endif
+#endif
+
 // Thread g = w·S + s reduces buckets [s·L, s·L + L) of window w to
 // Σ_k (k + 1)·B_k: running sums from the top give Σ (k − lo + 1)·B_k, and
 // lo·Σ B_k adds the offset. Buckets with a zero count were never written and
 // count as infinity.
-extern "C" __global__ void __launch_bounds__(128) bucket_reduce(
+extern "C" __global__ void __launch_bounds__(128, CUZK_REDUCE_MIN_BLOCKS) bucket_reduce(
     const uint32_t* buckets, const uint32_t* counts, uint32_t nb, uint32_t nw, uint32_t S,
     uint32_t L, uint32_t* out) {
     const uint64_t g = thread_id();
