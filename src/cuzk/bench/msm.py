@@ -248,15 +248,14 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
 
 
 # Build variants of the MSM kernels (kernels/msm.cu), by name.
-_BYREF = ("-DCUZK_CALL_BYVAL=0",)
-_PF = ("-DCUZK_AFF_PREFETCH=1",)
+_CALLS = ("-DCUZK_AFF_CALLS=1",)
 _SHARED20 = ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")
-_G2_8WARPS = ("-DCUZK_AFF_MIN_BLOCKS=4",)
+_G2_12WARPS = ("-DCUZK_AFF_MIN_BLOCKS=6",)
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
-    """Variants of the default MSM (how calls take their operands, prefetching
-    in the affine rounds, where the operands live) at G1 2^24 / 2^26 / 2^27
+    """Variants of the default MSM (the affine rounds' products inlined or
+    called, where their operands live, G2's occupancy) at G1 2^24 / 2^26 / 2^27
     and G2 2^24 (``logs``), with phases, and sppark's MSM on the same bases
     and scalars when ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is
     given.
@@ -271,28 +270,19 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
 
     shared20 = dict(affine_threads=5 << 14)
     small, big, huge, g2 = logs
+
+    def g1_variants() -> dict:
+        return {
+            "v2": eng(),
+            "calls": eng(_CALLS),
+            "calls shared 20w": eng(_CALLS + _SHARED20, **shared20),
+        }
+
     plans = [
-        (
-            "G1",
-            small,
-            {
-                "v2": eng(),
-                "by reference": eng(_BYREF),
-                "prefetch": eng(_PF),
-                "shared 20 warps": eng(_SHARED20, **shared20),
-            },
-        ),
-        ("G1", big, {"v2": eng(), "by reference": eng(_BYREF), "prefetch": eng(_PF)}),
-        ("G1", huge, {"v2": eng(), "by reference": eng(_BYREF)}),
-        (
-            "G2",
-            g2,
-            {
-                "v2": eng(),
-                "by reference": eng(_BYREF),
-                "8 warps/SM": eng(_G2_8WARPS, affine_threads=1 << 15),
-            },
-        ),
+        ("G1", small, g1_variants()),
+        ("G1", big, g1_variants()),
+        ("G1", huge, {"v2": eng(), "calls": eng(_CALLS)}),
+        ("G2", g2, {"v2": eng(), "12 warps/SM": eng(_G2_12WARPS, affine_threads=3 << 14)}),
     ]
     base = MsmEngine(ctx)
     out, phases = [], {}
@@ -378,11 +368,9 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", _BYREF),
-    ("msm.cu", _PF),
-    ("msm.cu", _SHARED20),
-    ("msm.cu", ("-DCUZK_G2", *_BYREF)),
-    ("msm.cu", ("-DCUZK_G2", *_G2_8WARPS)),
+    ("msm.cu", _CALLS),
+    ("msm.cu", _CALLS + _SHARED20),
+    ("msm.cu", ("-DCUZK_G2", *_G2_12WARPS)),
 ]
 
 

@@ -17,6 +17,33 @@
 
 namespace cuzk {
 
+// The products of the affine rounds: inlined (mul_hot), or with
+// CUZK_AFF_CALLS calls to the one copy of the product (mul_call, operands by
+// value): G1's pass 2 inlines five products, ≈ 100 KB of SASS that sixteen
+// warps an SM walk at different places (Nsight Compute, 2026-12-02: 36 % of
+// the later rounds' stall samples waited on instruction fetch).
+#ifndef CUZK_AFF_CALLS
+#define CUZK_AFF_CALLS 0
+#endif
+
+template <class F>
+CUZK_HD F aff_mul(const F& a, const F& b) {
+#if CUZK_AFF_CALLS
+    return mul_call(a, b);
+#else
+    return mul_hot(a, b);
+#endif
+}
+
+template <class F>
+CUZK_HD F aff_sqr(const F& a) {
+#if CUZK_AFF_CALLS
+    return sqr_call(a);
+#else
+    return sqr_hot(a);
+#endif
+}
+
 enum pair_kind_t { PAIR_SUM = 0, PAIR_DBL = 1, PAIR_FIRST = 2, PAIR_SECOND = 3, PAIR_INF = 4 };
 
 template <class F>
@@ -50,13 +77,13 @@ CUZK_HD affine_t<F> pair_finish(const affine_t<F>& a, const affine_t<F>& b, int 
     }
     F lambda;
     if (kind == PAIR_SUM) {
-        lambda = mul_hot(sub(b.y, a.y), inv);
+        lambda = aff_mul(sub(b.y, a.y), inv);
     } else {
         const F x2 = sqr_call(a.x);
         lambda = mul_call(add(dbl(x2), x2), inv);
     }
-    r.x = sub(sub(sqr_hot(lambda), a.x), b.x);  // b.x = a.x when doubling
-    r.y = sub(mul_hot(lambda, sub(a.x, r.x)), a.y);
+    r.x = sub(sub(aff_sqr(lambda), a.x), b.x);  // b.x = a.x when doubling
+    r.y = sub(aff_mul(lambda, sub(a.x, r.x)), a.y);
     return r;
 }
 

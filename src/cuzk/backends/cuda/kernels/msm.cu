@@ -412,15 +412,18 @@ struct later_round {
 };
 
 // The affine rounds run in blocks of 64 threads (the Python side launches
-// them so). CUZK_AFF_MIN_BLOCKS such blocks must fit an SM: G1 8 (121
-// registers, 16 warps/SM), G2 6 (168 registers, 12 warps/SM). CUZK_AFF_SHARED
-// keeps each thread's pair of points in shared memory, so that under the
-// register cap the compiler reloads them rather than spill: without it the
-// G2 kernels need 255 registers (8 warps/SM), or spill ~400 B at 168.
+// them so). CUZK_AFF_MIN_BLOCKS such blocks must fit an SM: G1 8 (≤ 128
+// registers, 16 warps/SM), G2 4 (206–216 registers, 8 warps/SM, no spills:
+// 601 ms at 2^24 against 632 for 6 blocks, whose 168-register cap spills
+// 244–368 bytes since calls take operands by value;
+// docs/device-notes/msm.md#version-4-on-the-h200). CUZK_AFF_SHARED keeps each
+// thread's pair of points in shared memory, so that under the register cap
+// the compiler reloads them rather than spill: without it the G2 kernels
+// need 255 registers.
 #define CUZK_AFF_BLOCK 64
 #ifndef CUZK_AFF_MIN_BLOCKS
 #ifdef CUZK_G2
-#define CUZK_AFF_MIN_BLOCKS 6
+#define CUZK_AFF_MIN_BLOCKS 4
 #else
 #define CUZK_AFF_MIN_BLOCKS 8
 #endif
@@ -570,7 +573,7 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
         const int kind = pair_kind(a, b, r.load(k, i, a, b));
         if (pair_inverts(kind)) {
             store(r.prefix(it, it - i0, t, threads), acc);
-            acc = mul_hot(acc, pair_den(a, b, kind));
+            acc = aff_mul(acc, pair_den(a, b, kind));
         }
     }
     // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
@@ -593,8 +596,8 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
         if (pair_inverts(kind)) {
             field before;
             load(before, r.prefix(it, it - i0, t, threads));
-            inv_it = mul_hot(inv, before);
-            inv = mul_hot(inv, pair_den(a, b, kind));
+            inv_it = aff_mul(inv, before);
+            inv = aff_mul(inv, pair_den(a, b, kind));
         }
         store_affine(r.out(k, i, it), pair_finish(a, b, kind, inv_it));
     }

@@ -72,9 +72,9 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
 
 
 # Threads of one affine round: one wave at the kernels' occupancy on an H200
-# (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 6 blocks, 50688).
+# (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 4 blocks, 33792).
 # Their blocks are 64 threads (CUZK_AFF_BLOCK in msm.cu).
-_AFFINE_THREADS = {"G1": 1 << 16, "G2": 3 << 14}
+_AFFINE_THREADS = {"G1": 1 << 16, "G2": 1 << 15}
 _AFFINE_BLOCK = 64
 
 
