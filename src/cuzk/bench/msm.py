@@ -248,7 +248,7 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
 
 
 # Build variants of the MSM kernels (kernels/msm.cu), by name.
-_CALLS = ("-DCUZK_AFF_CALLS=1",)
+_INLINE = ("-DCUZK_AFF_CALLS=0",)
 _SHARED20 = ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")
 _G2_12WARPS = ("-DCUZK_AFF_MIN_BLOCKS=6",)
 
@@ -274,14 +274,14 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     def g1_variants() -> dict:
         return {
             "v2": eng(),
-            "calls": eng(_CALLS),
-            "calls shared 20w": eng(_CALLS + _SHARED20, **shared20),
+            "inlined": eng(_INLINE),
+            "shared 20 warps": eng(_SHARED20, **shared20),
         }
 
     plans = [
         ("G1", small, g1_variants()),
         ("G1", big, g1_variants()),
-        ("G1", huge, {"v2": eng(), "calls": eng(_CALLS)}),
+        ("G1", huge, {"v2": eng(), "inlined": eng(_INLINE)}),
         ("G2", g2, {"v2": eng(), "12 warps/SM": eng(_G2_12WARPS, affine_threads=3 << 14)}),
     ]
     base = MsmEngine(ctx)
@@ -368,8 +368,8 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", _CALLS),
-    ("msm.cu", _CALLS + _SHARED20),
+    ("msm.cu", _INLINE),
+    ("msm.cu", _SHARED20),
     ("msm.cu", ("-DCUZK_G2", *_G2_12WARPS)),
 ]
 

@@ -135,16 +135,16 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
         (G2, ("-DCUZK_AFF_SHARED=0",)),
         (G1, ("-DCUZK_CALL_BYVAL=0",)),
         (G2, ("-DCUZK_CALL_BYVAL=0",)),
-        (G1, ("-DCUZK_AFF_CALLS=1",)),
-        (G1, ("-DCUZK_AFF_CALLS=1", "-DCUZK_AFF_SHARED=1")),
+        (G1, ("-DCUZK_AFF_CALLS=0",)),
+        (G1, ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
     ],
     ids=[
         "G1-shared",
         "G2-registers",
         "G1-by-reference",
         "G2-by-reference",
-        "G1-calls",
-        "G1-calls-shared",
+        "G1-inlined",
+        "G1-shared-20-warps",
     ],
 )
 def test_affine_kernel_variants_match_cpu(group, defines, host_kernels):

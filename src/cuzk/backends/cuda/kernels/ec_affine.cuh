@@ -17,13 +17,16 @@
 
 namespace cuzk {
 
-// The products of the affine rounds: inlined (mul_hot), or with
-// CUZK_AFF_CALLS calls to the one copy of the product (mul_call, operands by
-// value): G1's pass 2 inlines five products, ≈ 100 KB of SASS that sixteen
-// warps an SM walk at different places (Nsight Compute, 2026-12-02: 36 % of
-// the later rounds' stall samples waited on instruction fetch).
+// The products of the affine rounds: calls to the one copy of the product
+// (CUZK_AFF_CALLS = 1, mul_call, operands by value), or inlined (0, mul_hot).
+// Inlined, G1's pass 2 is five products, ≈ 100 KB of SASS that sixteen warps
+// an SM walk at different places: 36 % of the later rounds' stall samples
+// waited on instruction fetch (Nsight Compute, 2026-12-02). The calls measured
+// 12 % faster at G1 2^26 and 2^27 (612 / 1187 ms against 697 / 1347;
+// docs/device-notes/msm.md#version-5-on-the-h200). G2's Fq2 products are
+// calls either way.
 #ifndef CUZK_AFF_CALLS
-#define CUZK_AFF_CALLS 0
+#define CUZK_AFF_CALLS 1
 #endif
 
 template <class F>
