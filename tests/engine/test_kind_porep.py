@@ -79,6 +79,38 @@ def test_bad_requests_are_refused_with_the_field(sealed) -> None:
         reg.parse(request(c1_json(dataclasses.replace(c1, partitions=()), 2048)))
 
 
+def test_the_c1_json_is_decoded_once(sealed, monkeypatch) -> None:
+    """The envelope check decodes Phase1Out's JSON (51 MB for 32GiB); the parse
+    after it builds the request from that decode (parse_checked), the same
+    request as a parse of the bytes, and no second decode of the document."""
+    from cuzk.circuits import jsondoc
+    from cuzk.engine.kinds import parse_checked
+
+    c1, raw = sealed
+    kind = PoRepKind()
+    want = kind.parse(request(raw))
+    decoded: list[int] = []
+    real = jsondoc.loads
+
+    def counting(data, *args, **kw):
+        decoded.append(len(data))
+        return real(data, *args, **kw)
+
+    monkeypatch.setattr(jsondoc, "loads", counting)
+    got = parse_checked(kind, request(raw, sector_size=2048))
+    assert got == want and got.partitions[0].data.c1 == c1
+    inner = len(dumps_c1(c1))
+    assert decoded.count(inner) == 1  # Phase1Out: once (was twice)
+    assert len(decoded) == 2  # and the envelope around it
+    # What the check refuses is still refused, with the field.
+    wrong = dataclasses.replace(c1, registered_proof="StackedDrg8MiBV1_1")
+    with pytest.raises(InputError, match="SectorSize"):
+        parse_checked(kind, request(c1_json(wrong, 2048)))
+    short = dataclasses.replace(c1, partitions=(c1.partitions[0][:-1],))
+    with pytest.raises(InputError, match="1 challenge proofs"):
+        parse_checked(kind, request(c1_json(short, 2048)))
+
+
 @pytest.mark.slow
 def test_sealed_2kib_witness_satisfies_the_circuit(sealed) -> None:
     """The engine's synthesis of a real sector: inputs as the verifier derives

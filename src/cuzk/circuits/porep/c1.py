@@ -471,13 +471,18 @@ def load_c1_file(raw: bytes, source: str) -> tuple[SealCommitPhase1Output, C1Wra
     if isinstance(doc, dict) and any(k.lower() == "phase1out" for k in doc):
         wrapper = _wrapper_from_json(doc, source)
         c1 = loads_c1(wrapper.phase1_out, f"{source}: Phase1Out")
-        if c1.registered_proof in REGISTERED_SEAL_PROOFS:
-            size = REGISTERED_SEAL_PROOFS[c1.registered_proof].sector_size
-            if size != wrapper.sector_size:
-                raise InputError(
-                    source,
-                    "SectorSize",
-                    f"{wrapper.sector_size} does not match {c1.registered_proof} ({size} bytes)",
-                )
+        check_wrapper_size(c1, wrapper, source)
         return c1, wrapper
     return c1_from_json(doc, source), None
+
+
+def check_wrapper_size(c1: SealCommitPhase1Output, wrapper: C1Wrapper, source: str) -> None:
+    """The envelope's SectorSize is the size of the C1 output's proof type."""
+    if c1.registered_proof in REGISTERED_SEAL_PROOFS:
+        size = REGISTERED_SEAL_PROOFS[c1.registered_proof].sector_size
+        if size != wrapper.sector_size:
+            raise InputError(
+                source,
+                "SectorSize",
+                f"{wrapper.sector_size} does not match {c1.registered_proof} ({size} bytes)",
+            )

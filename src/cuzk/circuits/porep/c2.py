@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.compile import CompiledCircuit, Compiler
-from cuzk.circuits.porep.c1 import load_c1_file
+from cuzk.circuits.porep.c1 import c1_from_json, check_wrapper_size, load_c1_file
 from cuzk.circuits.porep.circuit import PartitionHints, PoRepShape
 from cuzk.circuits.porep.params import (
     KIB,
@@ -82,6 +83,20 @@ class C2Request:
 def parse(raw: bytes, source: str = "c1.json") -> C2Request:
     """Read a c1.json / C1 output; only interactive seal proofs are proven."""
     c1, wrapper = load_c1_file(raw, source)
+    return _request(c1, wrapper, source)
+
+
+def from_decoded(phase1: Any, wrapper: C1Wrapper, source: str = "c1.json") -> C2Request:
+    """The request of a c1.json whose envelope is decoded already (``phase1``:
+    Phase1Out's JSON, parsed; ``wrapper``: the envelope's fields): what
+    :func:`parse` gives for the same bytes, without decoding a 51 MB document
+    a second time."""
+    c1 = c1_from_json(phase1, f"{source}: Phase1Out")
+    check_wrapper_size(c1, wrapper, source)
+    return _request(c1, wrapper, source)
+
+
+def _request(c1: SealCommitPhase1Output, wrapper: C1Wrapper | None, source: str) -> C2Request:
     proof = registered_proof(c1.registered_proof, source)
     if not proof.interactive:
         raise InputError(

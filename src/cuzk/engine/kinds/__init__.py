@@ -73,9 +73,9 @@ class KindRegistry:
         with self._lock:
             known = self._handlers.get(request.proof_kind)
         if known is None or run is None:
-            check_envelope(request)
+            decoded = check_envelope(request)
             handler = self.handler(request.proof_kind)
-            return handler, handler.parse(request)
+            return handler, handler.parse_checked(request, decoded)
         return known, run(known, request)
 
     def for_circuit(self, circuit_id: str) -> ProofKindHandler:
@@ -102,8 +102,7 @@ class KindRegistry:
 def parse_checked(handler: ProofKindHandler, request: ProofRequest) -> ParsedRequest:
     """``request``'s envelope checked (:func:`check_envelope`), then its parse by
     ``handler``: what a synthesis process runs for :meth:`KindRegistry.parse`."""
-    check_envelope(request)
-    return handler.parse(request)
+    return handler.parse_checked(request, check_envelope(request))
 
 
 def default_registry() -> KindRegistry:

@@ -129,6 +129,13 @@ class ProofKindHandler(ABC):
     def parse(self, request: ProofRequest) -> ParsedRequest:
         """Check a request and split it into partitions; InputError on bad input."""
 
+    def parse_checked(self, request: ProofRequest, decoded: Any) -> ParsedRequest:
+        """:meth:`parse` after the envelope check, given what the check decoded
+        (:func:`cuzk.engine.kinds.envelopes.check_envelope`): a kind whose check
+        decodes the whole request (PoRep's c1.json) parses from that instead
+        of decoding it again. The default ignores it."""
+        return self.parse(request)
+
     @abstractmethod
     def owns(self, circuit_id: str) -> bool:
         """Whether a circuit id (``porep-32g``, ``demo-r500-w2``) is one of this kind's."""

@@ -39,6 +39,7 @@ class C1Envelope:
     sector_num: int
     sector_size: int
     phase1_out: dict[str, Any]
+    phase1_raw: bytes = b""  # Phase1Out as decoded from base64 (the JSON text)
 
 
 def sector_size_name(size: int) -> str:
@@ -122,7 +123,9 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
             f"{rp} is for {sector_size_name(rp_size)} sectors but SectorSize is "
             f"{sector_size_name(size)}",
         )
-    return C1Envelope(sector_num=doc["SectorNum"], sector_size=size, phase1_out=phase1)
+    return C1Envelope(
+        sector_num=doc["SectorNum"], sector_size=size, phase1_out=phase1, phase1_raw=inner
+    )
 
 
 def _check_32(request: ProofRequest, names: tuple[str, ...], source: str) -> None:
@@ -132,12 +135,13 @@ def _check_32(request: ProofRequest, names: tuple[str, ...], source: str) -> Non
             raise InputError(source, name, f"is {len(value)} bytes, expected 32")
 
 
-def check_envelope(request: ProofRequest) -> None:
-    """Raise InputError when a request's envelope is malformed for its kind."""
+def check_envelope(request: ProofRequest) -> C1Envelope | None:
+    """Raise InputError when a request's envelope is malformed for its kind;
+    what the check decoded (a PoRep request's c1.json), for the parse."""
     kind = request.proof_kind
     if kind == ProofKind.POREP_SEAL_COMMIT:
-        decode_c1(request)
-    elif kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
+        return decode_c1(request)
+    if kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
         source = f"{kind.label} request"
         if request.sector_size:
             _check_sector_size(request.sector_size, source, "sector_size")
@@ -151,3 +155,4 @@ def check_envelope(request: ProofRequest) -> None:
         if not request.vanilla_proofs:
             raise InputError(source, "vanilla_proofs", "is empty: one vanilla proof per partition")
         _check_32(request, ("comm_r_old", "comm_r_new", "comm_d_new"), source)
+    return None

@@ -21,6 +21,7 @@ from typing import Any
 
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.porep import c2
+from cuzk.circuits.porep.types import C1Wrapper
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
@@ -29,6 +30,7 @@ from cuzk.engine.kinds.base import (
     PartitionInput,
     Witness,
 )
+from cuzk.engine.kinds.envelopes import C1Envelope
 from cuzk.errors import InputError
 
 SOURCE = "c1.json"
@@ -48,7 +50,17 @@ class PoRepKind(CompiledKind):
     source = SOURCE
 
     def parse(self, request: ProofRequest) -> ParsedRequest:
-        req = c2.parse(request.vanilla_proof, SOURCE)
+        return self._split(request, c2.parse(request.vanilla_proof, SOURCE))
+
+    def parse_checked(self, request: ProofRequest, decoded: Any) -> ParsedRequest:
+        """From the envelope check's decode (a :class:`C1Envelope`): the c1.json's
+        51 MB (32GiB) is decoded once, in the synthesis process."""
+        if not isinstance(decoded, C1Envelope):
+            return self.parse(request)
+        wrapper = C1Wrapper(decoded.sector_num, decoded.phase1_raw, decoded.sector_size)
+        return self._split(request, c2.from_decoded(decoded.phase1_out, wrapper, SOURCE))
+
+    def _split(self, request: ProofRequest, req: c2.C2Request) -> ParsedRequest:
         proof = req.proof
         # RegisteredSealProof 0 (StackedDrg2KiBV1) is also proto3's "not set": only a
         # non-zero number is compared with the C1 output's own proof type.
