@@ -108,13 +108,6 @@ class HostKernels:
             f.restype = None
             self._fns[kname] = f
 
-    def counter(self, name: str) -> int:
-        """A twin-only uint64 counter the kernel file defines (e.g. cuzk_twin_checked)."""
-        return ctypes.c_uint64.in_dll(self._lib, name).value
-
-    def reset_counter(self, name: str) -> None:
-        ctypes.c_uint64.in_dll(self._lib, name).value = 0
-
     def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None:
         if threads <= 0:
             return

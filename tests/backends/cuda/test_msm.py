@@ -133,16 +133,12 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
     [
         (G1, ("-DCUZK_AFF_SHARED=1",)),
         (G2, ("-DCUZK_AFF_SHARED=0",)),
-        (G1, ("-DCUZK_CALL_BYVAL=0",)),
-        (G2, ("-DCUZK_CALL_BYVAL=0",)),
         (G1, ("-DCUZK_AFF_CALLS=0",)),
         (G1, ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
     ],
     ids=[
         "G1-shared",
         "G2-registers",
-        "G1-by-reference",
-        "G2-by-reference",
         "G1-inlined",
         "G1-shared-20-warps",
     ],
@@ -154,36 +150,6 @@ def test_affine_kernel_variants_match_cpu(group, defines, host_kernels):
     tuning = Tuning(window=4, affine_min_batch=3, **AFFINE)
     got = twin_msm(host_kernels, group, bases, scalars, tuning, defines=defines)
     assert got == reference(group, bases, scalars)
-
-
-@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
-@pytest.mark.parametrize("ahead", [0, 1, 2, 3], ids=["off", "d1", "d2", "d3"])
-def test_affine_prefetch_walk_predicts_every_load(group, ahead, host_kernels):
-    """With prefetching, a thread walks CUZK_AFF_PF_DIST items ahead of its work,
-    both ways; on the twin every load is checked against the addresses that walk
-    asked for (the counters of kernels/msm.cu). Batches of 1-7 items straddle
-    buckets of every size; the sums stay exact."""
-    rng = np.random.default_rng(8)
-    n = 90 if group is G1 else 40
-    bases = to_array(group, random_points(group, n, rng))
-    scalars = fr_random(n, rng)
-    # Repeats make a few large buckets beside the many of one or two points.
-    scalars[n // 2 :] = scalars[0]
-    defines = (f"-DCUZK_AFF_PREFETCH={1 if ahead else 0}", f"-DCUZK_AFF_PF_DIST={max(ahead, 1)}")
-    spec = G1_SPEC if group is G1 else G2_SPEC
-    twin = host_kernels("msm.cu", spec.defines + defines)
-    for name in ("cuzk_twin_prefetched", "cuzk_twin_checked", "cuzk_twin_unpredicted"):
-        twin.reset_counter(name)
-    want = reference(group, bases, scalars)
-    for batch in (1, 2, 7):
-        tuning = Tuning(window=5, affine_min_batch=batch, **AFFINE)
-        assert twin_msm(host_kernels, group, bases, scalars, tuning, defines=defines) == want
-    checked = twin.counter("cuzk_twin_checked")
-    assert twin.counter("cuzk_twin_unpredicted") == 0
-    if ahead:
-        assert checked > 0 and twin.counter("cuzk_twin_prefetched") >= checked
-    else:
-        assert checked == 0 and twin.counter("cuzk_twin_prefetched") == 0
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])

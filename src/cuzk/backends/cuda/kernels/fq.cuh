@@ -218,8 +218,8 @@ CUZK_HD fq_t sqr(const fq_t& a) { return mul(a, a); }
 // operand to its stack (local memory) and the callee load it back, at every
 // call, while values travel in registers
 // (docs/device-notes/msm.md#version-4-operands-of-calls-by-value-plan-and-predictions).
-CUZK_POINT_FN fq_t mul_call(CUZK_ARG(fq_t) a, CUZK_ARG(fq_t) b) { return mul(a, b); }
-CUZK_HD fq_t sqr_call(CUZK_ARG(fq_t) a) { return mul_call(a, a); }
+CUZK_POINT_FN fq_t mul_call(fq_t a, fq_t b) { return mul(a, b); }
+CUZK_HD fq_t sqr_call(fq_t a) { return mul_call(a, a); }
 
 // Standard form → Montgomery form (times R^2, then one reduction).
 CUZK_HD fq_t to_mont(const fq_t& a) {
@@ -239,7 +239,7 @@ CUZK_HD fq_t from_mont(const fq_t& a) {
 
 // a^(q-2) = a^-1 (Fermat), 0 ↦ 0. Only for set-up and end-of-MSM conversions:
 // ~380 squarings and ~230 products.
-CUZK_POINT_FN fq_t inverse(CUZK_ARG(fq_t) a) {
+CUZK_POINT_FN fq_t inverse(fq_t a) {
     const uint32_t e[12] = {0xffffaaa9u, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
                             0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
                             0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
@@ -297,7 +297,7 @@ CUZK_HD fq_t half_mod(const fq_t& z) {
     return r;
 }
 
-CUZK_POINT_FN fq_t inverse_fast(CUZK_ARG(fq_t) a) {
+CUZK_POINT_FN fq_t inverse_fast(fq_t a) {
     if (is_zero(a)) return a;
     fq_t u = a, v, x1 = fq_zero(), x2 = fq_zero();
 #pragma unroll

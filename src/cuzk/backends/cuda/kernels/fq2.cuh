@@ -21,7 +21,7 @@ CUZK_HD fq2_t neg(const fq2_t& a) { return {neg(a.c0), neg(a.c1)}; }
 // device (CUZK_POINT_FN): inlined at every use they would multiply the G2
 // code, and NVRTC's compile time, by the number of call sites. Operands by
 // value, as mul_call's (fq.cuh).
-CUZK_POINT_FN fq2_t mul(CUZK_ARG(fq2_t) a, CUZK_ARG(fq2_t) b) {
+CUZK_POINT_FN fq2_t mul(fq2_t a, fq2_t b) {
     fq_t v0 = mul(a.c0, b.c0);
     fq_t v1 = mul(a.c1, b.c1);
     fq_t s = mul(add(a.c0, a.c1), add(b.c0, b.c1));
@@ -29,7 +29,7 @@ CUZK_POINT_FN fq2_t mul(CUZK_ARG(fq2_t) a, CUZK_ARG(fq2_t) b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two Fq products.
-CUZK_POINT_FN fq2_t sqr(CUZK_ARG(fq2_t) a) {
+CUZK_POINT_FN fq2_t sqr(fq2_t a) {
     fq_t p = mul(add(a.c0, a.c1), sub(a.c0, a.c1));
     fq_t m = mul(a.c0, a.c1);
     return {p, dbl(m)};

@@ -53,17 +53,6 @@ static inline int __popc(uint32_t x) { return __builtin_popcount(x); }
 #endif
 
 #define CUZK_HD __host__ __device__ __forceinline__
-// How the calls below take field operands: by value (1, the default: they
-// travel in registers) or by reference (0, the build before 2026-12-02: the
-// caller stores each operand to its stack and the callee loads it back).
-#ifndef CUZK_CALL_BYVAL
-#define CUZK_CALL_BYVAL 1
-#endif
-#if CUZK_CALL_BYVAL
-#define CUZK_ARG(T) T
-#else
-#define CUZK_ARG(T) const T&
-#endif
 // Point operations are real calls on the device: each is compiled once per
 // module instead of once per call site, which keeps NVRTC's compile time to
 // seconds; a call costs little next to the ~10 field products inside.

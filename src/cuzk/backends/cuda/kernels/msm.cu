@@ -361,13 +361,6 @@ struct first_round {
         b = has_b ? entry(e0 + 1) : a;
         return has_b;
     }
-    // Where load(k, i) reads its two points (b null when absent).
-    __device__ __forceinline__ void where(uint32_t k, uint64_t i, const uint32_t*& pa,
-                                          const uint32_t*& pb) const {
-        const uint64_t e0 = first(k, i);
-        pa = point(vals[e0]);
-        pb = e0 + 1 < ends[k] ? point(vals[e0 + 1]) : nullptr;
-    }
     __device__ __forceinline__ uint32_t* out(uint32_t, uint64_t, uint64_t it) const {
         return list + it * AFFINE_WORDS;
     }
@@ -395,12 +388,6 @@ struct later_round {
         a = load_affine<field>(list + p * AFFINE_WORDS);
         b = load_affine<field>(list + (p + stride) * AFFINE_WORDS);
         return true;
-    }
-    __device__ __forceinline__ void where(uint32_t k, uint64_t i, const uint32_t*& pa,
-                                          const uint32_t*& pb) const {
-        const uint64_t p = pos(k, i);
-        pa = list + p * AFFINE_WORDS;
-        pb = list + (p + stride) * AFFINE_WORDS;
     }
     __device__ __forceinline__ uint32_t* out(uint32_t k, uint64_t i, uint64_t) const {
         return list + pos(k, i) * AFFINE_WORDS;
@@ -443,91 +430,6 @@ struct padded_affine {
     uint32_t pad;
 };
 
-// Prefetching (CUZK_AFF_PREFETCH): the rounds wait on their points' loads
-// (Nsight Compute, docs/device-notes/msm.md#nsight-compute-on-the-affine-rounds-2026-12-02):
-// every item gathers two points from anywhere in memory, and 16 warps an SM
-// do not cover the loads' latency. With the option a thread asks for the
-// points of the item CUZK_AFF_PF_DIST ahead of the one it works on (walking
-// back, for its prefix product too): 1 into L2, 2 into L1. A prefetch is a
-// hint and changes no result; on the twin it is no memory access at all, but
-// the same walk runs and every load is checked against the addresses the
-// walk predicted for it (the counters below, read by the tests).
-#ifndef CUZK_AFF_PREFETCH
-#define CUZK_AFF_PREFETCH 0
-#endif
-#ifndef CUZK_AFF_PF_DIST
-#define CUZK_AFF_PF_DIST 1
-#endif
-
-#ifndef CUZK_DEVICE_CODE
-extern "C" {
-uint64_t cuzk_twin_prefetched = 0, cuzk_twin_checked = 0, cuzk_twin_unpredicted = 0;
-}
-#endif
-
-static __device__ __forceinline__ void prefetch_line(const void* p) {
-#ifdef CUZK_DEVICE_CODE
-#if CUZK_AFF_PREFETCH == 2
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-#else
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-#endif
-#else
-    (void)p;
-#endif
-}
-
-// Every 128-byte line of [p, p + bytes).
-static __device__ __forceinline__ void prefetch_bytes(const uint32_t* p, uint32_t bytes) {
-    const char* c = reinterpret_cast<const char*>(p);
-    for (uint32_t o = 0; o < bytes; o += 128) prefetch_line(c + o);
-    prefetch_line(c + bytes - 1);
-}
-
-// The addresses asked for, item by item: nothing on the device; on the twin
-// a ring of the last CUZK_AFF_PF_DIST + 1 items (those asked for since the
-// one being loaded, and it), checked at each load.
-struct ahead_trace {
-#ifdef CUZK_DEVICE_CODE
-    __device__ __forceinline__ void note(uint64_t, const uint32_t*, const uint32_t*) {}
-    template <class Round>
-    __device__ __forceinline__ void check(const Round&, uint32_t, uint64_t, uint64_t) {}
-#else
-    static const int slots = CUZK_AFF_PF_DIST + 1;
-    uint64_t item[slots];
-    const uint32_t* a[slots];
-    const uint32_t* b[slots];
-    ahead_trace() {
-        for (int j = 0; j < slots; j++) item[j] = ~(uint64_t)0;
-    }
-    void note(uint64_t it, const uint32_t* pa, const uint32_t* pb) {
-        const int j = (int)(it % slots);
-        item[j] = it;
-        a[j] = pa;
-        b[j] = pb;
-        cuzk_twin_prefetched++;
-    }
-    template <class Round>
-    void check(const Round& r, uint32_t k, uint64_t i, uint64_t it) {
-        const int j = (int)(it % slots);
-        const uint32_t *pa, *pb;
-        r.where(k, i, pa, pb);
-        cuzk_twin_checked++;
-        if (item[j] != it || a[j] != pa || b[j] != pb) cuzk_twin_unpredicted++;
-    }
-#endif
-};
-
-template <class Round>
-static __device__ __forceinline__ void ask_pair(const Round& r, uint32_t k, uint64_t i,
-                                                uint64_t it, ahead_trace& trace) {
-    const uint32_t *pa, *pb;
-    r.where(k, i, pa, pb);
-    prefetch_bytes(pa, AFFINE_WORDS * 4);
-    if (pb) prefetch_bytes(pb, AFFINE_WORDS * 4);
-    trace.note(it, pa, pb);
-}
-
 template <class Round>
 static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t* iend,
                                                   uint32_t nkeys, uint64_t total, uint32_t m) {
@@ -553,23 +455,9 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
 #else
     affine a, b;
 #endif
-    const uint64_t D = CUZK_AFF_PF_DIST;
-    ahead_trace trace;
-    uint32_t kp = k;  // the key of the last item asked for
-    if (CUZK_AFF_PREFETCH)
-        for (uint64_t ip = i0; ip < i0 + D && ip < i1; ip++) {
-            while (iend[kp] <= ip) kp++;
-            ask_pair(r, kp, ip - (kp ? iend[kp - 1] : 0u), ip, trace);
-        }
     for (uint64_t it = i0; it < i1; it++) {
         while (iend[k] <= it) k++;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);
-        if (CUZK_AFF_PREFETCH && it + D < i1) {
-            const uint64_t ip = it + D;
-            while (iend[kp] <= ip) kp++;
-            ask_pair(r, kp, ip - (kp ? iend[kp - 1] : 0u), ip, trace);
-        }
-        if (CUZK_AFF_PREFETCH) trace.check(r, k, i, it);
         const int kind = pair_kind(a, b, r.load(k, i, a, b));
         if (pair_inverts(kind)) {
             store(r.prefix(it, it - i0, t, threads), acc);
@@ -579,18 +467,9 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
     // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
     // products (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
     field inv = inverse_fast(acc);
-    // Walking back: the last D items were loaded just now and are still cached.
-    kp = k;
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);
-        if (CUZK_AFF_PREFETCH && it >= i0 + D) {
-            const uint64_t ip = it - D;
-            while (kp > 0 && iend[kp - 1] > ip) kp--;
-            ask_pair(r, kp, ip - (kp ? iend[kp - 1] : 0u), ip, trace);
-            prefetch_bytes(r.prefix(ip, ip - i0, t, threads), words<field>::n * 4);
-        }
-        if (CUZK_AFF_PREFETCH && it + D < i1) trace.check(r, k, i, it);
         const int kind = pair_kind(a, b, r.load(k, i, a, b));
         field inv_it = inv;
         if (pair_inverts(kind)) {
