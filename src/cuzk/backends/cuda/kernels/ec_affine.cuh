@@ -23,8 +23,8 @@ namespace cuzk {
 // an SM walk at different places: 36 % of the later rounds' stall samples
 // waited on instruction fetch (Nsight Compute, 2026-12-02). The calls measured
 // 12 % faster at G1 2^26 and 2^27 (612 / 1187 ms against 697 / 1347;
-// docs/device-notes/msm.md#version-5-on-the-h200). G2's Fq2 products are
-// calls either way.
+// docs/device-notes/msm.md#version-5-on-the-h200-2026-12-02-one-call-99-s).
+// G2's Fq2 products are calls either way.
 #ifndef CUZK_AFF_CALLS
 #define CUZK_AFF_CALLS 1
 #endif
