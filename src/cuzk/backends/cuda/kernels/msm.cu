@@ -404,9 +404,9 @@ struct later_round {
 // 601 ms at 2^24 against 632 for 6 blocks, whose 168-register cap spills
 // 244–368 bytes since calls take operands by value;
 // docs/device-notes/msm.md#version-4-on-the-h200-2026-12-02-one-call-104-s).
-// CUZK_AFF_SHARED keeps each thread's pair of points in shared memory, so that under the register cap
-// the compiler reloads them rather than spill: without it the G2 kernels
-// need 255 registers.
+// CUZK_AFF_SHARED keeps each thread's pair of points in shared memory, so
+// that under the register cap the compiler reloads them rather than spill:
+// without it the G2 kernels need 255 registers.
 #define CUZK_AFF_BLOCK 64
 #ifndef CUZK_AFF_MIN_BLOCKS
 #ifdef CUZK_G2
