@@ -474,7 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warm", action="store_true", help="compile the modules in parallel first")
     p.add_argument("--json", help="write the rows here")
     p.add_argument(
-        "--explore", action="store_true", help="version 2 variants (G1 2^24, 2^26, G2 2^24)"
+        "--explore",
+        action="store_true",
+        help="build variants of the default MSM (G1 2^24, 2^26, 2^27, G2 2^24)",
     )
     p.add_argument(
         "--sppark",

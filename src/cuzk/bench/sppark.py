@@ -23,27 +23,25 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.algebra.arrays import g1_from_array, g2_from_array
 from cuzk.algebra.curves import Affine
-from cuzk.algebra.fields import Fq2, Q
-
-_R_INV = pow(1 << 384, -1, Q)
+from cuzk.formats.points import g1_from_lem, g2_from_lem
 
 
 class SpparkError(RuntimeError):
     pass
 
 
-def _from_montgomery(limbs: np.ndarray) -> int:
-    return int.from_bytes(np.ascontiguousarray(limbs, dtype="<u8").tobytes(), "little") * _R_INV % Q
-
-
 def _to_affine(out: np.ndarray, group: str) -> Affine:
-    if not out.any():
-        return None
-    if group == "G1":
-        return (_from_montgomery(out[0:6]), _from_montgomery(out[6:12]))
-    c = [_from_montgomery(out[6 * i : 6 * i + 6]) for i in range(4)]
-    return (Fq2(c[0], c[1]), Fq2(c[2], c[3]))
+    """The library's result: snarkjs's point layout (Montgomery, little-endian,
+    all zero for infinity), so its decoder reads it."""
+    from_lem, from_array = (
+        (g1_from_lem, g1_from_array) if group == "G1" else (g2_from_lem, g2_from_array)
+    )
+    decoded = from_lem(out.view(np.uint8))
+    if decoded.problem is not None:
+        raise SpparkError(f"{group} result: {decoded.problem.problem}")
+    return from_array(decoded.array)[0]
 
 
 class SpparkMsm:
