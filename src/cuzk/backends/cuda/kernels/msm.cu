@@ -343,19 +343,13 @@ struct first_round {
     const uint32_t* ends;
     uint32_t* list;
 
-    __device__ __forceinline__ const uint32_t* point(uint32_t v) const {
-        return bases + (uint64_t)(v >> 1) * AFFINE_WORDS;
-    }
     __device__ __forceinline__ affine entry(uint64_t e) const {
         const uint32_t v = vals[e];
-        affine a = load_affine<field>(point(v));
+        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
         return (v & 1) ? negate(a) : a;
     }
-    __device__ __forceinline__ uint64_t first(uint32_t k, uint64_t i) const {
-        return (k ? ends[k - 1] : 0u) + 2 * i;
-    }
     __device__ __forceinline__ bool load(uint32_t k, uint64_t i, affine& a, affine& b) const {
-        const uint64_t e0 = first(k, i);
+        const uint64_t e0 = (k ? ends[k - 1] : 0u) + 2 * i;
         a = entry(e0);
         const bool has_b = e0 + 1 < ends[k];
         b = has_b ? entry(e0 + 1) : a;
