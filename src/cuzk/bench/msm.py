@@ -247,16 +247,15 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
-# Build variants of the MSM kernels (kernels/msm.cu), by name.
-_INLINE = ("-DCUZK_AFF_CALLS=0",)
-_SHARED20 = ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")
-_G2_12WARPS = ("-DCUZK_AFF_MIN_BLOCKS=6",)
+# The larger window groups of the rows "… 48G" (a workspace cap of 48 GiB).
+_CAP48 = 48 << 30
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
-    """Variants of the default MSM (the affine rounds' products inlined or
-    called, where their operands live, G2's occupancy) at G1 2^24 / 2^26 / 2^27
-    and G2 2^24 (``logs``), with phases, and sppark's MSM on the same bases
+    """Variants of the default MSM at G1 2^24 / 2^26 / 2^27 and G2 2^24
+    (``logs``), with phases: the sort writing the points (``Tuning.sort_points``,
+    version 6) against the index sort, each at the default workspace cap
+    and at 48 GiB (fewer window groups); and sppark's MSM on the same bases
     and scalars when ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is
     given.
 
@@ -265,24 +264,24 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     """
     from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
-    def eng(defines: tuple[str, ...] = (), **kw) -> MsmEngine:
-        return MsmEngine(ctx, Tuning(**kw), defines=defines)
+    def eng(**kw) -> MsmEngine:
+        return MsmEngine(ctx, Tuning(**kw))
 
-    shared20 = dict(affine_threads=5 << 14)
     small, big, huge, g2 = logs
 
-    def g1_variants() -> dict:
-        return {
-            "v2": eng(),
-            "inlined": eng(_INLINE),
-            "shared 20 warps": eng(_SHARED20, **shared20),
-        }
+    def variants(index48: bool = False) -> dict:
+        out = {"v2": eng()}
+        if index48:
+            out["v2 48G"] = eng(workspace_cap=_CAP48)
+        out["points"] = eng(sort_points=True)
+        out["points 48G"] = eng(sort_points=True, workspace_cap=_CAP48)
+        return out
 
     plans = [
-        ("G1", small, g1_variants()),
-        ("G1", big, g1_variants()),
-        ("G1", huge, {"v2": eng(), "inlined": eng(_INLINE)}),
-        ("G2", g2, {"v2": eng(), "12 warps/SM": eng(_G2_12WARPS, affine_threads=3 << 14)}),
+        ("G1", small, variants()),
+        ("G1", big, variants(index48=True)),
+        ("G1", huge, variants()),
+        ("G2", g2, variants()),
     ]
     base = MsmEngine(ctx)
     out, phases = [], {}
@@ -366,12 +365,8 @@ MODULES = [
     ("msm_arith.cu", ("-DCUZK_FQ_U64",)),
     ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
 ]
-# Loaded by --explore only.
-EXPLORE_MODULES = [
-    ("msm.cu", _INLINE),
-    ("msm.cu", _SHARED20),
-    ("msm.cu", ("-DCUZK_G2", *_G2_12WARPS)),
-]
+# Loaded by --explore only (its variants are host-side choices now).
+EXPLORE_MODULES: list[tuple[str, tuple[str, ...]]] = []
 
 
 def check_against_cpu(engine, seed: int) -> list[str]:

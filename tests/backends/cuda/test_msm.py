@@ -9,6 +9,7 @@ and slices force every boundary case at small n.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections import Counter
 
@@ -111,8 +112,16 @@ AFFINE = dict(affine_min_pairs=1, affine_threads=1 << 20)
         Tuning(window=3, slice_len=1, segments=2, affine_min_batch=3, **AFFINE),
         Tuning(window=4, slice_len=2, affine_min_batch=1, group_windows=7, **AFFINE),
         Tuning(window=5, affine_min_batch=5, affine_min_pairs=3, group_windows=1),
+        # The sort writing the points (version 6): every round in place.
+        Tuning(window=3, slice_len=1, segments=2, affine_min_batch=3, sort_points=True, **AFFINE),
+        Tuning(window=4, affine_min_batch=1, group_windows=7, sort_points=True, **AFFINE),
+        Tuning(window=4, slice_len=2, method="xyzz", sort_points=True),
+        Tuning(sort_points=True),
     ],
-    ids=["xyzz-c3-T1", "xyzz-c4-g5", "c5-T3", "auto", "aff-c3-m3", "aff-c4-m1-g7", "aff-c5-p3"],
+    ids=[
+        *("xyzz-c3-T1", "xyzz-c4-g5", "c5-T3", "auto", "aff-c3-m3", "aff-c4-m1-g7", "aff-c5-p3"),
+        *("pts-aff-c3-m3", "pts-aff-c4-m1-g7", "pts-xyzz-c4", "pts-auto"),
+    ],
 )
 def test_edge_cases_match_cpu(group, tuning, host_kernels):
     rng = np.random.default_rng(5)
@@ -120,10 +129,18 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
     launched: Counter = Counter()
     got = twin_msm(host_kernels, group, bases, scalars, tuning, launched)
     assert got == reference(group, bases, scalars)
-    # The variant under test ran: affine rounds only where forced.
-    forced = tuning.affine_min_pairs <= 3
-    assert (launched["affine_first"] > 0) == forced
-    assert (launched["accumulate_strided"] > 0) == forced
+    # The variant under test ran: affine rounds only where forced; the sorted
+    # points are summed in place (no index list, no gathering first round).
+    forced = tuning.affine_min_pairs <= 3 and tuning.method == "affine"
+    pts = tuning.sort_points
+    assert launched["digits_scatter_points" if pts else "digits_scatter"] > 0
+    assert launched["digits_scatter" if pts else "digits_scatter_points"] == 0
+    if pts:  # round 1 is an in-place round; only the ones' list is gathered
+        assert (launched["affine_round"] > 0) == forced and launched["accumulate"] == 0
+        assert launched["affine_first"] <= 1
+    else:
+        assert (launched["affine_first"] > 0) == forced
+        assert (launched["accumulate_strided"] > 0) == forced
     if tuning.group_windows:
         assert launched["digits_count"] == -(-num_windows(tuning.window) // tuning.group_windows)
 
@@ -164,6 +181,8 @@ def test_random_scalars_match_cpu(group, host_kernels):
     assert twin_msm(host_kernels, group, bases, scalars, tuning) == want
     affine = Tuning(window=6, slice_len=4, affine_min_batch=7, group_windows=3, **AFFINE)
     assert twin_msm(host_kernels, group, bases, scalars, affine) == want
+    pts = dataclasses.replace(affine, sort_points=True)
+    assert twin_msm(host_kernels, group, bases, scalars, pts) == want
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
@@ -181,9 +200,10 @@ def test_hot_buckets_over_many_slices(group, host_kernels):
     # Affine rounds stop below 7n pairs (32 windows of one hot bucket, ~n/4
     # points each by then): the XYZZ walk gets hot buckets at a stride.
     affine = Tuning(window=8, slice_len=2, partials_per_slice=4, affine_min_pairs=7 * n)
-    launched: Counter = Counter()
-    assert twin_msm(host_kernels, group, bases, scalars, affine, launched) == want
-    assert launched["affine_round"] > 0 and launched["accumulate_partials"] > 0
+    for tuning in (affine, dataclasses.replace(affine, sort_points=True)):
+        launched: Counter = Counter()
+        assert twin_msm(host_kernels, group, bases, scalars, tuning, launched) == want
+        assert launched["affine_round"] > 0 and launched["accumulate_partials"] > 0
 
 
 def test_fewer_scalars_than_bases_and_tiny_n(host_kernels):
@@ -384,8 +404,10 @@ def test_gpu_affine_rounds_match_cpu(group, gpu_engine):
     bases = to_array(group, random_points(group, n, rng))
     scalars = fr_random(n, rng)
     scalars[: n // 4] = fr_to_array([1] * (n // 4))
-    some = MsmEngine(gpu_engine.ctx, Tuning(affine_min_pairs=64, affine_min_batch=5))
-    assert gpu_msm(some, group, bases, scalars) == reference(group, bases, scalars)
+    want = reference(group, bases, scalars)
+    for pts in (False, True):
+        tuning = Tuning(affine_min_pairs=64, affine_min_batch=5, sort_points=pts)
+        assert gpu_msm(MsmEngine(gpu_engine.ctx, tuning), group, bases, scalars) == want
 
 
 @pytest.mark.gpu
@@ -407,6 +429,8 @@ def test_gpu_version_2_matches_version_1_at_scale(gpu_engine):
     want = v1.msm_g1(h, scalars)
     assert gpu_engine.msm_g1(h, scalars) == want
     assert v2.msm_g1(h, scalars) == want
+    pts = MsmEngine(ctx, Tuning(affine_min_pairs=1 << 16, group_windows=4, sort_points=True))
+    assert pts.msm_g1(h, scalars) == want
     h.close()
 
 
@@ -465,8 +489,11 @@ class _LiveBytes:
         (700, Tuning(window=6, affine_min_batch=2, group_windows=3, **AFFINE)),
         (700, Tuning(window=4, method="xyzz")),
         (520, Tuning(affine_min_pairs=1, affine_threads=64)),  # the ones as one bucket
+        (700, Tuning(window=5, affine_min_batch=3, sort_points=True, **AFFINE)),
+        (700, Tuning(window=6, affine_min_batch=2, group_windows=3, sort_points=True, **AFFINE)),
+        (700, Tuning(window=4, method="xyzz", sort_points=True)),
     ],
-    ids=["affine-c5", "affine-c6-g3", "xyzz-c4", "ones"],
+    ids=["affine-c5", "affine-c6-g3", "xyzz-c4", "ones", "pts-c5", "pts-c6-g3", "pts-xyzz-c4"],
 )
 def test_workspace_bounds_what_the_pipeline_allocates(group, n, tuning, host_kernels):
     """workspace_bytes is what the engine reserves for an MSM (and, through

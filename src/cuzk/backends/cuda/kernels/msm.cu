@@ -5,7 +5,10 @@
 //   ones_partial    Σ of the bases whose scalar is 1, straight from the bitmap
 //   digits_count    signed c-bit digits of the full scalars; bucket histogram
 //   (scan)          exclusive prefix sum of the histogram (CuPy)
-//   digits_scatter  counting sort: point index | sign, ordered by bucket
+//   digits_scatter  counting sort: point index | sign, ordered by bucket (or,
+//                   digits_scatter_points, the signed points themselves)
+//   affine_first, affine_round  rounds of batched-affine pair sums while a
+//                   round is large (the first gathers from the index sort)
 //   accumulate      equal slices of the sorted list per thread, whatever the
 //                   bucket sizes; complete buckets written directly, split
 //                   ones as a head / tail partial sum per slice
@@ -160,6 +163,34 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
         if (mag && w >= w0) {
             const uint32_t pos = atomicAdd(&cursor[(w - w0) * nb + mag - 1], 1u);
             vals[pos] = (uint32_t)(i << 1) | negative;
+        }
+    }
+}
+
+// The same counting sort writing the points themselves (Tuning.sort_points):
+// entry `pos` is base i, negated for a negative digit, so that round 1 of the
+// affine rounds reads each thread's own run of the list in place, as the
+// later rounds do, instead of gathering two random bases twice an item
+// (docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions).
+// A thread reads its base once, beside its warp's neighbours.
+extern "C" __global__ void digits_scatter_points(const uint64_t* scalars, uint32_t n, uint32_t c,
+                                                 uint32_t w0, uint32_t w1, uint32_t* cursor,
+                                                 const uint32_t* bases, uint32_t* list) {
+    const uint64_t i = thread_id();
+    if (i >= n) return;
+    scalar_t s = load_scalar(scalars + 4 * i);
+    if (scalar_is_zero(s) || scalar_is_one(s)) return;
+    s = reduce_scalar(s);
+    const affine a = load_affine<field>(bases + i * AFFINE_WORDS);
+    const affine na = negate(a);  // infinity (all zero) stays infinity
+    const uint32_t nb = 1u << (c - 1);
+    signed_digits sd;
+    for (uint32_t w = 0; w < w1; w++) {
+        uint32_t negative;
+        const uint32_t mag = sd.next(s, w, c, negative);
+        if (mag && w >= w0) {
+            const uint32_t pos = atomicAdd(&cursor[(w - w0) * nb + mag - 1], 1u);
+            store_affine(list + (uint64_t)pos * AFFINE_WORDS, negative ? na : a);
         }
     }
 }

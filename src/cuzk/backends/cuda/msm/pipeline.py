@@ -10,7 +10,9 @@ form on the device:
 2. choose the window c from the number of full scalars (:func:`choose_window`),
    and how many windows to process together (:func:`group_windows`: all of
    them unless their workspace would pass ``Tuning.workspace_cap``);
-3. per group of windows, counting-sort the (bucket, point) pairs on the GPU;
+3. per group of windows, counting-sort the (bucket, point) pairs on the GPU
+   (the point's index and sign, or with ``Tuning.sort_points`` the signed
+   point itself, so that every affine round runs in place);
 4. sum each bucket (:func:`_sum_sorted`): rounds of batched-affine pair sums
    (one inversion shared by hundreds of pairs) while the rounds are large,
    then XYZZ mixed additions over equal slices of what is left (load
@@ -76,35 +78,43 @@ def _affine_batch(pairs: int, spec: CurveSpec, tuning: Tuning) -> int:
     return max(tuning.affine_min_batch, -(-pairs // _affine_threads(spec, tuning)), 1)
 
 
-def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuning, phases):
+def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, phases):
     """The sum of every bucket of a list sorted by bucket key, as XYZZ words
     (keys with a zero count are left unwritten).
 
-    ``vals``: point index · 2 + sign per entry; ``counts`` / ``ends``: entries
-    per key and their inclusive prefix sum. Affine rounds first (when the
-    list is long enough), then the XYZZ walk over what they leave.
+    ``sorted_``: either ``(bases, vals)``, vals being point index · 2 + sign
+    per entry, or ``(points,)``, the entries' points themselves (signs
+    applied: ``Tuning.sort_points``); ``counts`` / ``ends``: entries per key
+    and their inclusive prefix sum. Affine rounds first (when the list is
+    long enough), then the XYZZ walk over what they leave.
     """
     xw = spec.xyzz_words
     nkeys = int(counts.size)
     entries = _last(xp, ends)
     buckets = xp.empty(nkeys * xw, dtype=_U32)
-    if _uses_affine(entries, tuning):
-        items = (counts + 1) // 2
-        iend = xp.cumsum(items, dtype=_U32)
-        total = _last(xp, iend)
-        m = _affine_batch(total, spec, tuning)
-        points = xp.empty(total * spec.affine_words, dtype=_U32)
-        k.launch(
-            "affine_first",
-            -(-total // m),
-            (bases, vals, ends, iend, _U32(nkeys), _U32(total), _U32(m), points),
-            block=_AFFINE_BLOCK,
-        )
-        off = iend - items
-        cnt = items
-        del iend, items
-        stride, scratch = 1, None
-        while True:
+    if len(sorted_) == 1 or _uses_affine(entries, tuning):
+        if len(sorted_) == 1:  # every round in place: the first at stride 1
+            (points,) = sorted_
+            off, cnt = ends - counts, counts
+        else:
+            bases, vals = sorted_
+            items = (counts + 1) // 2
+            iend = xp.cumsum(items, dtype=_U32)
+            total = _last(xp, iend)
+            m = _affine_batch(total, spec, tuning)
+            points = xp.empty(total * spec.affine_words, dtype=_U32)
+            k.launch(
+                "affine_first",
+                -(-total // m),
+                (bases, vals, ends, iend, _U32(nkeys), _U32(total), _U32(m), points),
+                block=_AFFINE_BLOCK,
+            )
+            phases.mark("affine_first")
+            off = iend - items
+            cnt = items
+            del iend, items
+        stride, scratch, first = 1, None, len(sorted_) == 1
+        while _uses_affine(entries, tuning):
             pairs = cnt // 2
             pend = xp.cumsum(pairs, dtype=_U32)
             total = _last(xp, pend)
@@ -120,9 +130,13 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
                 (points, off, _U32(stride), pend, _U32(nkeys), _U32(total), _U32(m), scratch),
                 block=_AFFINE_BLOCK,
             )
+            if first:
+                phases.mark("affine_first")
+                first = False
             cnt = cnt - pairs
             stride *= 2
-        del scratch, pend, pairs
+            del pend, pairs
+        del scratch
         phases.mark("affine_rounds")
         tail_ends = xp.cumsum(cnt, dtype=_U32)
         E = _last(xp, tail_ends)
@@ -139,6 +153,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, bases, vals, counts, ends, tuni
         )
         del points, off, cnt, tail_ends
     else:
+        bases, vals = sorted_
         T = slice_length(entries, tuning)
         nslices = -(-entries // T)
         parts = _SliceOutputs(xp, nslices, xw)
@@ -181,7 +196,7 @@ def _ones_sum(xp, k: Kernels, spec: CurveSpec, bases, bitmap, nwords: int, n_one
         k.launch("ones_list", nwords, (bitmap, _U32(nwords), start, vals))
         del pc, start
         one = xp.full(1, n_ones, dtype=_U32)
-        return _sum_sorted(xp, k, spec, bases, vals, one, one, tuning, _Phases(xp, None))
+        return _sum_sorted(xp, k, spec, (bases, vals), one, one, tuning, _Phases(xp, None))
     wpt = tuning.ones_words_per_thread or max(1, -(-nwords // tuning.target_threads))
     threads = -(-nwords // wpt)
     partial = xp.empty(threads * xw, dtype=_U32)
@@ -236,16 +251,17 @@ def msm_xyzz(
             ends = xp.cumsum(counts, dtype=_U32)
             phases.mark("digits_count")
             cursor = ends - counts
-            vals = xp.empty(_last(xp, ends), dtype=_U32)
-            k.launch(
-                "digits_scatter",
-                n,
-                (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), cursor, vals),
-            )
-            del cursor
+            digits = (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), cursor)
+            if tuning.sort_points:
+                sorted_ = (xp.empty(_last(xp, ends) * spec.affine_words, dtype=_U32),)
+                k.launch("digits_scatter_points", n, (*digits, bases, *sorted_))
+            else:
+                sorted_ = (bases, xp.empty(_last(xp, ends), dtype=_U32))
+                k.launch("digits_scatter", n, (*digits, sorted_[1]))
+            del cursor, digits
             phases.mark("digits_scatter")
-            buckets = _sum_sorted(xp, k, spec, bases, vals, counts, ends, tuning, phases)
-            del vals, ends
+            buckets = _sum_sorted(xp, k, spec, sorted_, counts, ends, tuning, phases)
+            del sorted_, ends
             S = reduce_segments(nb, g, tuning)
             L = -(-nb // S)
             seg = xp.empty(g * S * xw, dtype=_U32)

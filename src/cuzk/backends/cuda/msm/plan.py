@@ -37,6 +37,12 @@ class Tuning:
     affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
     affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
     affine_min_batch: int = 128  # pairs per inversion, at least
+    # The counting sort writes each entry's point (sign applied) rather than its
+    # index, so the affine rounds' first round runs in place like the later
+    # ones instead of gathering random bases (version 6:
+    # docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions);
+    # the list takes a point per entry, not an index and half a point.
+    sort_points: bool = False
     group_windows: int | None = None  # windows sorted and summed together (None: by the cap)
     workspace_cap: int = 24 << 30  # bytes one window group may take
 
@@ -93,15 +99,22 @@ def slice_length(entries: int, tuning: Tuning) -> int:
     return tuning.slice_len or max(16, -(-entries // tuning.target_threads))
 
 
-def _sum_sorted_bytes(spec: CurveSpec, entries: int, keys: int, tuning: Tuning) -> int:
-    """VRAM of :func:`_sum_sorted` over a list of `entries` in `keys` buckets."""
+def _sum_sorted_bytes(
+    spec: CurveSpec, entries: int, keys: int, tuning: Tuning, sorted_points: bool = False
+) -> int:
+    """VRAM of :func:`_sum_sorted` over a list of `entries` in `keys` buckets
+    (of indices, or with ``sorted_points`` of points, the list not counted)."""
     T = slice_length(entries, tuning)
     slices = entries // T + 1
     total = spec.xyzz_bytes * keys  # buckets
     total += 4 * (spec.xyzz_bytes + 4) * slices  # slice heads and tails, two levels
     if _uses_affine(entries, tuning):
-        total += spec.affine_bytes * (entries // 2 + keys)  # the list of round 1
-        scratch = entries // 4 + keys + _affine_threads(spec, tuning) * tuning.affine_min_batch
+        if sorted_points:  # round 1 in place: its prefix products need the scratch
+            pairs = entries // 2
+        else:
+            total += spec.affine_bytes * (entries // 2 + keys)  # the list of round 1
+            pairs = entries // 4
+        scratch = pairs + keys + _affine_threads(spec, tuning) * tuning.affine_min_batch
         total += 4 * spec.field_words * scratch
         total += 6 * 4 * keys  # counts, item ends, offsets of the rounds
     return total
@@ -111,8 +124,11 @@ def _group_bytes(spec: CurveSpec, n: int, g: int, nb: int, tuning: Tuning) -> in
     """VRAM of one group of g windows over n full scalars."""
     entries, keys = n * g, g * nb
     total = 3 * 4 * keys  # counts, prefix sums (ends), cursors
-    total += 4 * entries  # vals
-    total += _sum_sorted_bytes(spec, entries, keys, tuning)
+    if tuning.sort_points:
+        total += spec.affine_bytes * entries  # the sorted points
+    else:
+        total += 4 * entries  # vals
+    total += _sum_sorted_bytes(spec, entries, keys, tuning, tuning.sort_points)
     total += 2 * spec.xyzz_bytes * g * reduce_segments(nb, g, tuning)  # segment sums, tree
     return total
 
@@ -156,8 +172,9 @@ def workspace_bytes(
 
 
 def _least(tuning: Tuning) -> Tuning:
-    """The tuning of the smallest workspace: the XYZZ method, one window at a time."""
-    return dataclasses.replace(tuning, method="xyzz", group_windows=1)
+    """The tuning of the smallest workspace: the XYZZ method over an index
+    sort, one window at a time."""
+    return dataclasses.replace(tuning, method="xyzz", sort_points=False, group_windows=1)
 
 
 def fit_tuning(
@@ -176,7 +193,8 @@ def fit_tuning(
                 )
             return t
         cap //= 2
-    for t in (dataclasses.replace(tuning, method="xyzz"), _least(tuning)):
+    xyzz = dataclasses.replace(tuning, method="xyzz", sort_points=False)
+    for t in (xyzz, _least(tuning)):
         if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
             log.info("%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n)
             return t
