@@ -182,7 +182,7 @@ extern "C" __global__ void digits_scatter_points(const uint64_t* scalars, uint32
     if (scalar_is_zero(s) || scalar_is_one(s)) return;
     s = reduce_scalar(s);
     const affine a = load_affine<field>(bases + i * AFFINE_WORDS);
-    const affine na = negate(a);  // infinity (all zero) stays infinity
+    const field ny = neg(a.y);  // infinity (all zero) stays infinity
     const uint32_t nb = 1u << (c - 1);
     signed_digits sd;
     for (uint32_t w = 0; w < w1; w++) {
@@ -190,7 +190,12 @@ extern "C" __global__ void digits_scatter_points(const uint64_t* scalars, uint32
         const uint32_t mag = sd.next(s, w, c, negative);
         if (mag && w >= w0) {
             const uint32_t pos = atomicAdd(&cursor[(w - w0) * nb + mag - 1], 1u);
-            store_affine(list + (uint64_t)pos * AFFINE_WORDS, negative ? na : a);
+            uint32_t* p = list + (uint64_t)pos * AFFINE_WORDS;
+            store(p, a.x);  // two stores, not a select of points: that went to the stack
+            if (negative)
+                store(p + words<field>::n, ny);
+            else
+                store(p + words<field>::n, a.y);
         }
     }
 }
