@@ -185,6 +185,27 @@ def test_random_scalars_match_cpu(group, host_kernels):
     assert twin_msm(host_kernels, group, bases, scalars, pts) == want
 
 
+def test_rounds_go_on_below_the_start_threshold(host_kernels):
+    """Rounds start only for lists of affine_min_pairs pairs or more, then go on
+    down to affine_tail_pairs (by default the smaller of that and 2^18)."""
+    from cuzk.backends.cuda.msm.plan import affine_tail_pairs
+
+    assert affine_tail_pairs(Tuning()) == 1 << 18
+    assert affine_tail_pairs(Tuning(affine_min_pairs=40)) == 40
+    rng = np.random.default_rng(29)
+    n = 120
+    bases = to_array(G1, random_points(G1, n, rng))
+    scalars = fr_random(n, rng)
+    want = reference(G1, bases, scalars)
+    rounds = []
+    for tail in (None, 8):
+        tuning = Tuning(window=4, affine_min_pairs=600, affine_tail_pairs=tail, affine_min_batch=3)
+        launched: Counter = Counter()
+        assert twin_msm(host_kernels, G1, bases, scalars, tuning, launched) == want
+        rounds.append(launched["affine_round"])
+    assert rounds[1] > rounds[0]
+
+
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
 def test_hot_buckets_over_many_slices(group, host_kernels):
     """One scalar value repeated: every window's digit lands in one bucket per

@@ -41,6 +41,7 @@ from cuzk.backends.cuda.msm.plan import (
     Tuning,
     _affine_threads,
     _uses_affine,
+    affine_tail_pairs,
     choose_window,
     group_windows,
     num_windows,
@@ -114,11 +115,12 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, 
             cnt = items
             del iend, items
         stride, scratch, first = 1, None, len(sorted_) == 1
+        tail_pairs = affine_tail_pairs(tuning)
         while _uses_affine(entries, tuning):
             pairs = cnt // 2
             pend = xp.cumsum(pairs, dtype=_U32)
             total = _last(xp, pend)
-            if total < max(1, tuning.affine_min_pairs):
+            if total < tail_pairs:
                 break
             m = _affine_batch(total, spec, tuning)
             slots = -(-total // m) * m * spec.field_words

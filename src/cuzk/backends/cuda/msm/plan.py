@@ -34,7 +34,14 @@ class Tuning:
     # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone, version 1:
     # docs/device-notes/msm.md#design-as-first-built-v1).
     method: str = "affine"
-    affine_min_pairs: int = 1 << 21  # a round of fewer pairs hands over to the XYZZ walk
+    affine_min_pairs: int = 1 << 21  # a list of fewer pairs is summed by the XYZZ walk alone
+    # Once started, the rounds go on while a round has at least this many pairs
+    # (None: the smaller of affine_min_pairs and 2^18), what is left going to
+    # the XYZZ walk. Stopping at 2^21 left a bucket in four with two points in
+    # window groups of one or two windows (2^21–2^22 buckets): the walk took
+    # 49.5 ms at G1 2^27 against 8.4 in groups of three
+    # (docs/device-notes/msm.md#version-6-on-the-h200-2026-12-02-one-call-94-s).
+    affine_tail_pairs: int | None = None
     affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
     affine_min_batch: int = 128  # pairs per inversion, at least
     # The counting sort writes each entry's point (sign applied) rather than its
@@ -86,6 +93,13 @@ _AFFINE_BLOCK = 64
 
 def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:
     return tuning.affine_threads or _AFFINE_THREADS[spec.name]
+
+
+def affine_tail_pairs(tuning: Tuning) -> int:
+    """The fewest pairs a round after the first runs with."""
+    if tuning.affine_tail_pairs is not None:
+        return max(1, tuning.affine_tail_pairs)
+    return max(1, min(tuning.affine_min_pairs, 1 << 18))
 
 
 def _uses_affine(entries: int, tuning: Tuning) -> bool:
