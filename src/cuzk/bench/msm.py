@@ -255,8 +255,9 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     """Variants of the default MSM at G1 2^24 / 2^26 / 2^27 and G2 2^24
     (``logs``), with phases: the affine rounds handing over to the XYZZ walk
     at 2^21 pairs (before 2026-12-02's version 6 call) against the default,
-    and the sort writing the points (``Tuning.sort_points``) at the default
-    workspace cap and at 48 GiB (fewer window groups); and sppark's MSM on
+    32 and 64 pairs at least a thread (an inversion) instead of 128, and the
+    sort writing the points (``Tuning.sort_points``) at a 48 GiB workspace
+    cap (fewer window groups); and sppark's MSM on
     the same bases and scalars when ``sppark`` (a
     :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
@@ -272,14 +273,15 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
 
     def variants(points: bool = False) -> dict:
         out = {"v2": eng(), "v2 tail 2^21": eng(affine_tail_pairs=1 << 21)}
+        out["batch 32"] = eng(affine_min_batch=32)
+        out["batch 64"] = eng(affine_min_batch=64)
         if points:
-            out["points"] = eng(sort_points=True)
             out["points 48G"] = eng(sort_points=True, workspace_cap=_CAP48)
         return out
 
     plans = [
         ("G1", small, variants()),
-        ("G1", big, variants(points=True)),
+        ("G1", big, variants()),
         ("G1", huge, variants(points=True)),
         ("G2", g2, variants()),
     ]
