@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,8 +35,10 @@ class SparseMatrix:
                 f"CSR with {nnz} entries has indices {self.indices.shape} "
                 f"and coefficients {self.coeffs.shape}"
             )
-        if nnz and (int(self.indices.min()) < 0 or int(self.indices.max()) >= self.num_cols):
-            raise ValueError(f"CSR column index outside [0, {self.num_cols})")
+        if nnz:
+            low, high = _column_range(self.indices)
+            if low < 0 or high >= self.num_cols:
+                raise ValueError(f"CSR column index outside [0, {self.num_cols})")
 
     @property
     def num_rows(self) -> int:
@@ -68,7 +71,8 @@ class SparseMatrix:
     def column_mask(self) -> np.ndarray:
         """Which columns hold a non-zero entry (a variable's "density")."""
         mask = np.zeros(self.num_cols, dtype=bool)
-        mask[self.indices[self.coeffs.any(axis=1)]] = True
+        for lo, hi in released_spans(self.indices, self.coeffs):
+            mask[self.indices[lo:hi][self.coeffs[lo:hi].any(axis=1)]] = True
         return mask
 
     def row_ids(self) -> np.ndarray:
@@ -127,3 +131,39 @@ def release_rows(a: object, lo: int, hi: int) -> None:
         stop = end // page * page
         if stop > start:
             mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
+
+
+# Bytes of a file-mapped array that a pass over all of it reads at a time.
+MAPPED_CHUNK_BYTES = 64 << 20
+
+
+def released_spans(*arrays: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Spans ``(lo, hi)`` over the rows of ``arrays`` (all of one length), about
+    ``MAPPED_CHUNK_BYTES`` of the widest at a time. Once the caller is done with
+    a span (it asks for the next, or stops), those rows of each file-mapped
+    array leave the resident set (:func:`release_rows`): a pass over every
+    entry of a mapped 30 GiB matrix holds one chunk of it, not all of it."""
+    if not arrays:
+        return
+    n = len(arrays[0])
+    width = max(a.dtype.itemsize * int(np.prod(a.shape[1:])) for a in arrays)
+    step = max(1, MAPPED_CHUNK_BYTES // max(1, width))
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        try:
+            yield lo, hi
+        finally:
+            for a in arrays:
+                release_rows(a, lo, hi)
+
+
+def _column_range(indices: np.ndarray) -> tuple[int, int]:
+    """The smallest and largest column of a non-empty index array, chunk by chunk."""
+    low, high = None, None
+    for lo, hi in released_spans(indices):
+        part = indices[lo:hi]
+        a, b = int(part.min()), int(part.max())
+        low = a if low is None else min(low, a)
+        high = b if high is None else max(high, b)
+    assert low is not None and high is not None
+    return low, high

@@ -621,7 +621,8 @@ class SrsManager:
                     # The matrices are on the device now: the key proves with them
                     # (prove(key, None, …)) and lets go of the host's, and the kind
                     # drops its mapping of them, whose pages the upload touched (the
-                    # next r1cs() maps the cache file again, untouched: counts only).
+                    # next r1cs() maps the cache file again; its checks read it a
+                    # chunk at a time and release each: sparse.released_spans).
                     prepared.r1cs = None
                     del r1cs
                     e.handler.forget_r1cs(e.circuit_id)

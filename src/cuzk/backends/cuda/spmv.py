@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.fields import R
-from cuzk.algebra.sparse import SparseMatrix, release_rows
+from cuzk.algebra.sparse import SparseMatrix, release_rows, released_spans
 from cuzk.backends.cuda.fr import THREADS, FrKernels, fr_rows, grid_for, staged
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,27 @@ def upload_bytes(rows: int, nnz: int, chunk: int = UPLOAD_CHUNK) -> int:
     return 16 * (rows + 1) + UPLOAD_BYTES_PER_ENTRY * max(1, min(nnz, chunk))
 
 
+def long_row_count(indptr: np.ndarray) -> int:
+    """Rows with more than LONG_ROW entries, from host row pointers read a chunk
+    at a time (a mapped matrix's pages leave the resident set as they are read)."""
+    count = 0
+    for lo, hi in released_spans(indptr):
+        count += int((np.diff(indptr[lo : hi + 1]) > LONG_ROW).sum())
+    return count
+
+
+def sampled_coefficients(coeffs: np.ndarray, step: int) -> np.ndarray:
+    """``coeffs[::step]``, copied a chunk at a time: a strided read of a mapped
+    array maps a 64 KiB window of the file around each entry (the kernel's
+    fault-around), which is all of it for the key's strides; each chunk's
+    pages leave the resident set once its samples are taken."""
+    parts = [np.zeros((0, *coeffs.shape[1:]), dtype=coeffs.dtype)]
+    for lo, hi in released_spans(coeffs):
+        first = -(-lo // step) * step
+        parts.append(np.array(coeffs[first:hi:step]))
+    return np.concatenate(parts)
+
+
 def resident_bytes_exact(m: SparseMatrix, chunk: int = 1 << 22) -> int:
     """What :meth:`SpmvEngine.from_arrays` and :meth:`SpmvEngine.prepare_seg`
     hold for a host matrix, counted on the host: its distinct coefficients
@@ -200,11 +221,12 @@ def resident_bytes_exact(m: SparseMatrix, chunk: int = 1 << 22) -> int:
     64-bit key collision in the upload's dictionary (never seen) would make it
     store full coefficients instead."""
     nnz, rows = m.nnz, m.num_rows
-    long_rows = int((np.diff(m.indptr) > LONG_ROW).sum())
+    long_rows = long_row_count(m.indptr)
 
     def coefficient_rows():  # each chunk's coefficients, one 32-byte item an entry
         for lo in range(0, nnz, chunk):
             part = np.ascontiguousarray(m.coeffs[lo : lo + chunk], dtype="<u8")
+            release_rows(m.coeffs, lo, min(nnz, lo + chunk))  # copied: a mapped matrix's pages go
             yield part.view(np.dtype((np.void, 32))).ravel()
 
     raw = np.unique(np.concatenate([np.unique(c) for c in coefficient_rows()] or [[]]))
@@ -231,10 +253,10 @@ def resident_bytes_estimate(m: SparseMatrix, sample: int = 1 << 16) -> int:
     (``DeviceBudget.overdrawn_by_operation``) shows it.
     """
     nnz = m.nnz
-    long_rows = int((np.diff(m.indptr) > LONG_ROW).sum())
+    long_rows = long_row_count(m.indptr)
     if nnz == 0:
         return resident_bytes(m.num_rows, 0, 0, long_rows)
-    picked = m.coeffs[:: max(1, nnz // sample)]
+    picked = sampled_coefficients(m.coeffs, max(1, nnz // sample))
     distinct = len(np.unique(picked, axis=0))
     # few: the 32-bit width and a 2 MiB dictionary; many: full coefficients
     distinct = max(distinct, (1 << 16) + 1) if distinct * 8 <= len(picked) else nnz
@@ -302,7 +324,7 @@ class SpmvEngine:
         with self.ctx.budget.reserve(
             16 * (nrows + 1) + UPLOAD_BYTES_PER_ENTRY * chunk, f"{what} upload"
         ):
-            row_ptr = cp.asarray(indptr, dtype=cp.int64)
+            row_ptr = self._row_pointers(indptr)
             long_rows = long_rows_of(cp, row_ptr)
             spans = [(lo, min(nnz, lo + chunk)) for lo in range(0, nnz, chunk)]
             dictionary = self._dictionary(coeffs, spans, nnz) if nnz else None
@@ -349,12 +371,23 @@ class SpmvEngine:
             except BaseException:
                 hold.release()
                 raise
+            finally:  # the searches of _fill_coded read the host pointers again
+                release_rows(indptr, 0, len(indptr))
             dev.long_rows = long_rows
             dev.hold = hold
             log.debug("%s, %d entries, %d distinct coefficients (mode %d)", what, nnz, k, dev.mode)
         if self.kernel == "seg":
             self.prepare_seg(dev)
         return dev
+
+    def _row_pointers(self, indptr):
+        """The row pointers on the device as int64, copied a chunk at a time (a
+        mapped host matrix's pages for them leave the process's resident set)."""
+        cp = self.cp
+        row_ptr = cp.empty(len(indptr), dtype=cp.int64)
+        for lo, hi in released_spans(indptr):
+            row_ptr[lo:hi] = cp.asarray(indptr[lo:hi], dtype=cp.int64)
+        return row_ptr
 
     def _chunk_coeffs(self, coeffs, lo: int, hi: int):
         """Entries lo..hi's coefficients on the device, reduced mod r (a mapped
