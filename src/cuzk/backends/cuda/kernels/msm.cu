@@ -120,27 +120,42 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
     store_xyzz(out + t * XYZZ_WORDS, acc);
 }
 
-// Histogram of bucket keys over the window group [w0, w1): key = (w − w0)·nb +
-// |d| − 1 for every non-zero digit d of window w of every full scalar (nb =
-// 2^(c−1) buckets per window). Groups of windows keep the histogram and the
-// cursors small enough for L2 at large n
-// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call);
-// the digits below w0 are recomputed for their carries (a few integer
-// operations).
-extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
-                                        uint32_t w0, uint32_t w1, uint32_t* counts) {
-    const uint64_t i = thread_id();
-    if (i >= n) return;
-    scalar_t s = load_scalar(scalars + 4 * i);
-    if (scalar_is_zero(s) || scalar_is_one(s)) return;
+// Scalar i, reduced, when it is a full one (neither 0 nor 1: those take the
+// bitmap's path).
+static __device__ __forceinline__ bool full_scalar(const uint64_t* scalars, uint64_t i,
+                                                   uint32_t n, scalar_t& s) {
+    if (i >= n) return false;
+    s = load_scalar(scalars + 4 * i);
+    if (scalar_is_zero(s) || scalar_is_one(s)) return false;
     s = reduce_scalar(s);
+    return true;
+}
+
+// emit(key, negative) for every non-zero signed digit d of s in the window
+// group [w0, w1): key = (w − w0)·nb + |d| − 1 (nb = 2^(c−1) buckets per
+// window). The digits below w0 are recomputed for their carries (a few
+// integer operations).
+template <class Emit>
+static __device__ __forceinline__ void group_digits(const scalar_t& s, uint32_t c, uint32_t w0,
+                                                    uint32_t w1, const Emit& emit) {
     const uint32_t nb = 1u << (c - 1);
     signed_digits sd;
     for (uint32_t w = 0; w < w1; w++) {
         uint32_t negative;
         const uint32_t mag = sd.next(s, w, c, negative);
-        if (mag && w >= w0) atomicAdd(&counts[(w - w0) * nb + mag - 1], 1u);
+        if (mag && w >= w0) emit((w - w0) * nb + mag - 1, negative);
     }
+}
+
+// Histogram of bucket keys over the window group [w0, w1), every full
+// scalar's digits. Groups of windows keep the histogram and the cursors small
+// enough for L2 at large n
+// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
+                                        uint32_t w0, uint32_t w1, uint32_t* counts) {
+    scalar_t s;
+    if (!full_scalar(scalars, thread_id(), n, s)) return;
+    group_digits(s, c, w0, w1, [&](uint32_t key, uint32_t) { atomicAdd(&counts[key], 1u); });
 }
 
 // Counting sort: cursor starts as the exclusive prefix sum of the histogram;
@@ -151,20 +166,11 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
                                           uint32_t w0, uint32_t w1, uint32_t* cursor,
                                           uint32_t* vals) {
     const uint64_t i = thread_id();
-    if (i >= n) return;
-    scalar_t s = load_scalar(scalars + 4 * i);
-    if (scalar_is_zero(s) || scalar_is_one(s)) return;
-    s = reduce_scalar(s);
-    const uint32_t nb = 1u << (c - 1);
-    signed_digits sd;
-    for (uint32_t w = 0; w < w1; w++) {
-        uint32_t negative;
-        const uint32_t mag = sd.next(s, w, c, negative);
-        if (mag && w >= w0) {
-            const uint32_t pos = atomicAdd(&cursor[(w - w0) * nb + mag - 1], 1u);
-            vals[pos] = (uint32_t)(i << 1) | negative;
-        }
-    }
+    scalar_t s;
+    if (!full_scalar(scalars, i, n, s)) return;
+    group_digits(s, c, w0, w1, [&](uint32_t key, uint32_t negative) {
+        vals[atomicAdd(&cursor[key], 1u)] = (uint32_t)(i << 1) | negative;
+    });
 }
 
 // The same counting sort writing the points themselves (Tuning.sort_points):
@@ -177,27 +183,18 @@ extern "C" __global__ void digits_scatter_points(const uint64_t* scalars, uint32
                                                  uint32_t w0, uint32_t w1, uint32_t* cursor,
                                                  const uint32_t* bases, uint32_t* list) {
     const uint64_t i = thread_id();
-    if (i >= n) return;
-    scalar_t s = load_scalar(scalars + 4 * i);
-    if (scalar_is_zero(s) || scalar_is_one(s)) return;
-    s = reduce_scalar(s);
+    scalar_t s;
+    if (!full_scalar(scalars, i, n, s)) return;
     const affine a = load_affine<field>(bases + i * AFFINE_WORDS);
     const field ny = neg(a.y);  // infinity (all zero) stays infinity
-    const uint32_t nb = 1u << (c - 1);
-    signed_digits sd;
-    for (uint32_t w = 0; w < w1; w++) {
-        uint32_t negative;
-        const uint32_t mag = sd.next(s, w, c, negative);
-        if (mag && w >= w0) {
-            const uint32_t pos = atomicAdd(&cursor[(w - w0) * nb + mag - 1], 1u);
-            uint32_t* p = list + (uint64_t)pos * AFFINE_WORDS;
-            store(p, a.x);  // two stores, not a select of points: that went to the stack
-            if (negative)
-                store(p + words<field>::n, ny);
-            else
-                store(p + words<field>::n, a.y);
-        }
-    }
+    group_digits(s, c, w0, w1, [&](uint32_t key, uint32_t negative) {
+        uint32_t* p = list + (uint64_t)atomicAdd(&cursor[key], 1u) * AFFINE_WORDS;
+        store(p, a.x);  // two stores, not a select of points: that went to the stack
+        if (negative)
+            store(p + words<field>::n, ny);
+        else
+            store(p + words<field>::n, a.y);
+    });
 }
 
 // Thread t sums entries [t·T, t·T + T) of a list sorted by bucket key. A
