@@ -93,7 +93,8 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, 
     nkeys = int(counts.size)
     entries = _last(xp, ends)
     buckets = xp.empty(nkeys * xw, dtype=_U32)
-    if len(sorted_) == 1 or _uses_affine(entries, tuning):
+    affine = _uses_affine(entries, tuning)
+    if len(sorted_) == 1 or affine:  # sorted points: the XYZZ walk reads them in place too
         if len(sorted_) == 1:  # every round in place: the first at stride 1
             (points,) = sorted_
             off, cnt = ends - counts, counts
@@ -116,7 +117,7 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, 
             del iend, items
         stride, scratch, first = 1, None, len(sorted_) == 1
         tail_pairs = affine_tail_pairs(tuning)
-        while _uses_affine(entries, tuning):
+        while affine:
             pairs = cnt // 2
             pend = xp.cumsum(pairs, dtype=_U32)
             total = _last(xp, pend)
