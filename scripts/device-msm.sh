@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the MSM's GPU tests, then the explore rows of
-# `python -m cuzk.bench.msm` (build variants of the affine rounds at G1 2^24 /
+# `python -m cuzk.bench.msm` (and its Fq product rows; build variants at G1 2^24 /
 # 2^26 / 2^27 and G2 2^24, with phases and bit-exact checks against the CPU
 # first) and, when .sppark/libsppark_msm.so is carried, sppark's MSM on the
 # same bases and scalars (cuzk.bench.sppark; the library is built outside the
@@ -16,7 +16,7 @@ timeout "${CUZK_TEST_LIMIT:-240}" python3 -m pytest -m gpu -q -p no:cacheprovide
 sp=()
 [ -f .sppark/libsppark_msm.so ] && sp=(--sppark .sppark/libsppark_msm.so)
 step "explore rows ${sp[*]}"
-timeout "${CUZK_BENCH_LIMIT:-360}" python3 -m cuzk.bench.msm --check --explore --skip-rows "${sp[@]}" \
+timeout "${CUZK_BENCH_LIMIT:-360}" python3 -m cuzk.bench.msm --check --explore --parts fq "${sp[@]}" \
   --json "$OUT/msm-explore.json" 2>"$AUX/msm.err" | tee "$OUT/msm-explore.txt" | tail -40
 echo "bench exit ${PIPESTATUS[0]}"
 grep -E "Error|Traceback|sppark" "$AUX/msm.err" | head -20

@@ -73,7 +73,7 @@ def _row(op: str, size: int, ms: float, rate: float, unit: str, floor_ms: float)
 
 
 def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
-    """Dependent-chain Montgomery products per second, both variants."""
+    """Dependent-chain Montgomery products per second, each variant (fq.cuh)."""
     import cupy
 
     from cuzk.backends.cuda.msm import _CupyKernels
@@ -81,7 +81,7 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
     out = []
     n, iters = 1 << 20, 256
     mul_rate = _ceiling(ceilings, "fq_mul_per_s")
-    for label, defines in (("ptx32", ()), ("u64", ("-DCUZK_FQ_U64",))):
+    for label, defines in (("ptx32", ()), ("ptx32_lohi", _LOHI), ("u64", ("-DCUZK_FQ_U64",))):
         k = _CupyKernels(ctx.module("msm_arith.cu", defines))
         data = cupy.asarray(np.random.default_rng(1).integers(0, 1 << 29, n * 12, dtype=np.uint32))
         ms = _median_ms(
@@ -249,16 +249,16 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
 
 # The larger window groups of the rows "… 48G" (a workspace cap of 48 GiB).
 _CAP48 = 48 << 30
+# The product before version 7: a chain of low words, then one of high words.
+_LOHI = ("-DCUZK_FQ_LOHI_CHAINS",)
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
     """Variants of the default MSM at G1 2^24 / 2^26 / 2^27 and G2 2^24
-    (``logs``), with phases: the affine rounds handing over to the XYZZ walk
-    at 2^21 pairs (before 2026-12-02's version 6 call) against the default,
-    32 and 64 pairs at least a thread (an inversion) instead of 128, and the
-    sort writing the points (``Tuning.sort_points``) at a 48 GiB workspace
-    cap (fewer window groups); and sppark's MSM on
-    the same bases and scalars when ``sppark`` (a
+    (``logs``), with phases: the product of version 7 (even and odd chains,
+    the default) against the one before (``-DCUZK_FQ_LOHI_CHAINS``), and the
+    sort writing the points (``Tuning.sort_points``) with the new product;
+    and sppark's MSM on the same bases and scalars when ``sppark`` (a
     :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
     Every variant runs on the same inputs; the rows' "check" says whether all
@@ -266,23 +266,21 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     """
     from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
-    def eng(**kw) -> MsmEngine:
-        return MsmEngine(ctx, Tuning(**kw))
+    def eng(defines: tuple[str, ...] = (), **kw) -> MsmEngine:
+        return MsmEngine(ctx, Tuning(**kw), defines=defines)
 
     small, big, huge, g2 = logs
 
     def variants(points: bool = False) -> dict:
-        out = {"v2": eng(), "v2 tail 2^21": eng(affine_tail_pairs=1 << 21)}
-        out["batch 32"] = eng(affine_min_batch=32)
-        out["batch 64"] = eng(affine_min_batch=64)
+        out = {"v2": eng(), "lo/hi product": eng(_LOHI)}
         if points:
             out["points 48G"] = eng(sort_points=True, workspace_cap=_CAP48)
         return out
 
     plans = [
         ("G1", small, variants()),
-        ("G1", big, variants()),
-        ("G1", huge, variants(points=True)),
+        ("G1", big, variants(points=True)),
+        ("G1", huge, variants()),
         ("G2", g2, variants()),
     ]
     base = MsmEngine(ctx)
@@ -364,11 +362,12 @@ MODULES = [
     ("msm.cu", ("-DCUZK_G2",)),
     ("msm_arith.cu", ()),
     ("msm_arith.cu", ("-DCUZK_G2",)),
+    ("msm_arith.cu", _LOHI),
     ("msm_arith.cu", ("-DCUZK_FQ_U64",)),
     ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
 ]
-# Loaded by --explore only (its variants are host-side choices now).
-EXPLORE_MODULES: list[tuple[str, tuple[str, ...]]] = []
+# Loaded by --explore only.
+EXPLORE_MODULES = [("msm.cu", _LOHI), ("msm.cu", ("-DCUZK_G2", *_LOHI))]
 
 
 def check_against_cpu(engine, seed: int) -> list[str]:

@@ -19,7 +19,7 @@ MONT = 1 << 384
 RINV = pow(MONT, -1, Q)
 
 DEVICES = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
-VARIANTS = [(), ("-DCUZK_FQ_U64",)]
+VARIANTS = [(), ("-DCUZK_FQ_LOHI_CHAINS",), ("-DCUZK_FQ_U64",)]
 
 
 def to_words(values: list[int], nwords: int = 12) -> np.ndarray:

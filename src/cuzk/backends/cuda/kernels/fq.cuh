@@ -1,9 +1,17 @@
 // Fq of BLS12-381 in Montgomery form: twelve 32-bit little-endian limbs,
 // R = 2^384, every value kept fully reduced in [0, q).
 //
-// Two multiplication variants, chosen at compile time:
-//   default        CIOS over 32-bit limbs with PTX carry chains (fq_ops.cuh):
-//                  2·144 mad.lo/mad.hi pairs, the instruction mix whose
+// Three multiplication variants, chosen at compile time:
+//   default        CIOS over 32-bit limbs with PTX carry chains (fq_ops.cuh),
+//                  each 64-bit partial product's low and high words adjacent
+//                  in one chain: the products of even limbs accumulate in one
+//                  array and those of odd limbs in another (one limb up), so
+//                  that ptxas fuses each mad.lo / madc.hi pair into one
+//                  IMAD.WIDE: ≈ 550 SASS instructions a product on sm_90
+//                  (docs/device-notes/msm.md#version-7-the-product-in-even-and-odd-chains-plan-and-predictions);
+//   CUZK_FQ_LOHI_CHAINS  the same CIOS with a chain of all low words, then
+//                  one of all high words (2·144 mad.lo/mad.hi, ≈ 1260 SASS
+//                  instructions: the pairs cannot fuse), the mix whose
 //                  throughput the H200 ceiling (≈ 17.4 G mul/s) was measured on;
 //   CUZK_FQ_U64    CIOS over six 64-bit limbs in plain C++ (the compiler
 //                  splits each 64×64 product), kept as the portable reference
@@ -108,7 +116,54 @@ CUZK_HD fq_t sub(const fq_t& a, const fq_t& b) {
 
 CUZK_HD fq_t neg(const fq_t& a) { return is_zero(a) ? a : sub(fq_zero(), a); }
 
-#ifndef CUZK_FQ_U64
+#if !defined(CUZK_FQ_U64) && !defined(CUZK_FQ_LOHI_CHAINS)
+
+// acc[0..11] += Σ_k x[2k + odd]·y·2^(64k), each product's low word at 2k and
+// high word at 2k + 1 of one carry chain; the carry out goes to acc[12].
+CUZK_HD void mad_pairs(uint32_t* acc, const uint32_t* x, int odd, uint32_t y) {
+    acc[0] = mad_lo_cc(x[odd], y, acc[0]);
+    acc[1] = madc_hi_cc(x[odd], y, acc[1]);
+#pragma unroll
+    for (int k = 1; k < 6; k++) {
+        acc[2 * k] = madc_lo_cc(x[2 * k + odd], y, acc[2 * k]);
+        acc[2 * k + 1] = madc_hi_cc(x[2 * k + odd], y, acc[2 * k + 1]);
+    }
+    acc[12] = addc(acc[12], 0);
+}
+
+// Montgomery product a·b·2^-384 mod q (CIOS, 32-bit limbs, carry chains).
+// The running sum is T = E + 2^32·O: the products of a's (and q's) even limbs
+// go to E, of the odd limbs to O, each low word beside its high word in the
+// chain. After m·q makes E[0] zero, T / 2^32 = O + (E >> 32) becomes the next
+// E. Invariant: T < 2q at each outer step (CIOS), and within one E, O <
+// 2^382 + 2·2^413 fit 13 limbs.
+CUZK_HD fq_t mul(const fq_t& a, const fq_t& b) {
+    uint32_t q[12], E[13], O[13];
+#pragma unroll
+    for (int j = 0; j < 12; j++) q[j] = q_limb(j);
+#pragma unroll
+    for (int j = 0; j < 13; j++) E[j] = 0;
+#pragma unroll
+    for (int i = 0; i < 12; i++) {
+#pragma unroll
+        for (int j = 0; j < 13; j++) O[j] = 0;
+        mad_pairs(E, a.l, 0, b.l[i]);
+        mad_pairs(O, a.l, 1, b.l[i]);
+        const uint32_t m = E[0] * FQ_QINV32;
+        mad_pairs(E, q, 0, m);  // E[0] becomes 0
+        mad_pairs(O, q, 1, m);
+        E[0] = add_cc(O[0], E[1]);
+#pragma unroll
+        for (int j = 1; j < 12; j++) E[j] = addc_cc(O[j], E[j + 1]);
+        E[12] = addc(O[12], 0);
+    }
+    fq_t r;
+#pragma unroll
+    for (int j = 0; j < 12; j++) r.l[j] = E[j];
+    return reduce_once(r);
+}
+
+#elif defined(CUZK_FQ_LOHI_CHAINS)
 
 // Montgomery product a·b·2^-384 mod q (CIOS, 32-bit limbs, carry chains).
 // Invariant: t < 2q before each outer step, so t + a·b_i + m·q < 2^33·q fits
