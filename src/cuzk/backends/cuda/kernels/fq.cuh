@@ -267,8 +267,9 @@ CUZK_HD fq_t mul(const fq_t& a, const fq_t& b) {
 CUZK_HD fq_t sqr(const fq_t& a) { return mul(a, a); }
 
 // The product as a call (one copy per module). Inlined products are faster,
-// but each copy is ~1250 instructions that NVRTC must schedule: only the hot
-// loop (bucket accumulation, add_affine) inlines them; everything else calls.
+// but each copy is ~550 SASS instructions (~1260 with the lo/hi chains) that
+// NVRTC must schedule: only the hot loop (bucket accumulation, add_affine)
+// inlines them; everything else calls.
 // Calls take their operands by value: a reference makes the caller store the
 // operand to its stack (local memory) and the callee load it back, at every
 // call, while values travel in registers
