@@ -6,6 +6,8 @@ reservations (the plan's, the partition's)."""
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -88,11 +90,56 @@ class CountingWitness(BudgetedWitness):
         return W
 
 
-def _winning_engine(tmp_path: Path, limit: int) -> tuple[Engine, Device, CountingWitness]:
+class StreamedBackend(BudgetedCpuBackend):
+    """A budgeted stand-in with the CUDA backend's ``work_stream`` capability,
+    recording the role each MSM ran under (the calling thread's, as CuPy's
+    current stream is)."""
+
+    def __init__(self, vram: DeviceBudget) -> None:
+        super().__init__(vram)
+        self._local = threading.local()
+        self.roles: dict[str, set] = {"msm": set(), "witness pass": set()}
+
+    def role(self):
+        stack = getattr(self._local, "stack", [])
+        return stack[-1] if stack else None
+
+    @contextmanager
+    def work_stream(self, role: str):
+        stack = self._local.__dict__.setdefault("stack", [])
+        stack.append(role)
+        try:
+            yield role
+        finally:
+            stack.pop()
+
+    def msm_g1(self, bases, scalars, phases=None):
+        self.roles["msm"].add(self.role())
+        return super().msm_g1(bases, scalars, phases)
+
+    def msm_g2(self, bases, scalars, phases=None):
+        self.roles["msm"].add(self.role())
+        return super().msm_g2(bases, scalars, phases)
+
+
+class RoleWitness(CountingWitness):
+    def __init__(self, vram: DeviceBudget, backend: StreamedBackend) -> None:
+        super().__init__(vram)
+        self.backend = backend
+
+    def run(self, W, hints, poseidon, p, lanes):
+        self.backend.roles["witness pass"].add(self.backend.role())
+        super().run(W, hints, poseidon, p, lanes)
+
+
+def _winning_engine(
+    tmp_path: Path, limit: int, streams: bool = False
+) -> tuple[Engine, Device, CountingWitness]:
     vram = DeviceBudget(0, limit)
-    dev = Device(0, "budgeted GPU", BudgetedCpuBackend(vram), limit, None)
+    be = (StreamedBackend if streams else BudgetedCpuBackend)(vram)
+    dev = Device(0, "budgeted GPU", be, limit, None)
     dev.budget = Budget("vram:0", limit, device_budget=vram)
-    maker = CountingWitness(vram)
+    maker = RoleWitness(vram, be) if streams else CountingWitness(vram)
     dev._witness = maker
     cfg = Config().with_overrides(
         daemon={"journal": str(tmp_path / f"j{limit}.sqlite"), "listen": ["unix:///unused"]},
@@ -175,3 +222,16 @@ def test_a_witness_starts_on_its_share_while_another_partition_proves(tmp_path: 
         assert maker.assignments == {}
     finally:
         e.stop()
+
+
+def test_the_witness_and_the_proof_run_on_their_own_streams(tmp_path: Path) -> None:
+    """Where the backend has work streams, a partition's witness passes run on
+    the witness's and its MSMs on the prover's (the CUDA backend schedules the
+    latter first), whichever worker thread runs them."""
+    e, dev, _ = _winning_engine(tmp_path, 4 << 30, streams=True)
+    try:
+        jobs = _winning_jobs(e, 2)
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+    finally:
+        e.stop()
+    assert dev.backend.roles == {"msm": {"prove"}, "witness pass": {"witness"}}

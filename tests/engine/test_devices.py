@@ -170,7 +170,11 @@ def fake_cupy(count: int) -> types.ModuleType:
         memGetInfo=lambda: (140 * 10**9, 141 * 10**9),
     )
     cupy = types.ModuleType("cupy")
-    cupy.cuda = types.SimpleNamespace(runtime=runtime, Device=lambda i: contextlib.nullcontext())
+    cupy.cuda = types.SimpleNamespace(
+        runtime=runtime,
+        Device=lambda i: contextlib.nullcontext(),
+        set_allocator=lambda allocator=None: None,
+    )
     cupy.get_default_memory_pool = Pool
     return cupy
 

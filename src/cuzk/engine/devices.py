@@ -54,6 +54,14 @@ class Device:
 
         return cupy.cuda.Device(self.ordinal)
 
+    def stream(self, role: str) -> AbstractContextManager[Any]:
+        """The calling thread's work of ``role`` ("prove" or "witness") on this
+        device's stream for it, where the backend has them (``work_stream``:
+        the proof at the device's highest priority, the witness beside it);
+        elsewhere a no-op."""
+        fn = getattr(self.backend, "work_stream", None)
+        return fn(role) if fn is not None else contextlib.nullcontext()
+
     def key_bytes(self, point_bytes: int, r1cs: R1CS) -> int:
         """Device memory a prepared key (its points: ``point_bytes`` as raw affine
         limbs) and its circuit's matrices occupy, the load's staging included."""

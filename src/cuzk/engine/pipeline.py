@@ -426,7 +426,7 @@ class Pipeline:
                 # go of the host's: SrsManager.acquire_device)
                 circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
-                    with _lent(device, lease.working):
+                    with _lent(device, lease.working), device.stream("prove"):
                         proof = prover.prove(lease.key, circuit, witness.assignment, times=stages)
                 else:
                     proof = self._prove_device_witness(
@@ -473,11 +473,14 @@ class Pipeline:
         its own share of it)."""
         key, job, device = lease.key, item.job, lease.device
         t = time.perf_counter()
-        with _lent(device, lease.working):  # the witness's share (or the whole set)
+        # the witness's share (or the whole set), on the witness's stream: it
+        # runs beside another partition's proof, which keeps the device first
+        with _lent(device, lease.working), device.stream("witness"):
             W = plan.run_table(maker, item.witness.hints)
         try:
             inputs = list(item.public_inputs)
-            got = key.backend.to_host(W[1 : 1 + len(inputs)])
+            with device.stream("witness"):
+                got = key.backend.to_host(W[1 : 1 + len(inputs)])
             stages.detail["witness"] = time.perf_counter() - t  # synchronised by the copy
             if not np.array_equal(got, fr_to_array(inputs)):
                 raise InputError(
@@ -494,7 +497,8 @@ class Pipeline:
             if rest is not None:
                 stages.detail["wait_rest"] = time.perf_counter() - t
             try:
-                with _lent(device, rest if rest is not None else lease.working):
+                working = rest if rest is not None else lease.working
+                with _lent(device, working), device.stream("prove"):
                     return prover.prove(key, circuit, W, times=stages)
             finally:
                 if rest is not None:

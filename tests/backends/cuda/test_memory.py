@@ -141,3 +141,61 @@ def test_an_overdraw_that_grows_is_logged_again(caplog):
     for h in (*held, share):
         h.release()
     assert b.reserved_bytes == 0
+
+
+class _FakePool:
+    """A pool at its limit that holds ``cached`` bytes of another stream's blocks."""
+
+    def __init__(self, cached: int) -> None:
+        self.cached, self.freed, self.calls = cached, 0, 0
+
+    def malloc(self, size: int):
+        self.calls += 1
+        if self.cached:
+            raise _FakeOom(size)
+        return ("block", size)
+
+    def free_bytes(self) -> int:
+        return self.cached
+
+    def free_all_blocks(self) -> None:
+        self.freed += self.cached
+        self.cached = 0
+
+
+class _FakeOom(MemoryError):
+    pass
+
+
+def _fake_cupy(monkeypatch, pool: _FakePool):
+    import sys
+    import types
+
+    cp = types.ModuleType("cupy")
+    cp.get_default_memory_pool = lambda: pool
+    cp.cuda = types.SimpleNamespace(memory=types.SimpleNamespace(OutOfMemoryError=_FakeOom))
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+
+
+def test_allocation_at_the_limit_releases_other_streams_cached_blocks(monkeypatch):
+    from cuzk.backends.cuda.memory import releasing_malloc
+
+    pool = _FakePool(cached=3 << 30)
+    _fake_cupy(monkeypatch, pool)
+    assert releasing_malloc(1 << 30) == ("block", 1 << 30)
+    assert pool.freed == 3 << 30 and pool.calls == 2
+
+
+def test_allocation_beyond_the_limit_with_nothing_cached_still_fails(monkeypatch):
+    from cuzk.backends.cuda.memory import releasing_malloc
+
+    class Full(_FakePool):
+        def malloc(self, size: int):
+            self.calls += 1
+            raise _FakeOom(size)
+
+    pool = Full(cached=0)
+    _fake_cupy(monkeypatch, pool)
+    with pytest.raises(_FakeOom):
+        releasing_malloc(1 << 30)
+    assert pool.calls == 1 and pool.freed == 0

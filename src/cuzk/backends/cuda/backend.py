@@ -10,6 +10,9 @@ mod r first, as the CPU reference does. MSMs are delegated to
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -67,6 +70,8 @@ class CudaBackend:
         self.hpoly = HPoly(self.ntt_engine)
         self.spmv_engine = SpmvEngine(self.ctx, self.fr)
         self._msm = None
+        self._streams: dict[str, Any] = {}
+        self._streams_lock = threading.Lock()
 
     @staticmethod
     def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
@@ -152,7 +157,52 @@ class CudaBackend:
             return self.cp.take(self.asarray(a), rows, axis=0)
 
     def synchronize(self) -> None:
-        self._device().synchronize()
+        """Wait for the calling thread's queued work: its current stream (a
+        device-wide wait would also wait for another worker's witness)."""
+        with self._device():
+            self.cp.cuda.get_current_stream().synchronize()
+
+    # Roles of work_stream: the prover's stream is scheduled first; a witness
+    # runs in what the prover leaves of the device (it has a partition's
+    # proving time to finish in).
+    STREAM_ROLES = ("prove", "witness")
+
+    @contextmanager
+    def work_stream(self, role: str) -> Iterator[Any]:
+        """The calling thread's work goes to this device's stream for ``role``
+        (an optional capability: callers without it use the default stream).
+
+        One stream a role per device, non-blocking, the prover's at the
+        device's highest priority and the witness's at its lowest, so two
+        workers' witness and proof overlap instead of queueing on the legacy
+        default stream, and the proof is not slowed by the witness beside it.
+        All workers of a role share its stream: CuPy's pool keeps freed
+        blocks per stream, and one stream per worker would cache a proof's
+        working set once for every worker. Work queued on the default stream
+        before (a key's upload) is waited for on entry; on exit the default
+        stream waits for the section's work.
+        """
+        if role not in self.STREAM_ROLES:
+            raise ValueError(f"work_stream: role {role!r} is not one of {self.STREAM_ROLES}")
+        cp = self.cp
+        with self._device():
+            with self._streams_lock:
+                stream = self._streams.get(role)
+                if stream is None:
+                    least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
+                    priority = greatest if role == "prove" else least
+                    stream = cp.cuda.Stream(non_blocking=True, priority=priority)
+                    self._streams[role] = stream
+            before = cp.cuda.Event(disable_timing=True)
+            before.record(cp.cuda.Stream.null)
+            stream.wait_event(before)
+            try:
+                with stream:
+                    yield stream
+            finally:
+                after = cp.cuda.Event(disable_timing=True)
+                after.record(stream)
+                cp.cuda.Stream.null.wait_event(after)
 
     # --- constraint evaluation -----------------------------------------
     def prepare_matrix(self, m: SparseMatrix) -> DeviceCsr:

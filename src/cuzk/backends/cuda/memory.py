@@ -187,6 +187,45 @@ class Hold:
         )
 
 
+_allocator_lock = threading.Lock()
+_allocator_owner: object = None  # the cupy module whose allocator is ours
+
+
+def releasing_malloc(size: int):
+    """CuPy's pool allocation, which at the pool's limit first gives back the
+    blocks it caches for other streams and tries again.
+
+    The pool keeps freed blocks per stream and, at its limit, raises without
+    looking at the other streams' cached blocks (it releases them only when
+    cudaMalloc itself fails). The prover and the witness work on streams of
+    their own (``CudaBackend.work_stream``), so memory one has freed could
+    otherwise refuse the other an allocation its reservation covers.
+    """
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    try:
+        return pool.malloc(size)
+    except cupy.cuda.memory.OutOfMemoryError:
+        cached = pool.free_bytes()
+        if not cached:
+            raise
+        log.debug("pool at its limit: releasing %.3f GiB of cached blocks", cached / 2**30)
+        pool.free_all_blocks()
+        return pool.malloc(size)
+
+
+def install_releasing_allocator() -> None:
+    """Make :func:`releasing_malloc` CuPy's allocator (once a process)."""
+    global _allocator_owner
+    import cupy
+
+    with _allocator_lock:
+        if _allocator_owner is not cupy:
+            cupy.cuda.set_allocator(releasing_malloc)
+            _allocator_owner = cupy
+
+
 @dataclass
 class DeviceContext:
     """A GPU as cuzk uses it: its id, its budget, and its memory pool.
@@ -209,6 +248,7 @@ class DeviceContext:
             limit = self.limit_bytes or int(total * self.budget_fraction)
             self.pool = cupy.get_default_memory_pool()
             self.pool.set_limit(size=limit)
+        install_releasing_allocator()
         self.budget = DeviceBudget(self.device_id, limit)
 
     def module(self, name: str, extra: tuple[str, ...] = ()):

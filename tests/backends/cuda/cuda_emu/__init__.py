@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import types
 from pathlib import Path
 
@@ -225,17 +226,21 @@ class _Event:
 
 
 class _Stream:
-    """Kernels run where they are launched: a stream only has to be a context."""
+    """Kernels run where they are launched: a stream only has to be a context
+    (the current one of the thread, as CuPy keeps it)."""
 
-    null = None
+    null: _Stream
 
-    def __init__(self, non_blocking: bool = False) -> None:
-        pass
+    def __init__(self, non_blocking: bool = False, priority: int = 0) -> None:
+        self.non_blocking, self.priority = non_blocking, priority
 
     def __enter__(self):
+        stack = _current.__dict__.setdefault("stack", [])
+        stack.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
+        _current.stack.pop()
         return None
 
     def synchronize(self) -> None:
@@ -243,6 +248,15 @@ class _Stream:
 
     def wait_event(self, event) -> None:
         pass
+
+
+_current = threading.local()
+_Stream.null = _Stream()
+
+
+def _current_stream() -> _Stream:
+    stack = getattr(_current, "stack", None)
+    return stack[-1] if stack else _Stream.null
 
 
 def _elapsed(a: _Event, b: _Event) -> float:
@@ -266,13 +280,21 @@ def make_module() -> types.ModuleType:
         memGetInfo=lambda: (64 << 30, 80 << 30),
         getDeviceCount=lambda: 1,
         deviceSynchronize=lambda: None,
+        deviceGetStreamPriorityRange=lambda: (0, -5),  # (least, greatest), as on an H200
     )
+
+    class OutOfMemoryError(MemoryError):
+        pass
+
     cuda = types.SimpleNamespace(
         Device=_Device,
         runtime=runtime,
         Event=_Event,
         get_elapsed_time=_elapsed,
         Stream=_Stream,
+        get_current_stream=_current_stream,
+        memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
+        set_allocator=lambda allocator=None: None,  # nothing is allocated on a device
     )
     cp.cuda = cuda
 
