@@ -251,14 +251,19 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
 _CAP48 = 48 << 30
 # The product before version 7: a chain of low words, then one of high words.
 _LOHI = ("-DCUZK_FQ_LOHI_CHAINS",)
+# The scatter before version 8 (one window's atomic and store at a time), and
+# with eight windows' atomics in flight instead of four.
+_SCATTER_ONE = ("-DCUZK_SCATTER_BATCH=1",)
+_SCATTER_EIGHT = ("-DCUZK_SCATTER_BATCH=8",)
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
     """Variants of the default MSM at G1 2^24 / 2^26 / 2^27 and G2 2^24
-    (``logs``), with phases: the product of version 7 (even and odd chains,
-    the default) against the one before (``-DCUZK_FQ_LOHI_CHAINS``), and the
-    sort writing the points (``Tuning.sort_points``) with the new product;
-    and sppark's MSM on the same bases and scalars when ``sppark`` (a
+    (``logs``), with phases: the scatter of version 8 (four windows' cursor
+    atomics in flight a thread, the default) against one at a time
+    (``-DCUZK_SCATTER_BATCH=1``, version 7's) and, at G1 2^26, eight
+    (``=8``); the sort writing the points (``Tuning.sort_points``); and
+    sppark's MSM on the same bases and scalars when ``sppark`` (a
     :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
     Every variant runs on the same inputs; the rows' "check" says whether all
@@ -272,8 +277,9 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     small, big, huge, g2 = logs
 
     def variants(points: bool = False) -> dict:
-        out = {"v2": eng(), "lo/hi product": eng(_LOHI)}
+        out = {"v2": eng(), "scatter 1": eng(_SCATTER_ONE)}
         if points:
+            out["scatter 8"] = eng(_SCATTER_EIGHT)
             out["points 48G"] = eng(sort_points=True, workspace_cap=_CAP48)
         return out
 
@@ -367,7 +373,11 @@ MODULES = [
     ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
 ]
 # Loaded by --explore only.
-EXPLORE_MODULES = [("msm.cu", _LOHI), ("msm.cu", ("-DCUZK_G2", *_LOHI))]
+EXPLORE_MODULES = [
+    ("msm.cu", _SCATTER_ONE),
+    ("msm.cu", ("-DCUZK_G2", *_SCATTER_ONE)),
+    ("msm.cu", _SCATTER_EIGHT),
+]
 
 
 def check_against_cpu(engine, seed: int) -> list[str]:

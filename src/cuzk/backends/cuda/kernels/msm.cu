@@ -158,6 +158,17 @@ extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uin
     group_digits(s, c, w0, w1, [&](uint32_t key, uint32_t) { atomicAdd(&counts[key], 1u); });
 }
 
+// Windows whose cursor atomics a scatter thread issues before it stores their
+// entries. One at a time, each store waited for its atomic's round trip
+// through L2 and the next atomic for the store: the kernel was latency-bound
+// (97 % of cycles without an eligible warp: docs/device-notes/msm.md,
+// "Nsight Compute on the affine rounds").
+// A batch keeps that many atomics in flight a thread, in registers (its
+// arrays are indexed only by unrolled loop counters).
+#ifndef CUZK_SCATTER_BATCH
+#define CUZK_SCATTER_BATCH 4
+#endif
+
 // Counting sort: cursor starts as the exclusive prefix sum of the histogram;
 // the bucket of an entry is implied by its position. vals hold point index · 2
 // + sign. The order inside a bucket is whatever the
@@ -168,9 +179,30 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
     const uint64_t i = thread_id();
     scalar_t s;
     if (!full_scalar(scalars, i, n, s)) return;
-    group_digits(s, c, w0, w1, [&](uint32_t key, uint32_t negative) {
-        vals[atomicAdd(&cursor[key], 1u)] = (uint32_t)(i << 1) | negative;
-    });
+    const uint32_t nb = 1u << (c - 1);
+    signed_digits sd;
+    for (uint32_t w = 0; w < w1; w += CUZK_SCATTER_BATCH) {
+        uint32_t key[CUZK_SCATTER_BATCH], val[CUZK_SCATTER_BATCH];
+#pragma unroll
+        for (int j = 0; j < CUZK_SCATTER_BATCH; j++) {
+            key[j] = NO_KEY;
+            if (w + j < w1) {
+                uint32_t negative;
+                const uint32_t mag = sd.next(s, w + j, c, negative);
+                if (mag && w + j >= w0) {
+                    key[j] = (w + j - w0) * nb + mag - 1;
+                    val[j] = (uint32_t)(i << 1) | negative;
+                }
+            }
+        }
+        uint32_t pos[CUZK_SCATTER_BATCH];
+#pragma unroll
+        for (int j = 0; j < CUZK_SCATTER_BATCH; j++)
+            if (key[j] != NO_KEY) pos[j] = atomicAdd(&cursor[key[j]], 1u);
+#pragma unroll
+        for (int j = 0; j < CUZK_SCATTER_BATCH; j++)
+            if (key[j] != NO_KEY) vals[pos[j]] = val[j];
+    }
 }
 
 // The same counting sort writing the points themselves (Tuning.sort_points):

@@ -64,12 +64,21 @@ CUZK_HD bool scalar_is_one(const scalar_t& s) {
     return s.l[0] == 1 && (s.l[1] | s.l[2] | s.l[3]) == 0;
 }
 
+// Limb k of s (k < 4; 0 past the top) by selects: an index known only at run
+// time would put the scalar in local memory (a 32-byte stack frame, a load
+// a digit).
+CUZK_HD uint64_t scalar_limb(const scalar_t& s, uint32_t k) {
+    const uint64_t lo = k == 0 ? s.l[0] : s.l[1];
+    const uint64_t hi = k == 2 ? s.l[2] : s.l[3];
+    return k < 2 ? lo : (k < 4 ? hi : 0);
+}
+
 // Bits [off, off + c) of s, c <= 32; bits past 255 read as zero.
 CUZK_HD uint32_t scalar_bits(const scalar_t& s, uint32_t off, uint32_t c) {
     if (off >= 256) return 0;
     const uint32_t limb = off >> 6, sh = off & 63;
-    uint64_t v = s.l[limb] >> sh;
-    if (sh + c > 64 && limb < 3) v |= s.l[limb + 1] << (64 - sh);
+    uint64_t v = scalar_limb(s, limb) >> sh;
+    if (sh + c > 64) v |= scalar_limb(s, limb + 1) << (64 - sh);
     return (uint32_t)(v & ((1ull << c) - 1));
 }
 
