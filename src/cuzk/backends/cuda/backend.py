@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -167,6 +167,12 @@ class CudaBackend:
     # proving time to finish in).
     STREAM_ROLES = ("prove", "witness")
 
+    # CuPy's runtime module does not wrap cudaDeviceGetStreamPriorityRange, so
+    # these ask for the ends of the range without querying it: 0 (the default)
+    # is the least priority on every CUDA device, and cudaStreamCreateWithPriority
+    # clamps a number past the greatest (an H200's is -5) to the greatest.
+    STREAM_PRIORITY: ClassVar[dict[str, int]] = {"prove": -(1 << 16), "witness": 0}
+
     @contextmanager
     def work_stream(self, role: str) -> Iterator[Any]:
         """The calling thread's work goes to this device's stream for ``role``
@@ -189,9 +195,7 @@ class CudaBackend:
             with self._streams_lock:
                 stream = self._streams.get(role)
                 if stream is None:
-                    least, greatest = cp.cuda.runtime.deviceGetStreamPriorityRange()
-                    priority = greatest if role == "prove" else least
-                    stream = cp.cuda.Stream(non_blocking=True, priority=priority)
+                    stream = cp.cuda.Stream(non_blocking=True, priority=self.STREAM_PRIORITY[role])
                     self._streams[role] = stream
             before = cp.cuda.Event(disable_timing=True)
             before.record(cp.cuda.Stream.null)

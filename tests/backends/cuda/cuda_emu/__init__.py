@@ -232,7 +232,8 @@ class _Stream:
     null: _Stream
 
     def __init__(self, non_blocking: bool = False, priority: int = 0) -> None:
-        self.non_blocking, self.priority = non_blocking, priority
+        # clamped to an H200's range (least 0, greatest -5), as CUDA does
+        self.non_blocking, self.priority = non_blocking, min(0, max(-5, priority))
 
     def __enter__(self):
         stack = _current.__dict__.setdefault("stack", [])
@@ -280,7 +281,6 @@ def make_module() -> types.ModuleType:
         memGetInfo=lambda: (64 << 30, 80 << 30),
         getDeviceCount=lambda: 1,
         deviceSynchronize=lambda: None,
-        deviceGetStreamPriorityRange=lambda: (0, -5),  # (least, greatest), as on an H200
     )
 
     class OutOfMemoryError(MemoryError):
