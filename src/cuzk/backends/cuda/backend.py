@@ -162,15 +162,13 @@ class CudaBackend:
         with self._device():
             self.cp.cuda.get_current_stream().synchronize()
 
-    # Roles of work_stream: the prover's stream is scheduled first; a witness
-    # runs in what the prover leaves of the device (it has a partition's
-    # proving time to finish in).
-    STREAM_ROLES = ("prove", "witness")
-
-    # CuPy's runtime module does not wrap cudaDeviceGetStreamPriorityRange, so
-    # these ask for the ends of the range without querying it: 0 (the default)
-    # is the least priority on every CUDA device, and cudaStreamCreateWithPriority
-    # clamps a number past the greatest (an H200's is -5) to the greatest.
+    # The roles of work_stream and their stream priorities: the prover's stream
+    # is scheduled first; a witness runs in what the prover leaves of the device
+    # (it has a partition's proving time to finish in). CuPy's runtime module
+    # does not wrap cudaDeviceGetStreamPriorityRange, so these ask for the ends
+    # of the range without querying it: 0 (the default) is the least priority
+    # on every CUDA device, and cudaStreamCreateWithPriority clamps a number
+    # past the greatest (an H200's is -5) to the greatest.
     STREAM_PRIORITY: ClassVar[dict[str, int]] = {"prove": -(1 << 16), "witness": 0}
 
     @contextmanager
@@ -188,8 +186,9 @@ class CudaBackend:
         before (a key's upload) is waited for on entry; on exit the default
         stream waits for the section's work.
         """
-        if role not in self.STREAM_ROLES:
-            raise ValueError(f"work_stream: role {role!r} is not one of {self.STREAM_ROLES}")
+        if role not in self.STREAM_PRIORITY:
+            roles = tuple(self.STREAM_PRIORITY)
+            raise ValueError(f"work_stream: role {role!r} is not one of {roles}")
         cp = self.cp
         with self._device():
             with self._streams_lock:
