@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,82 @@ def test_pool_at_its_limit_gives_back_another_streams_blocks():
             assert int(b.sum()) == 0
     finally:
         pool.set_limit(size=limit)
+
+
+def test_a_fork_runs_beside_on_a_side_stream_of_the_role(target):
+    """The branch's function runs in its own thread on the role's side stream
+    (the same priority), after the calling stream's work so far; inside it,
+    free memory is capped at the side's share until the join lifts the cap,
+    and what it returns (or raises) comes back from the join."""
+    import cupy
+
+    from cuzk.backends.cpu import CpuBackend
+    from cuzk.backends.cuda import CudaBackend
+
+    be, cpu = CudaBackend(), CpuBackend()
+    x = fr_random(1 << 10, np.random.default_rng(5))
+    seen = {}
+
+    def side(d):
+        seen["thread"] = threading.current_thread()
+        seen["stream"] = cupy.cuda.get_current_stream()
+        seen["free"] = be.ctx.budget.free_bytes
+        be.ctx.budget.room_for(be.side_workspace_bytes(8, 8) + 1)  # waits for the join
+        seen["lifted"] = be.ctx.budget.free_bytes
+        return be.to_host(be.intt(d))
+
+    with be.work_stream("prove") as ps:
+        d = be.ntt(x)
+        branch = be.fork(8, 8)
+        branch.start(lambda: side(d))
+        mine = be.to_host(be.coset_ntt(d))
+        got = branch.join()
+    assert np.array_equal(got, x) and np.array_equal(mine, cpu.coset_ntt(cpu.ntt(x)))
+    assert seen["thread"] is not threading.current_thread()
+    assert seen["stream"] is not ps and seen["stream"].priority == ps.priority
+    assert seen["free"] == be.side_workspace_bytes(8, 8) == 32 * 8
+    assert seen["lifted"] == be.ctx.budget.free_bytes > seen["free"]
+    with be.work_stream("prove"):
+        again = be.fork(8, 8)
+        again.start(lambda: cupy.cuda.get_current_stream())
+        assert again.join() is seen["stream"]  # one side stream a role
+
+        def fails():
+            raise ValueError("side failed")
+
+        bad = be.fork(8, 8)
+        bad.start(fails)
+        with pytest.raises(ValueError, match="side failed"):
+            bad.join()
+
+
+@pytest.mark.gpu
+def test_an_msm_reserves_the_workspace_of_the_scalars_it_classified():
+    """Mostly zeros and ones (a witness's L, A and B scalars): the workspace
+    reservation, made once the classification has counted them, is the bound
+    of those counts, far below the bound of as many full scalars."""
+    from test_msm import random_points
+
+    from cuzk.algebra.arrays import fr_to_array, g1_to_array
+    from cuzk.algebra.curves import G1
+    from cuzk.backends.cpu import CpuBackend
+    from cuzk.backends.cuda import CudaBackend
+    from cuzk.backends.cuda.msm import G1_SPEC, Tuning, classify_bytes, workspace_bytes
+
+    rng = np.random.default_rng(61)
+    n = 3000
+    cpu = CpuBackend()
+    bases = g1_to_array(random_points(G1, 8, rng) * (n // 8))
+    kind = rng.integers(0, 10, size=n)
+    scalars = fr_random(n, rng)
+    scalars[kind < 6] = 0
+    scalars[(kind >= 6) & (kind < 9)] = fr_to_array([1])[0]
+    be = CudaBackend()
+    got = be.msm_g1(be.prepare_g1(bases), scalars)
+    assert got == cpu.msm_g1(cpu.prepare_g1(bases), scalars)
+    counts = (int(((kind >= 6) & (kind < 9)).sum()), int((kind >= 9).sum()))
+    peak = be.peak_bytes_by_operation()
+    ws = workspace_bytes(G1_SPEC, n, False, Tuning(), counts)
+    assert peak["msm_g1 scalars"] == classify_bytes(n, False)
+    assert peak["msm_g1 workspace"] == ws - classify_bytes(n, False)
+    assert ws < workspace_bytes(G1_SPEC, n, False, Tuning()) / 2

@@ -199,3 +199,66 @@ def test_allocation_beyond_the_limit_with_nothing_cached_still_fails(monkeypatch
     with pytest.raises(_FakeOom):
         releasing_malloc(1 << 30)
     assert pool.calls == 1 and pool.freed == 0
+
+
+def test_a_cap_bounds_what_the_thread_is_told_until_lifted():
+    from cuzk.backends.cuda.memory import Cap
+
+    b = DeviceBudget(0, 100)
+    cap = Cap(30)
+    with b.capped(cap):
+        assert b.free_bytes == 30
+        with b.reserve(50, "not refused by the cap"):  # the cap only guides sizing
+            assert b.free_bytes == 30 and b.reserved_bytes == 50
+            told = []
+            other = threading.Thread(target=lambda: told.append(b.free_bytes))
+            other.start()
+            other.join()
+            assert told == [50]  # another thread is not capped
+        b.room_for(30)  # fits the cap: no wait
+        cap.lift()
+        assert b.free_bytes == 100
+    assert b.free_bytes == 100
+
+
+def test_room_for_more_than_the_cap_waits_for_the_lift():
+    from cuzk.backends.cuda.memory import Cap
+
+    b = DeviceBudget(0, 100)
+    cap = Cap(30)
+    sized = []
+
+    def side():
+        with b.capped(cap):
+            b.room_for(60)
+            sized.append(b.free_bytes)
+
+    t = threading.Thread(target=side)
+    t.start()
+    t.join(0.1)
+    assert t.is_alive() and not sized  # waiting: the cap would cut it down
+    cap.lift()
+    t.join(5)
+    assert sized == [100]
+
+
+def test_two_threads_draw_from_one_envelope():
+    b = DeviceBudget(0, 100)
+    outer = b.acquire(60, "partition")
+    taken = threading.Barrier(2)
+    inner = []
+
+    def draw():
+        with b.drawing_from(outer), b.reserve(25, "msm"):
+            inner.append(b.reserved_bytes)
+            taken.wait(5)
+
+    threads = [threading.Thread(target=draw) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert inner == [60, 60]  # both inside the envelope: nothing beyond it
+    assert outer.lent == 0 and b.overdrawn_by_operation == {}
+    outer.release()
+    assert b.reserved_bytes == 0

@@ -9,6 +9,7 @@ and slices force every boundary case at small n.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from collections import Counter
@@ -535,9 +536,24 @@ def test_workspace_bounds_what_the_pipeline_allocates(group, n, tuning, host_ker
     words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
     k.launch("to_montgomery", len(words) // 12, (words, np.uint64(len(words) // 12)))
     xp = _LiveBytes()
-    out = msm_xyzz(xp, k, spec, words, np.ascontiguousarray(scalars), tuning)
+    planned = []
+
+    def plan(n_ones, n_full):  # the engine's hook: the counts, then its reservation
+        planned.append((n_ones, n_full))
+        return tuning, contextlib.nullcontext()
+
+    out = msm_xyzz(xp, k, spec, words, np.ascontiguousarray(scalars), tuning, plan=plan)
     assert xyzz_to_affine(out, spec) == reference(group, bases, scalars)
     assert 0 < xp.peak <= workspace_bytes(spec, n, scalars_on_host=False, tuning=tuning)
+    ones = sum(1 for v in values if v % R == 1)
+    full = sum(1 for v in values if v % R > 1)
+    assert planned == [(ones, full)]
+    # the bound of the counts the classification found holds as well
+    assert xp.peak <= workspace_bytes(spec, n, False, tuning, counts=(ones, full))
+    if n == 520:  # mostly zeros and ones: far less than the bound of any 520 scalars
+        assert workspace_bytes(spec, n, False, tuning, (ones, full)) < workspace_bytes(
+            spec, n, False, tuning
+        )
 
 
 def test_a_partition_reservation_covers_its_largest_msm():
@@ -552,6 +568,10 @@ def test_a_partition_reservation_covers_its_largest_msm():
     for spec, n in ((G1_SPEC, m), (G1_SPEC, nv), (G2_SPEC, nv)):
         assert need >= 32 * (3 * nv + m) + workspace_bytes(spec, n, scalars_on_host=False)
     assert need > proof_working_bytes(nc, nv)
+    # the side branch (L, A, B) beside H's steps, at its share (CudaBackend.fork)
+    side = CudaBackend.side_workspace_bytes(m, nv)
+    assert need >= 32 * (7 * m + 3 * nv) + side
+    assert need >= 32 * (3 * nv + m) + workspace_bytes(G1_SPEC, m, scalars_on_host=False) + side
     # 32GiB PoRep's: the domain-sized vectors dominate
     assert CudaBackend.prove_device_bytes(130_278_869, 130_170_271) == proof_working_bytes(
         130_278_869, 130_170_271

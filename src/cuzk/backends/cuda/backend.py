@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,7 +22,7 @@ from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends.base import proof_working_bytes
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
-from cuzk.backends.cuda.memory import DeviceContext
+from cuzk.backends.cuda.memory import Cap, DeviceContext
 from cuzk.backends.cuda.ntt import NttEngine
 from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine
 
@@ -41,6 +41,60 @@ class DeviceIndex:
     def close(self) -> None:
         self.array = None
         self.hold.release()
+
+
+class Branch:
+    """Work beside the thread that made it (:meth:`CudaBackend.fork`)."""
+
+    def __init__(self, be, origin, side, ready, envelope, cap: int) -> None:
+        self.be, self.origin, self.side, self.ready = be, origin, side, ready
+        self.envelope, self.cap = envelope, Cap(cap)
+        self._thread: threading.Thread | None = None
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._done: Any = None
+
+    def start(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` in the branch's thread, on its stream."""
+        if self._thread is not None:
+            raise RuntimeError("a branch runs one function")
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="cuzk-side", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        be = self.be
+        cp, budget = be.cp, be.ctx.budget
+        try:
+            with ExitStack() as stack:
+                stack.enter_context(be._device())
+                self.side.wait_event(self.ready)
+                stack.enter_context(self.side)
+                if self.envelope is not None and not self.envelope.released:
+                    stack.enter_context(budget.drawing_from(self.envelope))
+                stack.enter_context(budget.capped(self.cap))
+                try:
+                    self._result = fn()
+                finally:
+                    self._done = cp.cuda.Event(disable_timing=True)
+                    self._done.record(self.side)
+        except BaseException as e:  # raised again in the joining thread
+            self._error = e
+
+    def join(self) -> Any:
+        """Lift the branch's cap (the calling thread's own work is done: what the
+        branch waits for to size its work is free), wait for the branch (its
+        thread and its stream's work, which the calling stream then waits for
+        too) and return what its function returned, or raise what it raised."""
+        if self._thread is None:
+            raise RuntimeError("join: the branch was never started")
+        self.cap.lift()
+        self._thread.join()
+        if self._done is not None:
+            with self.be._device():
+                self.origin.wait_event(self._done)
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 class CudaBackend:
@@ -85,28 +139,32 @@ class CudaBackend:
 
     @staticmethod
     def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
-        """Device bytes one proof of this shape takes beyond its key: the larger
-        of its two steps.
+        """Device bytes one proof of this shape takes beyond its key: the largest
+        of its steps (in 32-byte vectors: m of the domain, n of the assignment).
 
-        Up to the quotient: the assignment, A·w, B·w, C·w and their coset
-        images, h (:func:`cuzk.backends.base.proof_working_bytes`). The MSMs:
-        the assignment, h, the gathered a and b scalars (at most one a
-        variable each) and one MSM's workspace at a time — the largest of H
-        (a domain of full scalars), L, A, B in G1 and B in G2, at the MSM
+        The prover's own line and the side branch beside it (:meth:`fork`; the
+        L, A and B MSMs) run together. While H is computed: the assignment,
+        A·w, B·w, C·w and H's four buffers, 7m + n; the side's gathered a and b
+        scalars, 2n, and its workspace (:meth:`side_workspace_bytes`). While
+        H's MSM runs: the assignment, h, the gathered scalars, 3n + m, H's
+        workspace and the side's. After it the side alone, with the workspace
+        of the largest of L, A, B in G1 and B in G2. Each MSM's workspace at the
         engine's default tuning, which it only ever lowers
-        (:func:`cuzk.backends.cuda.msm.workspace_bytes`).
+        (:func:`cuzk.backends.cuda.msm.workspace_bytes`). Never less than
+        :func:`cuzk.backends.base.proof_working_bytes`.
         """
         from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, workspace_bytes
 
         m = 1 << max(0, (num_constraints - 1).bit_length())
         n = max(1, num_variables)
-        workspace = max(
-            workspace_bytes(G1_SPEC, m, scalars_on_host=False),
-            workspace_bytes(G1_SPEC, n, scalars_on_host=False),
-            workspace_bytes(G2_SPEC, n, scalars_on_host=False),
-        )
-        msm_step = 32 * (3 * num_variables + m) + workspace + (64 << 20)
-        return max(proof_working_bytes(num_constraints, num_variables), msm_step)
+        side = CudaBackend.side_workspace_bytes(m, n)
+        slack = 64 << 20
+        h_step = 32 * (7 * m + 3 * n) + side + slack
+        msm_h_step = 32 * (3 * n + m) + workspace_bytes(G1_SPEC, m, False) + side + slack
+        rest = max(workspace_bytes(G1_SPEC, n, False), workspace_bytes(G2_SPEC, n, False))
+        side_step = 32 * (3 * n + m) + rest + slack
+        working = proof_working_bytes(num_constraints, num_variables)
+        return max(working, h_step, msm_h_step, side_step)
 
     @staticmethod
     def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:
@@ -206,6 +264,41 @@ class CudaBackend:
                 after = cp.cuda.Event(disable_timing=True)
                 after.record(stream)
                 cp.cuda.Stream.null.wait_event(after)
+
+    @staticmethod
+    def side_workspace_bytes(domain_size: int, num_variables: int) -> int:
+        """What a proof's side branch (:meth:`fork`) sizes its MSMs to while the
+        prover's own line still works: one vector of the larger of the domain
+        and the assignment (:meth:`prove_device_bytes` keeps it for them)."""
+        return 32 * max(1, domain_size, num_variables)
+
+    def fork(self, domain_size: int, num_variables: int) -> Branch:
+        """A second line of the calling thread's work, to run beside it.
+
+        The branch's function (:meth:`Branch.start`) runs in a thread of its
+        own on a side stream of the calling stream's role (the same priority),
+        after the work queued on the calling stream so far, drawing from the
+        calling thread's reservation envelope. Until :meth:`Branch.join` its
+        MSMs size their workspace to :meth:`side_workspace_bytes`, and one
+        that this would cut down waits for the join instead. The prover runs
+        a proof's L, A and B MSMs there while its own stream computes H and
+        H's MSM (an optional capability: without it they run in turn).
+        """
+        cp = self.cp
+        with self._device():
+            origin = cp.cuda.get_current_stream()
+            with self._streams_lock:
+                role = next((r for r, st in self._streams.items() if st is origin), None)
+                key = f"{role}:side"
+                side = self._streams.get(key)
+                if side is None:
+                    priority = self.STREAM_PRIORITY.get(role, 0)
+                    side = cp.cuda.Stream(non_blocking=True, priority=priority)
+                    self._streams[key] = side
+            ready = cp.cuda.Event(disable_timing=True)
+            ready.record(origin)
+        cap = self.side_workspace_bytes(domain_size, num_variables)
+        return Branch(self, origin, side, ready, self.ctx.budget.envelope(), cap)
 
     # --- constraint evaluation -----------------------------------------
     def prepare_matrix(self, m: SparseMatrix) -> DeviceCsr:

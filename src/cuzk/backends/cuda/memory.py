@@ -46,7 +46,35 @@ class DeviceBudget:
         work by it (resident or streamed bases, an MSM's window)."""
         env = self._envelope()
         spare = 0 if env is None else env.nbytes - env.lent
-        return self.limit_bytes - self.reserved_bytes + spare
+        free = self.limit_bytes - self.reserved_bytes + spare
+        cap = getattr(self._local, "cap", None)
+        return free if cap is None or cap.lifted else min(free, cap.nbytes)
+
+    @contextmanager
+    def capped(self, cap: Cap) -> Iterator[Cap]:
+        """Inside, :attr:`free_bytes` tells the calling thread at most ``cap.nbytes``
+        until the cap is lifted: work that sizes itself by it (an MSM's tuning)
+        stays within what its caller set aside for it while the caller's own
+        work still needs the rest. Reservations are not refused by the cap;
+        only the sizing reads it (and :meth:`room_for` waits on it)."""
+        before = getattr(self._local, "cap", None)
+        self._local.cap = cap
+        try:
+            yield cap
+        finally:
+            self._local.cap = before
+
+    def room_for(self, nbytes: int) -> None:
+        """Wait, under a cap smaller than ``nbytes``, until the cap is lifted: work
+        that would be cut down to fit the cap waits for its full share instead."""
+        cap = getattr(self._local, "cap", None)
+        if cap is not None and nbytes > cap.nbytes:
+            cap.wait()
+
+    def envelope(self) -> Hold | None:
+        """The calling thread's envelope now (see :meth:`drawing_from`), for work it
+        hands to another thread, which enters the same envelope."""
+        return self._envelope()
 
     def _envelope(self) -> Hold | None:
         for hold in reversed(getattr(self._local, "stack", ())):
@@ -150,6 +178,25 @@ class DeviceBudget:
             yield
         finally:
             hold.release()
+
+
+class Cap:
+    """A thread's bound on what :attr:`DeviceBudget.free_bytes` tells it, until
+    another thread lifts it (:meth:`DeviceBudget.capped`)."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+        self._lifted = threading.Event()
+
+    @property
+    def lifted(self) -> bool:
+        return self._lifted.is_set()
+
+    def lift(self) -> None:
+        self._lifted.set()
+
+    def wait(self) -> None:
+        self._lifted.wait()
 
 
 @dataclass(eq=False)

@@ -155,8 +155,9 @@ class FakeKernel:
                     f"{self.name}: argument of type {type(a).__name__} (use numpy scalars)"
                 )
         ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
-        self.launches += 1
-        self._fn(*grid, *block, ctypes.c_ulonglong(shared_mem), ptrs)
+        with _LAUNCH_LOCK:  # one kernel at a time, as the device's streams order them
+            self.launches += 1
+            self._fn(*grid, *block, ctypes.c_ulonglong(shared_mem), ptrs)
 
 
 class FakeRawModule:
@@ -252,6 +253,10 @@ class _Stream:
 
 
 _current = threading.local()
+# A launch's grid, block and shared memory are the compiled module's globals
+# (cuda_host_shim.h): two host threads (the prover's side branch beside its own
+# line) launch one kernel at a time.
+_LAUNCH_LOCK = threading.Lock()
 _Stream.null = _Stream()
 
 

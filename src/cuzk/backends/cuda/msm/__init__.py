@@ -6,7 +6,7 @@ importable from here as before:
 - :mod:`.spec`: the groups as the kernels see them (:class:`CurveSpec`);
 - :mod:`.plan`: the cost model and window plan (:class:`Tuning`,
   :func:`choose_window`, :func:`group_windows`, :func:`workspace_bytes`,
-  :func:`fit_tuning`);
+  :func:`classify_bytes`, :func:`fit_tuning`);
 - :mod:`.pipeline`: one MSM's kernels in order (:func:`msm_xyzz`) and its
   result as an affine point (:func:`xyzz_to_affine`);
 - :mod:`.bases`: bases resident in VRAM or streamed from pinned host memory,
@@ -33,6 +33,7 @@ from cuzk.backends.cuda.msm.pipeline import NO_KEY, Kernels, msm_xyzz, xyzz_to_a
 from cuzk.backends.cuda.msm.plan import (
     Tuning,
     choose_window,
+    classify_bytes,
     fit_tuning,
     group_windows,
     num_windows,
@@ -55,6 +56,7 @@ __all__ = [
     "Tuning",
     "_CupyKernels",
     "choose_window",
+    "classify_bytes",
     "fit_tuning",
     "fixed_base_affine",
     "fixed_base_table",

@@ -19,7 +19,7 @@ from cuzk.backends.cuda.msm import bases as _bases
 from cuzk.backends.cuda.msm.bases import PreparedBases, _check_bases
 from cuzk.backends.cuda.msm.fixed_base import fixed_base_multiples
 from cuzk.backends.cuda.msm.pipeline import _check_scalars, _to_host, msm_xyzz, xyzz_to_affine
-from cuzk.backends.cuda.msm.plan import Tuning, fit_tuning, workspace_bytes
+from cuzk.backends.cuda.msm.plan import Tuning, classify_bytes, fit_tuning, workspace_bytes
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
 from cuzk.errors import InputError
 
@@ -100,10 +100,13 @@ class MsmEngine:
         k = self.kernels(spec)
         with cupy.cuda.Device(self.ctx.device_id):
             if handle.resident:
-                free = self.ctx.budget.free_bytes
-                tuning = fit_tuning(spec, n, self.tuning, free, scalars_on_host=on_host)
-                need = workspace_bytes(spec, n, scalars_on_host=on_host, tuning=tuning)
-                with self.ctx.budget.reserve(need, f"msm_{spec.name.lower()} workspace"):
+                # Two reservations: the classification's, then the workspace of
+                # the counts it found (a witness's L, A and B scalars are mostly
+                # zeros and ones: a bound for n full scalars would hold ≈ 17
+                # GiB at 32GiB PoRep's size for what takes a few).
+                budget, name = self.ctx.budget, spec.name.lower()
+                first = classify_bytes(n, on_host)
+                with budget.reserve(first, f"msm_{name} scalars"):
                     if on_host:  # a pageable upload: the prover gathers on the device instead
                         t = time.perf_counter()
                         s = cupy.asarray(np.ascontiguousarray(scalars))
@@ -113,7 +116,20 @@ class MsmEngine:
                             timings["upload_scalars"] = timings.get("upload_scalars", 0.0) + up
                     else:
                         s = scalars
-                    return msm_xyzz(cupy, k, spec, handle.device, s, tuning, timings)
+
+                    def plan(n_ones: int, n_full: int):
+                        counts = (n_ones, n_full)
+                        # beside another line of work (CudaBackend.fork), an MSM
+                        # that its cap would cut down waits for the cap to lift
+                        budget.room_for(
+                            workspace_bytes(spec, n, on_host, self.tuning, counts) - first
+                        )
+                        free = budget.free_bytes + first
+                        tuning = fit_tuning(spec, n, self.tuning, free, on_host, counts)
+                        need = workspace_bytes(spec, n, on_host, tuning, counts) - first
+                        return tuning, budget.reserve(need, f"msm_{name} workspace")
+
+                    return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings, plan)
             return _bases.msm_streamed(self, handle, scalars, n, k)
 
     def _msm(

@@ -30,6 +30,8 @@ The choices of steps 2 and 4 are in :mod:`.plan`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, Protocol
 
 import numpy as np
@@ -215,12 +217,22 @@ def msm_xyzz(
     scalars,
     tuning: Tuning = Tuning(),
     timings: dict | None = None,
+    plan: Callable[[int, int], tuple[Tuning, AbstractContextManager]] | None = None,
 ):
     """Σ sᵢ·Pᵢ as one XYZZ point (Montgomery words, an xp array).
 
     ``bases``: flat uint32 Montgomery affine points (at least n of them);
     ``scalars``: (n, 4) uint64, any 256-bit values (reduced mod r on the GPU).
+    ``plan``, when given, is called once the scalars are classified, with the
+    counts of ones and of full scalars; it returns the tuning to run with and
+    a context held for the rest of the MSM (the engine's reservation of the
+    workspace those counts need: :func:`.plan.workspace_bytes`).
     """
+    with ExitStack() as held:
+        return _msm_xyzz(xp, k, spec, bases, scalars, tuning, timings, plan, held)
+
+
+def _msm_xyzz(xp, k, spec, bases, scalars, tuning, timings, plan, held):
     phases = _Phases(xp, timings)
     n = int(scalars.shape[0])
     xw = spec.xyzz_words
@@ -236,6 +248,9 @@ def msm_xyzz(
         phases.mark("classify")
     else:
         n_ones = n_full = 0
+    if plan is not None:
+        tuning, hold = plan(n_ones, n_full)
+        held.enter_context(hold)
 
     if n_ones:
         extras.append(_ones_sum(xp, k, spec, bases, bitmap, nwords, n_ones, tuning))

@@ -169,20 +169,41 @@ def group_windows(spec: CurveSpec, n: int, c: int, tuning: Tuning = Tuning()) ->
 
 
 def workspace_bytes(
-    spec: CurveSpec, n: int, scalars_on_host: bool = True, tuning: Tuning = Tuning()
+    spec: CurveSpec,
+    n: int,
+    scalars_on_host: bool = True,
+    tuning: Tuning = Tuning(),
+    counts: tuple[int, int] | None = None,
 ) -> int:
-    """An upper bound of the VRAM one MSM of n scalars takes besides its bases."""
-    c = tuning.window or choose_window(n, spec)
+    """An upper bound of the VRAM one MSM of n scalars takes besides its bases.
+
+    ``counts``: (scalars equal to 1, full scalars), once the classification
+    has counted them (:func:`classify_bytes` of it is included); without
+    them every scalar is taken for both, the bound of any n scalars.
+    """
+    n_ones, n_full = (n, n) if counts is None else counts
+    c = tuning.window or choose_window(n_full, spec)
     nw, nb = num_windows(c), 1 << (c - 1)
-    total = 32 * n if scalars_on_host else 0
-    total += 4 * (n // 32 + 1) + 64
-    ones = 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
-    if _uses_affine(n, tuning):  # popcounts and index list, then the affine sum
-        ones = max(ones, 8 * (n // 32 + 1) + 4 * n + _sum_sorted_bytes(spec, n, 1, tuning))
-    g = group_windows(spec, n, c, tuning)
+    total = classify_bytes(n, scalars_on_host)
+    ones = 0
+    if n_ones or counts is None:
+        ones = 2 * spec.xyzz_bytes * (n // 32 + 1)  # ones partials and their tree
+        if _uses_affine(n_ones, tuning):  # popcounts and index list, then the affine sum
+            affine = 8 * (n // 32 + 1) + 4 * n_ones + _sum_sorted_bytes(spec, n_ones, 1, tuning)
+            ones = max(ones, affine)
+    full = 0
+    if n_full or counts is None:
+        g = group_windows(spec, n_full, c, tuning)
+        full = _group_bytes(spec, n_full, g, nb, tuning)
     total += spec.xyzz_bytes * nw  # window sums
-    total += max(ones, _group_bytes(spec, n, g, nb, tuning))
-    return total
+    return total + max(ones, full)
+
+
+def classify_bytes(n: int, scalars_on_host: bool = True) -> int:
+    """The part of :func:`workspace_bytes` the classification takes (the
+    upload of host scalars, the bitmap of ones, two counters): what is held
+    before the counts are known."""
+    return (32 * n if scalars_on_host else 0) + 4 * (n // 32 + 1) + 64
 
 
 def _least(tuning: Tuning) -> Tuning:
@@ -192,15 +213,25 @@ def _least(tuning: Tuning) -> Tuning:
 
 
 def fit_tuning(
-    spec: CurveSpec, n: int, tuning: Tuning, free_bytes: int, scalars_on_host: bool = True
+    spec: CurveSpec,
+    n: int,
+    tuning: Tuning,
+    free_bytes: int,
+    scalars_on_host: bool = True,
+    counts: tuple[int, int] | None = None,
 ) -> Tuning:
     """`tuning`, with a smaller workspace cap (more window groups) or at last
-    the XYZZ method, until one MSM of n scalars fits in free_bytes. When
-    nothing fits, the smallest: the reservation then says what is missing."""
+    the XYZZ method, until one MSM of n scalars (of ``counts``, see
+    :func:`workspace_bytes`) fits in free_bytes. When nothing fits, the
+    smallest: the reservation then says what is missing."""
+
+    def need(t: Tuning) -> int:
+        return workspace_bytes(spec, n, scalars_on_host, t, counts)
+
     cap = tuning.workspace_cap
     for _ in range(8):
         t = dataclasses.replace(tuning, workspace_cap=cap)
-        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+        if need(t) <= free_bytes:
             if t != tuning:
                 log.info(
                     "%s MSM of %d: workspace cap lowered to %.1f GiB", spec.name, n, cap / 2**30
@@ -209,7 +240,7 @@ def fit_tuning(
         cap //= 2
     xyzz = dataclasses.replace(tuning, method="xyzz", sort_points=False)
     for t in (xyzz, _least(tuning)):
-        if workspace_bytes(spec, n, scalars_on_host, t) <= free_bytes:
+        if need(t) <= free_bytes:
             log.info("%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n)
             return t
     return _least(tuning)
