@@ -215,13 +215,13 @@ def test_a_cap_bounds_what_the_thread_is_told_until_lifted():
             other.start()
             other.join()
             assert told == [50]  # another thread is not capped
-        b.room_for(30)  # fits the cap: no wait
         cap.lift()
         assert b.free_bytes == 100
+        assert b.await_lift() is False  # lifted: nothing to wait for
     assert b.free_bytes == 100
 
 
-def test_room_for_more_than_the_cap_waits_for_the_lift():
+def test_await_lift_waits_for_the_cap_to_lift():
     from cuzk.backends.cuda.memory import Cap
 
     b = DeviceBudget(0, 100)
@@ -230,13 +230,13 @@ def test_room_for_more_than_the_cap_waits_for_the_lift():
 
     def side():
         with b.capped(cap):
-            b.room_for(60)
+            assert b.await_lift() is True
             sized.append(b.free_bytes)
 
     t = threading.Thread(target=side)
     t.start()
     t.join(0.1)
-    assert t.is_alive() and not sized  # waiting: the cap would cut it down
+    assert t.is_alive() and not sized  # waiting for its full share
     cap.lift()
     t.join(5)
     assert sized == [100]

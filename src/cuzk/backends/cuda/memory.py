@@ -56,7 +56,7 @@ class DeviceBudget:
         until the cap is lifted: work that sizes itself by it (an MSM's tuning)
         stays within what its caller set aside for it while the caller's own
         work still needs the rest. Reservations are not refused by the cap;
-        only the sizing reads it (and :meth:`room_for` waits on it)."""
+        only the sizing reads it (and :meth:`await_lift` waits on it)."""
         before = getattr(self._local, "cap", None)
         self._local.cap = cap
         try:
@@ -64,12 +64,14 @@ class DeviceBudget:
         finally:
             self._local.cap = before
 
-    def room_for(self, nbytes: int) -> None:
-        """Wait, under a cap smaller than ``nbytes``, until the cap is lifted: work
-        that would be cut down to fit the cap waits for its full share instead."""
+    def await_lift(self) -> bool:
+        """Under a cap not lifted yet, wait until it is (work the cap would cut
+        down too far waits for its full share instead); True if it waited."""
         cap = getattr(self._local, "cap", None)
-        if cap is not None and nbytes > cap.nbytes:
-            cap.wait()
+        if cap is None or cap.lifted:
+            return False
+        cap.wait()
+        return True
 
     def envelope(self) -> Hold | None:
         """The calling thread's envelope now (see :meth:`drawing_from`), for work it

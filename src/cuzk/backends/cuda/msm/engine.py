@@ -119,13 +119,14 @@ class MsmEngine:
 
                     def plan(n_ones: int, n_full: int):
                         counts = (n_ones, n_full)
-                        # beside another line of work (CudaBackend.fork), an MSM
-                        # that its cap would cut down waits for the cap to lift
-                        budget.room_for(
-                            workspace_bytes(spec, n, on_host, self.tuning, counts) - first
-                        )
                         free = budget.free_bytes + first
                         tuning = fit_tuning(spec, n, self.tuning, free, on_host, counts)
+                        # beside another line of work (CudaBackend.fork) more window
+                        # groups are taken, but not the XYZZ method: an MSM the
+                        # cap would cut down to it waits for the cap to lift
+                        if tuning.method != self.tuning.method and budget.await_lift():
+                            free = budget.free_bytes + first
+                            tuning = fit_tuning(spec, n, self.tuning, free, on_host, counts)
                         need = workspace_bytes(spec, n, on_host, tuning, counts) - first
                         return tuning, budget.reserve(need, f"msm_{name} workspace")
 
