@@ -47,16 +47,21 @@ class Recording(CpuBackend):
         self.syncs += 1
 
 
-def test_scalars_are_gathered_on_the_backend_once_each_and_every_step_timed() -> None:
+def _demo():
     circuit = DemoCircuit(rounds=30, words=2)
     cs0 = ConstraintSystem(witness=False)
     circuit.synthesize(cs0, None, None)
     r1cs = cs0.r1cs()
     pk = setup.setup(r1cs, seed=2)
-    be = Recording()
-    key = prover.prepare(pk, r1cs, be)
     cs = ConstraintSystem()
     circuit.synthesize(cs, 77, [5, 6])
+    return r1cs, pk, cs
+
+
+def test_scalars_are_gathered_on_the_backend_once_each_and_every_step_timed() -> None:
+    r1cs, pk, cs = _demo()
+    be = Recording()
+    key = prover.prepare(pk, r1cs, be)
     assignment = fr_to_array(cs.assignment())
     times = prover.StageTimes()
     proof = prover.prove(key, r1cs, assignment, times=times)
@@ -124,17 +129,6 @@ class _ThreadBranch:
         if "error" in self.out:
             raise self.out["error"]
         return self.out["value"]
-
-
-def _demo():
-    circuit = DemoCircuit(rounds=30, words=2)
-    cs0 = ConstraintSystem(witness=False)
-    circuit.synthesize(cs0, None, None)
-    r1cs = cs0.r1cs()
-    pk = setup.setup(r1cs, seed=2)
-    cs = ConstraintSystem()
-    circuit.synthesize(cs, 77, [5, 6])
-    return r1cs, pk, cs
 
 
 def test_a_forking_backend_runs_the_side_msms_beside_h() -> None:
