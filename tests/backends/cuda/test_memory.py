@@ -178,12 +178,15 @@ def _fake_cupy(monkeypatch, pool: _FakePool):
 
 
 def test_allocation_at_the_limit_releases_other_streams_cached_blocks(monkeypatch):
+    from cuzk.backends.cuda import memory
     from cuzk.backends.cuda.memory import releasing_malloc
 
     pool = _FakePool(cached=3 << 30)
     _fake_cupy(monkeypatch, pool)
+    before = memory.pool_releases
     assert releasing_malloc(1 << 30) == ("block", 1 << 30)
     assert pool.freed == 3 << 30 and pool.calls == 2
+    assert memory.pool_releases == before + 1  # counted (and logged at powers of two)
 
 
 def test_allocation_beyond_the_limit_with_nothing_cached_still_fails(monkeypatch):

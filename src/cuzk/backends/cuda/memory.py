@@ -238,6 +238,7 @@ class Hold:
 
 _allocator_lock = threading.Lock()
 _allocator_owner: object = None  # the cupy module whose allocator is ours
+pool_releases = 0  # times releasing_malloc gave back cached blocks (this process)
 
 
 def releasing_malloc(size: int):
@@ -259,7 +260,19 @@ def releasing_malloc(size: int):
         cached = pool.free_bytes()
         if not cached:
             raise
-        log.debug("pool at its limit: releasing %.3f GiB of cached blocks", cached / 2**30)
+        global pool_releases
+        with _allocator_lock:
+            pool_releases += 1
+            count = pool_releases
+        # each release waits for the device (cudaFree): logged at the 1st, 2nd,
+        # 4th, 8th … so a run that keeps hitting the limit shows it
+        level = logging.INFO if count & (count - 1) == 0 else logging.DEBUG
+        log.log(
+            level,
+            "pool at its limit: releasing %.3f GiB of cached blocks (%d releases so far)",
+            cached / 2**30,
+            count,
+        )
         pool.free_all_blocks()
         return pool.malloc(size)
 
