@@ -262,7 +262,9 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     (``logs``), with phases: the scatter of version 8 (four windows' cursor
     atomics in flight a thread, the default) against one at a time
     (``-DCUZK_SCATTER_BATCH=1``, version 7's) and, at G1 2^26, eight
-    (``=8``); the sort writing the points (``Tuning.sort_points``); and
+    (``=8``); the default's sort (``Tuning.sort_points`` chosen by
+    :func:`cuzk.backends.cuda.msm.choose_sort`: the points' where they win)
+    against the index sort ("index") and the points at a 48 GiB cap; and
     sppark's MSM on the same bases and scalars when ``sppark`` (a
     :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
@@ -277,7 +279,7 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     small, big, huge, g2 = logs
 
     def variants(points: bool = False) -> dict:
-        out = {"v2": eng(), "scatter 1": eng(_SCATTER_ONE)}
+        out = {"v2": eng(), "index": eng(sort_points=False), "scatter 1": eng(_SCATTER_ONE)}
         if points:
             out["scatter 8"] = eng(_SCATTER_EIGHT)
             out["points 48G"] = eng(sort_points=True, workspace_cap=_CAP48)

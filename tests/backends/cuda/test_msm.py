@@ -578,3 +578,35 @@ def test_a_partition_reservation_covers_its_largest_msm():
     assert side == 64 * m
     need = CudaBackend.prove_device_bytes(nc, nv)
     assert need == 32 * (7 * m + 3 * nv) + side + (64 << 20) > proof_working_bytes(nc, nv)
+
+
+def test_the_points_sort_is_chosen_where_it_was_measured_faster():
+    """G1 from 2^24 full scalars, with as few window groups at twice the cap
+    and room for its workspace; never in G2, never inside a reservation
+    (room None), never below 2^24, and never over an explicit choice."""
+    from cuzk.backends.cuda.msm import choose_sort, group_windows, workspace_bytes
+
+    G = 1 << 30
+    for lg in (24, 26, 27):
+        n = 1 << lg
+        t = choose_sort(G1_SPEC, n, Tuning(), 110 * G, False)
+        assert t.sort_points is True and t.workspace_cap == 2 * Tuning().workspace_cap
+        c = choose_window(n, G1_SPEC)
+        nw = num_windows(c)
+        index = dataclasses.replace(Tuning(), sort_points=False)
+        assert -(-nw // group_windows(G1_SPEC, n, c, t)) <= -(
+            -nw // group_windows(G1_SPEC, n, c, index)
+        )
+        assert workspace_bytes(G1_SPEC, n, False, t) <= 110 * G
+    n = 1 << 26
+    need = workspace_bytes(G1_SPEC, n, False, choose_sort(G1_SPEC, n, Tuning(), 110 * G, False))
+    assert choose_sort(G1_SPEC, n, Tuning(), need - 1, False).sort_points is False  # no room
+    assert choose_sort(G1_SPEC, n, Tuning(), None, False).sort_points is False  # a reservation
+    assert choose_sort(G2_SPEC, n, Tuning(), 110 * G, False).sort_points is False
+    assert choose_sort(G1_SPEC, 1 << 22, Tuning(), 110 * G, False).sort_points is False
+    # mostly bits: the full scalars decide
+    assert choose_sort(G1_SPEC, n, Tuning(), 110 * G, False, (n // 2, n // 64)).sort_points is False
+    assert choose_sort(G1_SPEC, n, Tuning(sort_points=False), 110 * G, False).sort_points is False
+    assert choose_sort(G1_SPEC, 1 << 20, Tuning(sort_points=True), None, False).sort_points is True
+    # the XYZZ method has no affine list to sort points into
+    assert choose_sort(G1_SPEC, n, Tuning(method="xyzz"), 110 * G, False).sort_points is False

@@ -6,7 +6,7 @@ importable from here as before:
 - :mod:`.spec`: the groups as the kernels see them (:class:`CurveSpec`);
 - :mod:`.plan`: the cost model and window plan (:class:`Tuning`,
   :func:`choose_window`, :func:`group_windows`, :func:`workspace_bytes`,
-  :func:`classify_bytes`, :func:`fit_tuning`);
+  :func:`classify_bytes`, :func:`fit_tuning`, :func:`choose_sort`);
 - :mod:`.pipeline`: one MSM's kernels in order (:func:`msm_xyzz`) and its
   result as an affine point (:func:`xyzz_to_affine`);
 - :mod:`.bases`: bases resident in VRAM or streamed from pinned host memory,
@@ -32,6 +32,7 @@ from cuzk.backends.cuda.msm.fixed_base import (
 from cuzk.backends.cuda.msm.pipeline import NO_KEY, Kernels, msm_xyzz, xyzz_to_affine
 from cuzk.backends.cuda.msm.plan import (
     Tuning,
+    choose_sort,
     choose_window,
     classify_bytes,
     fit_tuning,
@@ -55,6 +56,7 @@ __all__ = [
     "PreparedBases",
     "Tuning",
     "_CupyKernels",
+    "choose_sort",
     "choose_window",
     "classify_bytes",
     "fit_tuning",

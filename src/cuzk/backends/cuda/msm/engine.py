@@ -19,7 +19,13 @@ from cuzk.backends.cuda.msm import bases as _bases
 from cuzk.backends.cuda.msm.bases import PreparedBases, _check_bases
 from cuzk.backends.cuda.msm.fixed_base import fixed_base_multiples
 from cuzk.backends.cuda.msm.pipeline import _check_scalars, _to_host, msm_xyzz, xyzz_to_affine
-from cuzk.backends.cuda.msm.plan import Tuning, classify_bytes, fit_tuning, workspace_bytes
+from cuzk.backends.cuda.msm.plan import (
+    Tuning,
+    choose_sort,
+    classify_bytes,
+    fit_tuning,
+    workspace_bytes,
+)
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
 from cuzk.errors import InputError
 
@@ -120,13 +126,17 @@ class MsmEngine:
                     def plan(n_ones: int, n_full: int):
                         counts = (n_ones, n_full)
                         free = budget.free_bytes + first
-                        tuning = fit_tuning(spec, n, self.tuning, free, on_host, counts)
+                        # the points' sort only outside a reservation (whose
+                        # estimate counts the index sort's workspace)
+                        room = free if budget.envelope() is None else None
+                        chosen = choose_sort(spec, n, self.tuning, room, on_host, counts)
+                        tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
                         # beside another line of work (CudaBackend.fork) more window
                         # groups are taken, but not the XYZZ method: an MSM the
                         # cap would cut down to it waits for the cap to lift
-                        if tuning.method != self.tuning.method and budget.await_lift():
+                        if tuning.method != chosen.method and budget.await_lift():
                             free = budget.free_bytes + first
-                            tuning = fit_tuning(spec, n, self.tuning, free, on_host, counts)
+                            tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
                         need = workspace_bytes(spec, n, on_host, tuning, counts) - first
                         return tuning, budget.reserve(need, f"msm_{name} workspace")
 

@@ -49,7 +49,11 @@ class Tuning:
     # ones instead of gathering random bases (version 6:
     # docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions);
     # the list takes a point per entry, not an index and half a point.
-    sort_points: bool = False
+    # None: chosen per MSM (:func:`choose_sort`): G1's points where they fit
+    # in no more window groups than the index sort, at twice the cap (faster
+    # there: G1 2^26 483 against 504 ms on the H200, 2^27 −4 %); the index
+    # sort otherwise, and always inside a partition's reservation.
+    sort_points: bool | None = None
     group_windows: int | None = None  # windows sorted and summed together (None: by the cap)
     workspace_cap: int = 24 << 30  # bytes one window group may take
 
@@ -204,6 +208,50 @@ def classify_bytes(n: int, scalars_on_host: bool = True) -> int:
     upload of host scalars, the bitmap of ones, two counters): what is held
     before the counts are known."""
     return (32 * n if scalars_on_host else 0) + 4 * (n // 32 + 1) + 64
+
+
+# The fewest full scalars the points' sort is chosen for (measured from 2^24 up).
+_POINTS_MIN_FULL = 1 << 24
+
+
+def choose_sort(
+    spec: CurveSpec,
+    n: int,
+    tuning: Tuning,
+    room_bytes: int | None,
+    scalars_on_host: bool = True,
+    counts: tuple[int, int] | None = None,
+) -> Tuning:
+    """`tuning` with ``sort_points`` decided when it is None: the sort writing
+    the points, at twice the workspace cap, for G1 when that takes no more
+    window groups than the index sort at the cap and its workspace fits in
+    ``room_bytes``; else the index sort. ``room_bytes`` None (work inside a
+    reservation whose estimate counts the index sort) is the index sort.
+
+    Measured (docs/device-notes/msm.md, versions 6 and 8): the points win
+    by 1–4 % at G1 2^24–2^27 with as few groups, lose with more groups, and
+    lose in G2 (its 192-byte random writes).
+    """
+    if tuning.sort_points is not None:
+        return tuning
+    index = dataclasses.replace(tuning, sort_points=False)
+    n_full = n if counts is None else counts[1]
+    if room_bytes is None or spec.name != "G1" or tuning.method != "affine":
+        return index
+    if n_full < _POINTS_MIN_FULL:
+        return index
+    points = dataclasses.replace(tuning, sort_points=True, workspace_cap=2 * tuning.workspace_cap)
+    c = tuning.window or choose_window(n_full, spec)
+    nw = num_windows(c)
+
+    def groups(t: Tuning) -> int:
+        return -(-nw // group_windows(spec, n_full, c, t))
+
+    if groups(points) > groups(index):
+        return index
+    if workspace_bytes(spec, n, scalars_on_host, points, counts) > room_bytes:
+        return index
+    return points
 
 
 def _least(tuning: Tuning) -> Tuning:
