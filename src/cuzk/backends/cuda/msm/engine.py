@@ -127,8 +127,16 @@ class MsmEngine:
                         counts = (n_ones, n_full)
                         free = budget.free_bytes + first
                         # the points' sort only outside a reservation (whose
-                        # estimate counts the index sort's workspace)
-                        room = free if budget.envelope() is None else None
+                        # estimate counts the index sort's workspace), in what
+                        # the pool has left as well: arrays a caller holds
+                        # without a reservation (a prover's assignment, h) are
+                        # in the pool's use, not in the budget's
+                        room = None
+                        if budget.envelope() is None:
+                            pool = getattr(self.ctx, "pool", None)
+                            limit = pool.get_limit() if pool is not None else 0
+                            left = limit - pool.used_bytes() if limit else free
+                            room = min(free, left + first)
                         chosen = choose_sort(spec, n, self.tuning, room, on_host, counts)
                         tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
                         # beside another line of work (CudaBackend.fork) more window
