@@ -284,9 +284,9 @@ class CudaBackend:
         calling thread's reservation envelope. Until :meth:`Branch.join` its
         MSMs size their workspace to :meth:`side_workspace_bytes` (more
         window groups), and one that this would cut down to the XYZZ method
-        waits for the join instead. The prover runs
-        a proof's L, A and B MSMs there while its own stream computes H and
-        H's MSM (an optional capability: without it they run in turn).
+        waits for the join instead. The prover runs a proof's L, A and B
+        MSMs there while its own stream computes H and H's MSM (an optional
+        capability: without it they run in turn).
         """
         cp = self.cp
         with self._device():

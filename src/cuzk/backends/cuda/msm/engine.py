@@ -126,17 +126,7 @@ class MsmEngine:
                     def plan(n_ones: int, n_full: int):
                         counts = (n_ones, n_full)
                         free = budget.free_bytes + first
-                        # the points' sort only outside a reservation (whose
-                        # estimate counts the index sort's workspace), in what
-                        # the pool has left as well: arrays a caller holds
-                        # without a reservation (a prover's assignment, h) are
-                        # in the pool's use, not in the budget's
-                        room = None
-                        if budget.envelope() is None:
-                            pool = getattr(self.ctx, "pool", None)
-                            limit = pool.get_limit() if pool is not None else 0
-                            left = limit - pool.used_bytes() if limit else free
-                            room = min(free, left + first)
+                        room = self._sort_room(free, first)
                         chosen = choose_sort(spec, n, self.tuning, room, on_host, counts)
                         tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
                         # beside another line of work (CudaBackend.fork) more window
@@ -150,6 +140,19 @@ class MsmEngine:
 
                     return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings, plan)
             return _bases.msm_streamed(self, handle, scalars, n, k)
+
+    def _sort_room(self, free: int, held: int) -> int | None:
+        """The room :func:`.plan.choose_sort` may give the points' sort: none
+        inside a reservation (whose estimate counts the index sort's
+        workspace); else the free budget (``free``, with the ``held`` bytes of
+        the classification), within what the memory pool has left, since
+        arrays a caller holds without a reservation (a standalone prover's
+        assignment and h) are in the pool's use, not in the budget's."""
+        if self.ctx.budget.envelope() is not None:
+            return None
+        pool = getattr(self.ctx, "pool", None)
+        limit = pool.get_limit() if pool is not None else 0
+        return min(free, limit - pool.used_bytes() + held) if limit else free
 
     def _msm(
         self, handle: PreparedBases, scalars, spec: CurveSpec, timings: dict | None = None
