@@ -152,6 +152,10 @@ def test_a_forking_backend_runs_the_side_msms_beside_h() -> None:
     }
     g1 = sum(times.detail[k] for k in ("gather", "msm_h", "msm_l", "msm_a", "msm_b_g1"))
     assert abs(times.seconds["msm_g1"] - g1) < 1e-6
+    # one StageTimes over two proofs (the demo and gpu-proof commands): the sums
+    prover.prove(prover.prepare(pk, r1cs, be), r1cs, assignment, r=3, s=4, times=times)
+    g1 = sum(times.detail[k] for k in ("gather", "msm_h", "msm_l", "msm_a", "msm_b_g1"))
+    assert abs(times.seconds["msm_g1"] - g1) < 1e-6
 
 
 def test_a_failed_side_msm_fails_the_proof_after_the_join() -> None:
