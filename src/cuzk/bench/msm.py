@@ -247,26 +247,21 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
-# The larger window groups of the rows "… 48G" (a workspace cap of 48 GiB).
-_CAP48 = 48 << 30
 # The product before version 7: a chain of low words, then one of high words.
 _LOHI = ("-DCUZK_FQ_LOHI_CHAINS",)
-# The scatter before version 8 (one window's atomic and store at a time), and
-# with eight windows' atomics in flight instead of four.
-_SCATTER_ONE = ("-DCUZK_SCATTER_BATCH=1",)
-_SCATTER_EIGHT = ("-DCUZK_SCATTER_BATCH=8",)
+# Pass 1 of the affine rounds before version 10: whole points, not x first.
+_WHOLE_PASS_1 = ("-DCUZK_AFF_X_FIRST=0",)
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
     """Variants of the default MSM at G1 2^24 / 2^26 / 2^27 and G2 2^24
-    (``logs``), with phases: the scatter of version 8 (four windows' cursor
-    atomics in flight a thread, the default) against one at a time
-    (``-DCUZK_SCATTER_BATCH=1``, version 7's) and, at G1 2^26, eight
-    (``=8``); the default's sort (``Tuning.sort_points`` chosen by
-    :func:`cuzk.backends.cuda.msm.choose_sort`: the points' where they win)
-    against the index sort ("index") and the points at a 48 GiB cap; and
-    sppark's MSM on the same bases and scalars when ``sppark`` (a
-    :class:`cuzk.bench.sppark.SpparkMsm`) is given.
+    (``logs``), with phases: the default's sort (``Tuning.sort_points``
+    chosen by :func:`cuzk.backends.cuda.msm.choose_sort`: the points' where
+    they win) against the index sort ("index", the one a partition's
+    reservation holds), each also with pass 1 of the affine rounds reading
+    whole points (``-DCUZK_AFF_X_FIRST=0``, version 9's: "whole") instead of
+    the x coordinates first; and sppark's MSM on the same bases and scalars
+    when ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
     Every variant runs on the same inputs; the rows' "check" says whether all
     results (sppark's among them) are the same point.
@@ -278,16 +273,17 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
 
     small, big, huge, g2 = logs
 
-    def variants(points: bool = False) -> dict:
-        out = {"v2": eng(), "index": eng(sort_points=False), "scatter 1": eng(_SCATTER_ONE)}
-        if points:
-            out["scatter 8"] = eng(_SCATTER_EIGHT)
-            out["points 48G"] = eng(sort_points=True, workspace_cap=_CAP48)
-        return out
+    def variants() -> dict:
+        return {
+            "v2": eng(),
+            "whole": eng(_WHOLE_PASS_1),
+            "index": eng(sort_points=False),
+            "index whole": eng(_WHOLE_PASS_1, sort_points=False),
+        }
 
     plans = [
         ("G1", small, variants()),
-        ("G1", big, variants(points=True)),
+        ("G1", big, variants()),
         ("G1", huge, variants()),
         ("G2", g2, variants()),
     ]
@@ -376,9 +372,8 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", _SCATTER_ONE),
-    ("msm.cu", ("-DCUZK_G2", *_SCATTER_ONE)),
-    ("msm.cu", _SCATTER_EIGHT),
+    ("msm.cu", _WHOLE_PASS_1),
+    ("msm.cu", ("-DCUZK_G2", *_WHOLE_PASS_1)),
 ]
 
 

@@ -153,12 +153,16 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
         (G2, ("-DCUZK_AFF_SHARED=0",)),
         (G1, ("-DCUZK_AFF_CALLS=0",)),
         (G1, ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
+        (G1, ("-DCUZK_AFF_X_FIRST=0",)),
+        (G2, ("-DCUZK_AFF_X_FIRST=0",)),
     ],
     ids=[
         "G1-shared",
         "G2-registers",
         "G1-inlined",
         "G1-shared-20-warps",
+        "G1-whole-points-pass-1",
+        "G2-whole-points-pass-1",
     ],
 )
 def test_affine_kernel_variants_match_cpu(group, defines, host_kernels):

@@ -420,6 +420,18 @@ struct first_round {
         b = has_b ? entry(e0 + 1) : a;
         return has_b;
     }
+    __device__ __forceinline__ bool locate(uint32_t k, uint64_t i, const uint32_t*& pa, bool& na,
+                                           const uint32_t*& pb, bool& nb) const {
+        const uint64_t e0 = (k ? ends[k - 1] : 0u) + 2 * i;
+        const uint32_t va = vals[e0];
+        pa = bases + (uint64_t)(va >> 1) * AFFINE_WORDS;
+        na = va & 1;
+        const bool has_b = e0 + 1 < ends[k];
+        const uint32_t vb = has_b ? vals[e0 + 1] : va;
+        pb = bases + (uint64_t)(vb >> 1) * AFFINE_WORDS;
+        nb = vb & 1;
+        return has_b;
+    }
     __device__ __forceinline__ uint32_t* out(uint32_t, uint64_t, uint64_t it) const {
         return list + it * AFFINE_WORDS;
     }
@@ -446,6 +458,14 @@ struct later_round {
         const uint64_t p = pos(k, i);
         a = load_affine<field>(list + p * AFFINE_WORDS);
         b = load_affine<field>(list + (p + stride) * AFFINE_WORDS);
+        return true;
+    }
+    __device__ __forceinline__ bool locate(uint32_t k, uint64_t i, const uint32_t*& pa, bool& na,
+                                           const uint32_t*& pb, bool& nb) const {
+        const uint64_t p = pos(k, i);
+        pa = list + p * AFFINE_WORDS;
+        pb = list + (p + stride) * AFFINE_WORDS;
+        na = nb = false;
         return true;
     }
     __device__ __forceinline__ uint32_t* out(uint32_t k, uint64_t i, uint64_t) const {
@@ -480,6 +500,15 @@ struct later_round {
 #else
 #define CUZK_AFF_SHARED 0
 #endif
+#endif
+
+// Pass 1 of a round needs only each pair's kind and denominator: with
+// CUZK_AFF_X_FIRST (the default) it reads the two x coordinates and a y only
+// where they do not decide (pair_kind_den), two of a G1 point's three 32-byte
+// sectors; 0 reads the whole points, as pass 2 does
+// (docs/device-notes/msm.md#version-10-pass-1-reads-x-plan-and-predictions).
+#ifndef CUZK_AFF_X_FIRST
+#define CUZK_AFF_X_FIRST 1
 #endif
 
 // A point padded to an odd number of words: a warp reading one word of each
@@ -517,10 +546,19 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
     for (uint64_t it = i0; it < i1; it++) {
         while (iend[k] <= it) k++;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);
+#if CUZK_AFF_X_FIRST
+        const uint32_t *pa, *pb;
+        bool na, nb;
+        const bool has_b = r.locate(k, i, pa, na, pb, nb);
+        field den;
+        const int kind = pair_kind_den<field>(pa, na, pb, nb, has_b, den);
+#else
         const int kind = pair_kind(a, b, r.load(k, i, a, b));
+        const field den = pair_den(a, b, kind);
+#endif
         if (pair_inverts(kind)) {
             store(r.prefix(it, it - i0, t, threads), acc);
-            acc = aff_mul(acc, pair_den(a, b, kind));
+            acc = aff_mul(acc, den);
         }
     }
     // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
