@@ -249,8 +249,13 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
 
 # The product before version 7: a chain of low words, then one of high words.
 _LOHI = ("-DCUZK_FQ_LOHI_CHAINS",)
-# Pass 1 of the affine rounds before version 10: whole points, not x first.
-_WHOLE_PASS_1 = ("-DCUZK_AFF_X_FIRST=0",)
+# Pass 1 of the affine rounds the other way round from the group's default
+# (version 10): G1 reads whole points, so its variant reads x first; G2 the
+# reverse.
+_OTHER_PASS_1 = {
+    "G1": ("x first", ("-DCUZK_AFF_X_FIRST=1",)),
+    "G2": ("whole", ("-DCUZK_AFF_X_FIRST=0",)),
+}
 
 
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
@@ -258,10 +263,10 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     (``logs``), with phases: the default's sort (``Tuning.sort_points``
     chosen by :func:`cuzk.backends.cuda.msm.choose_sort`: the points' where
     they win) against the index sort ("index", the one a partition's
-    reservation holds), each also with pass 1 of the affine rounds reading
-    whole points (``-DCUZK_AFF_X_FIRST=0``, version 9's: "whole") instead of
-    the x coordinates first; and sppark's MSM on the same bases and scalars
-    when ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is given.
+    reservation holds), each also with pass 1 of the affine rounds the other
+    way round from the group's default (``CUZK_AFF_X_FIRST``: G1 "x first",
+    G2 "whole"); and sppark's MSM on the same bases and scalars when
+    ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
     Every variant runs on the same inputs; the rows' "check" says whether all
     results (sppark's among them) are the same point.
@@ -273,19 +278,20 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
 
     small, big, huge, g2 = logs
 
-    def variants() -> dict:
+    def variants(group: str) -> dict:
+        name, other = _OTHER_PASS_1[group]
         return {
             "v2": eng(),
-            "whole": eng(_WHOLE_PASS_1),
+            name: eng(other),
             "index": eng(sort_points=False),
-            "index whole": eng(_WHOLE_PASS_1, sort_points=False),
+            f"index {name}": eng(other, sort_points=False),
         }
 
     plans = [
-        ("G1", small, variants()),
-        ("G1", big, variants()),
-        ("G1", huge, variants()),
-        ("G2", g2, variants()),
+        ("G1", small, variants("G1")),
+        ("G1", big, variants("G1")),
+        ("G1", huge, variants("G1")),
+        ("G2", g2, variants("G2")),
     ]
     base = MsmEngine(ctx)
     out, phases = [], {}
@@ -372,8 +378,8 @@ MODULES = [
 ]
 # Loaded by --explore only.
 EXPLORE_MODULES = [
-    ("msm.cu", _WHOLE_PASS_1),
-    ("msm.cu", ("-DCUZK_G2", *_WHOLE_PASS_1)),
+    ("msm.cu", _OTHER_PASS_1["G1"][1]),
+    ("msm.cu", ("-DCUZK_G2", *_OTHER_PASS_1["G2"][1])),
 ]
 
 

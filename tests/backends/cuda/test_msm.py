@@ -153,7 +153,7 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
         (G2, ("-DCUZK_AFF_SHARED=0",)),
         (G1, ("-DCUZK_AFF_CALLS=0",)),
         (G1, ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
-        (G1, ("-DCUZK_AFF_X_FIRST=0",)),
+        (G1, ("-DCUZK_AFF_X_FIRST=1",)),
         (G2, ("-DCUZK_AFF_X_FIRST=0",)),
     ],
     ids=[
@@ -161,7 +161,7 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
         "G2-registers",
         "G1-inlined",
         "G1-shared-20-warps",
-        "G1-whole-points-pass-1",
+        "G1-x-first-pass-1",
         "G2-whole-points-pass-1",
     ],
 )

@@ -503,12 +503,19 @@ struct later_round {
 #endif
 
 // Pass 1 of a round needs only each pair's kind and denominator: with
-// CUZK_AFF_X_FIRST (the default) it reads the two x coordinates and a y only
-// where they do not decide (pair_kind_den), two of a G1 point's three 32-byte
-// sectors; 0 reads the whole points, as pass 2 does
-// (docs/device-notes/msm.md#version-10-pass-1-reads-x-plan-and-predictions).
+// CUZK_AFF_X_FIRST = 1 it reads the two x coordinates and a y only where they
+// do not decide (pair_kind_den), half of each point's bytes; 0 reads the
+// whole points, as pass 2 does. G2 reads x first (2.6 % faster at 2^24, round
+// 1 −6.5 %); G1 reads whole points: x first gained 2.5 % of round 1 on the
+// index sort's random gathers but cost 1–4 % on the points' sort, whose
+// contiguous runs fetch the same lines either way
+// (docs/device-notes/msm.md#version-10-on-the-h200).
 #ifndef CUZK_AFF_X_FIRST
+#ifdef CUZK_G2
 #define CUZK_AFF_X_FIRST 1
+#else
+#define CUZK_AFF_X_FIRST 0
+#endif
 #endif
 
 // A point padded to an odd number of words: a warp reading one word of each
