@@ -62,9 +62,9 @@ CUZK_HD int pair_kind(const affine_t<F>& a, const affine_t<F>& b, bool has_b) {
 // `neg` negates that point), reading a y only where the x coordinates do not
 // decide the kind: an x of zero (infinity is the all-zero pair) or equal x.
 // Pass 1 of the batched rounds needs no more than the denominator, so for a
-// sum of two distinct points it reads 2 of each point's 3 sectors (G1: 48 of
-// 96 bytes; G2: 96 of 192). Same kinds and denominators as pair_kind and
-// pair_den on the whole points.
+// sum of two distinct points it reads half of each point (G1: 48 of 96
+// bytes, two of its three 32-byte sectors; G2: 96 of 192, three of six).
+// Same kinds and denominators as pair_kind and pair_den on the whole points.
 template <class F>
 CUZK_HD F load_y(const uint32_t* p, bool negated) {
     F y;
