@@ -408,18 +408,6 @@ struct first_round {
     const uint32_t* ends;
     uint32_t* list;
 
-    __device__ __forceinline__ affine entry(uint64_t e) const {
-        const uint32_t v = vals[e];
-        affine a = load_affine<field>(bases + (uint64_t)(v >> 1) * AFFINE_WORDS);
-        return (v & 1) ? negate(a) : a;
-    }
-    __device__ __forceinline__ bool load(uint32_t k, uint64_t i, affine& a, affine& b) const {
-        const uint64_t e0 = (k ? ends[k - 1] : 0u) + 2 * i;
-        a = entry(e0);
-        const bool has_b = e0 + 1 < ends[k];
-        b = has_b ? entry(e0 + 1) : a;
-        return has_b;
-    }
     __device__ __forceinline__ bool locate(uint32_t k, uint64_t i, const uint32_t*& pa, bool& na,
                                            const uint32_t*& pb, bool& nb) const {
         const uint64_t e0 = (k ? ends[k - 1] : 0u) + 2 * i;
@@ -454,12 +442,6 @@ struct later_round {
     __device__ __forceinline__ uint64_t pos(uint32_t k, uint64_t i) const {
         return off[k] + 2 * i * stride;
     }
-    __device__ __forceinline__ bool load(uint32_t k, uint64_t i, affine& a, affine& b) const {
-        const uint64_t p = pos(k, i);
-        a = load_affine<field>(list + p * AFFINE_WORDS);
-        b = load_affine<field>(list + (p + stride) * AFFINE_WORDS);
-        return true;
-    }
     __device__ __forceinline__ bool locate(uint32_t k, uint64_t i, const uint32_t*& pa, bool& na,
                                            const uint32_t*& pb, bool& nb) const {
         const uint64_t p = pos(k, i);
@@ -476,6 +458,24 @@ struct later_round {
         return scratch + (j * threads + t) * words<field>::n;
     }
 };
+
+static __device__ __forceinline__ affine load_signed(const uint32_t* p, bool negated) {
+    const affine a = load_affine<field>(p);
+    return negated ? negate(a) : a;
+}
+
+// Pair i of key k as whole points (a round's `locate`: where they are, and
+// which to negate); b is a again when the pair has no second point.
+template <class Round>
+static __device__ __forceinline__ bool load_pair(const Round& r, uint32_t k, uint64_t i, affine& a,
+                                                 affine& b) {
+    const uint32_t *pa, *pb;
+    bool na, nb;
+    const bool has_b = r.locate(k, i, pa, na, pb, nb);
+    a = load_signed(pa, na);
+    b = has_b ? load_signed(pb, nb) : a;
+    return has_b;
+}
 
 // The affine rounds run in blocks of 64 threads (the Python side launches
 // them so). CUZK_AFF_MIN_BLOCKS such blocks must fit an SM: G1 8 (≤ 128
@@ -560,7 +560,7 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
         field den;
         const int kind = pair_kind_den<field>(pa, na, pb, nb, has_b, den);
 #else
-        const int kind = pair_kind(a, b, r.load(k, i, a, b));
+        const int kind = pair_kind(a, b, load_pair(r, k, i, a, b));
         const field den = pair_den(a, b, kind);
 #endif
         if (pair_inverts(kind)) {
@@ -574,7 +574,7 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;
         const uint64_t i = it - (k ? iend[k - 1] : 0u);
-        const int kind = pair_kind(a, b, r.load(k, i, a, b));
+        const int kind = pair_kind(a, b, load_pair(r, k, i, a, b));
         field inv_it = inv;
         if (pair_inverts(kind)) {
             field before;
