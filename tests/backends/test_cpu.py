@@ -104,6 +104,30 @@ def test_h_poly_satisfies_the_quotient_identity():
     assert lhs_bad != _eval_poly(h_bad, x) * d.z_at(x) % R
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_h_poly_takes_thunks_in_order(native):
+    """Zero-argument callables in place of a, b, c: each called once, a then b
+    then c, and the same H as from the arrays."""
+    cpu = CpuBackend(native=native)
+    rng = np.random.default_rng(11)
+    arrs = [fr_random(n, rng) for n in (13, 16, 5)]
+    calls = []
+
+    def thunk(name, x):
+        def call():
+            calls.append(name)
+            return x.copy()
+
+        return call
+
+    want = cpu.h_poly(*arrs)
+    thunks = [thunk(n, x) for n, x in zip("abc", arrs, strict=True)]
+    assert np.array_equal(cpu.h_poly(*thunks), want)
+    assert calls == ["a", "b", "c"]
+    assert np.array_equal(cpu.h_poly(arrs[0], thunk("b", arrs[1]), arrs[2]), want)
+    assert calls == ["a", "b", "c", "b"]
+
+
 def _edge_scalars(n, rng):
     pool = [0, 1, R - 1, 2]
     return [rng.choice(pool) if rng.random() < 0.5 else rng.randrange(R) for _ in range(n)]

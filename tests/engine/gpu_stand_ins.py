@@ -49,22 +49,22 @@ class BudgetedCpuBackend(CpuBackend):
         super().__init__()
         self.vram = vram
 
-    def load_g1(self, count, read, progress=None):
+    def load_g1(self, count, read, progress=None, resident=None):
         # as the MSM engine decides resident vs streamed bases: by the room it sees
         assert self.vram.free_bytes >= 96 * count, "no room seen for resident bases"
         hold = self.vram.acquire(96 * count, "G1 bases")
         return VramHandle(super().load_g1(count, read, progress), hold)
 
-    def load_g2(self, count, read, progress=None):
+    def load_g2(self, count, read, progress=None, resident=None):
         hold = self.vram.acquire(192 * count, "G2 bases")
         return VramHandle(super().load_g2(count, read, progress), hold)
 
-    def prepare_matrix(self, m):
+    def prepare_matrix(self, m, resident=True):
         return VramHandle(m, self.vram.acquire(8 * m.num_rows + 36 * m.nnz, "CSR"))
 
-    def spmv(self, m, w):
+    def spmv(self, m, w, rows=None):
         with self.vram.reserve(32 * (m.inner.num_rows + len(w)), "spmv"):
-            return super().spmv(m.inner, w)
+            return super().spmv(m.inner, w, rows)
 
     def msm_g1(self, bases, scalars, phases=None):
         with self.vram.reserve(64 * len(scalars), "msm_g1 workspace"):
@@ -87,9 +87,9 @@ class StandInGpu(BudgetedCpuBackend):
         self.proofs = 0
         self._lock = threading.Lock()
 
-    def spmv(self, m, w):
+    def spmv(self, m, w, rows=None):
         assert self.gate.wait(GATE_TIMEOUT_S), "the test never opened this device's gate"
-        return super().spmv(m, w)
+        return super().spmv(m, w, rows)
 
     def msm_g2(self, bases, scalars, phases=None):
         out = super().msm_g2(bases, scalars, phases)

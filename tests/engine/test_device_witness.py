@@ -178,7 +178,7 @@ def test_device_witness_fits_its_reservations_and_gives_everything_back(tmp_path
         # the key proves with the matrices on its device and holds no host R1CS;
         # the kind let go of the mapping the upload read (a later r1cs() maps the
         # cache file again)
-        (key,) = e.srs._entries["winning-2k"].prepared.values()
+        (key,) = e.keys._entries["winning-2k"].prepared.values()
         assert key.r1cs is None and key.matrices
         plan_holds = sum(h.nbytes for h in maker.holds)
         assert 0 < plan_holds <= vram.peak_by_operation["witness plan winning-2k"]
@@ -199,7 +199,7 @@ def test_a_witness_starts_on_its_share_while_another_partition_proves(tmp_path: 
     e, dev, maker = _winning_engine(tmp_path, 4 << 30)
     try:  # the sizes, from a device with room for everything
         assert all(j.state == JobState.COMPLETED for j in _winning_jobs(e, 1))
-        entry = e.srs._entries["winning-2k"]
+        entry = e.keys._entries["winning-2k"]
         key = entry.reservations[0].nbytes
         plan_res = sum(r.nbytes for _, r, _ in e.pipeline._device_plans.values())
         handler = e.kinds.handler(ProofKind.WINNING_POST)

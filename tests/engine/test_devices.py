@@ -63,7 +63,7 @@ def test_two_devices_each_within_its_budget(tmp_path: Path) -> None:
         assert [d.name for d in st.devices] == ["fake GPU 0", "fake GPU 1"]
         assert set(st.budgets) == {"host", "vram:0", "vram:1"}
         assert st.gpu_workers == 4
-        resident = {s.circuit_id: s.devices for s in st.srs}
+        resident = {s.circuit_id: s.devices for s in st.keys}
         assert any(resident.values())
         # Evicting frees each device's copy.
         for cid, on in resident.items():

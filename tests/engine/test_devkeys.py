@@ -13,7 +13,7 @@ from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
-from cuzk.engine.keygen import params_file_bytes
+from cuzk.engine.keystore.devfiles import params_file_bytes
 from cuzk.engine.kinds import demo
 from cuzk.engine.kinds.base import KeyFiles
 from cuzk.errors import ResourceError
@@ -71,10 +71,10 @@ def test_the_least_recently_used_key_goes_when_a_new_one_would_not_fit(tmp_path:
         assert on_disk(tmp_path) == {IDS[0]: sizes[0], IDS[2]: sizes[2]}
         assert sum(on_disk(tmp_path).values()) <= budget
         # evicted from memory too: B's key is gone from status and from the host budget
-        assert IDS[1] not in {s.circuit_id for s in e.srs.status()}
+        assert IDS[1] not in {s.circuit_id for s in e.keys.status()}
         prove(e, CIRCUITS[1])  # made again when asked for again (A is the oldest now)
         assert on_disk(tmp_path) == {IDS[1]: sizes[1], IDS[2]: sizes[2]}
-        assert all(s.ref_count == 0 for s in e.srs.status())
+        assert all(s.ref_count == 0 for s in e.keys.status())
     finally:
         e.stop()
 
@@ -83,13 +83,13 @@ def test_a_key_in_use_is_never_deleted(tmp_path: Path) -> None:
     sizes = [key_bytes(c) for c in IDS]
     e = engine(tmp_path, sum(sizes) - min(sizes) // 2)
     try:
-        lease = e.srs.acquire_host(IDS[0], 1000)  # A pinned, as by a partition in flight
+        lease = e.keys.acquire_host(IDS[0], 1000)  # A pinned, as by a partition in flight
         try:
             prove(e, CIRCUITS[1])
             prove(e, CIRCUITS[2])  # A is the oldest but in use: B goes
             assert set(on_disk(tmp_path)) == {IDS[0], IDS[2]}
         finally:
-            e.srs.release_host(lease)
+            e.keys.release_host(lease)
     finally:
         e.stop()
 
@@ -123,6 +123,6 @@ def test_a_key_larger_than_the_whole_budget_is_refused_naming_it(tmp_path: Path)
         assert "[srs] dev_key_disk_budget" in job.error and IDS[0] in job.error
         assert on_disk(tmp_path) == {}
         with pytest.raises(ResourceError, match=r"dev_key_disk_budget"):
-            e.srs.preload(IDS[0])
+            e.keys.preload(IDS[0])
     finally:
         e.stop()

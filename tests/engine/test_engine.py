@@ -88,7 +88,7 @@ def test_synthesis_errors_fail_their_job_only(tmp_path: Path) -> None:
         # Every partition's working set came back; only the hot key stays reserved.
         cid = demo.circuit_id(C.rounds, C.words)
         assert e.host_budget.reserved == key_host_bytes(Broken().r1cs(cid))
-        assert all(s.ref_count == 0 for s in e.srs.status())
+        assert all(s.ref_count == 0 for s in e.keys.status())
     finally:
         e.stop()
 

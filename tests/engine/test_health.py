@@ -111,7 +111,7 @@ def test_a_gpu_lost_mid_batch_hands_its_partitions_to_the_other(tmp_path, monkey
         assert gpu1.next_probe_s is not None and gpu1.next_probe_s > 0
         # what GPU 1 held is dropped once nothing runs there
         wait_for(lambda: gpus[1].vram.reserved_bytes == 0, "GPU 1's keys dropped")
-        assert [s.devices for s in e.status().srs if s.circuit_id == CID] == [(0,)]
+        assert [s.devices for s in e.status().keys if s.circuit_id == CID] == [(0,)]
         assert all(g.vram.overdrawn_by_operation == {} for g in gpus)
         # status, GetStatus and the metrics say so
         js = e.status().to_json()["devices"]

@@ -114,7 +114,7 @@ def test_window_post_2kib_end_to_end(tmp_path: Path, monkeypatch) -> None:
         post = config_for_registered_proof(WINDOW_2K_V1_1)
         sectors = [read_sector_proof(b) for b in good.vanilla_proofs]
         pub = public_inputs(post, RND, [(s.sector_id, s.comm_r) for s in sectors], 0)
-        vk = e.srs.verifying_key("wpost-2k")
+        vk = e.keys.verifying_key("wpost-2k")
         assert verifier.verify(vk, pub, Proof.from_bytes(job.proof))
         assert not verifier.verify(vk, [pub[0] + 1, *pub[1:]], Proof.from_bytes(job.proof))
     finally:

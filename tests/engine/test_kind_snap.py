@@ -21,11 +21,11 @@ from cuzk.circuits.update.vanilla import public_inputs, write_partition_proof
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.keystore import HostLease
 from cuzk.engine.kinds import KindRegistry, default_registry
 from cuzk.engine.kinds.base import PartitionInput, Witness
 from cuzk.engine.kinds.porep import PoRepKind
 from cuzk.engine.kinds.snap import SnapKind, compiled_for
-from cuzk.engine.srs import HostLease
 from cuzk.errors import InputError
 from cuzk.hashers.domain import fr_to_le_bytes
 
@@ -135,9 +135,9 @@ def test_cancel_stops_filecoin_jobs_at_partition_boundaries(tmp_path: Path) -> N
     proving: list[str] = []
 
     def acquire_host(cid: str, working: int, cancelled=None) -> HostLease:
-        entry = e.srs.entry(cid)
+        entry = e.keys.entry(cid)
         (res,) = e.host_budget.reserve([(working, f"partition {cid}")], cancelled=cancelled)
-        with e.srs._lock:
+        with e.keys._lock:
             entry.refs += 1
         return HostLease(entry, res, 0.0)
 
@@ -145,8 +145,8 @@ def test_cancel_stops_filecoin_jobs_at_partition_boundaries(tmp_path: Path) -> N
         proving.append(lease.entry.circuit_id)
         raise AssertionError("a cancelled partition reached the prover")
 
-    e.srs.acquire_host = acquire_host
-    e.srs.acquire_device = acquire_device
+    e.keys.acquire_host = acquire_host
+    e.keys.acquire_device = acquire_device
     e.start()
     try:
         running = e.submit(snap_request(generate_sector(UpdateParams.of("8MiB"), random.Random(8))))
@@ -162,7 +162,7 @@ def test_cancel_stops_filecoin_jobs_at_partition_boundaries(tmp_path: Path) -> N
             job, _ = e.await_job(job_id, 60)
             assert job.state == JobState.CANCELLED and not job.partition_proofs
         end = time.monotonic() + 60
-        while e.host_budget.reserved or any(s.ref_count for s in e.srs.status()):
+        while e.host_budget.reserved or any(s.ref_count for s in e.keys.status()):
             assert time.monotonic() < end, "the cancelled partition's memory was not released"
             time.sleep(0.05)
         assert snap.calls == [0]  # partitions 1-3 were dropped from the queue

@@ -2,7 +2,7 @@
 key loads (issue 13: the 32GiB PoRep daemon's RSS reached 33 GiB, the whole
 30 GiB matrix cache, though the CSR upload releases the chunks it reads).
 
-The key load of :meth:`cuzk.engine.srs.SrsManager.acquire_device`, without
+The key load of :meth:`cuzk.engine.keystore.KeyStore.acquire_device`, without
 the points: the matrices mapped from the circuit cache
 (:func:`cuzk.circuits.cache.load_r1cs`, what ``MATRICES`` gives), the key's
 device reservation (:meth:`CudaBackend.prepared_key_bytes`), its layout

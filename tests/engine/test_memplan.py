@@ -12,7 +12,7 @@ from cuzk.circuits.cache import load_or_build_r1cs
 from cuzk.circuits.catalog import compiled_circuit
 from cuzk.cli.main import main
 from cuzk.engine.kinds.base import key_raw_bytes
-from cuzk.engine.memplan import host_csr_bytes, plan, shape_of
+from cuzk.engine.memplan import host_csr_bytes, plan, residency, shape_of
 
 GIB = 1 << 30
 
@@ -36,14 +36,19 @@ def test_plan_matches_the_materialised_circuit(winning) -> None:
     assert p.r1cs_host_bytes == sum(
         host_csr_bytes(m.num_rows, m.nnz) for m in (r1cs.a, r1cs.b, r1cs.c)
     )
-    # the GPU figures are what the engine reserves for this circuit
-    assert p.partition_device_bytes == CudaBackend.prove_device_bytes(
+    # the GPU figures are the residency the engine loads the key by: at 8 GiB the
+    # whole of a 2KiB WinningPoSt key stays resident with whole partitions
+    res = residency(shape_of(cc), 8 * GIB)
+    assert p.tier == res.tier == "resident" and not p.lean and p.streamed_parts == ()
+    assert p.key_device_bytes == res.key_device_bytes
+    assert p.partition_device_bytes == res.partition_device_bytes
+    assert p.partition_device_bytes >= CudaBackend.prove_device_bytes(
         r1cs.num_constraints, r1cs.num_variables
     )
-
-    # the same but for the list of long rows (8 bytes each), which needs the row lengths
+    # the key's resident parts: bases, matrices as the sparse engine codes them
+    # (the long-row list aside), the a and b selections
     engine = CudaBackend.prepared_key_bytes(p.key_file_bytes, r1cs)
-    assert p.key_device_bytes <= engine <= p.key_device_bytes + 8 * 3 * r1cs.num_constraints
+    assert p.key_device_bytes <= engine + 8 * 3 * r1cs.num_constraints
     assert p.fits_gpu and p.fits_host
     assert p.partitions_at_once_gpu == (8 * GIB - p.key_device_bytes) // p.partition_device_bytes
     # the witness made on the GPU (the default): a partition holds its hint table
@@ -79,3 +84,8 @@ def test_memory_plan_command(capsys, tmp_path: Path) -> None:
     assert "does NOT fit the key and one partition" in capsys.readouterr().out
     assert main([*args, "--host-memory", "lots"]) == 2
     assert "--host-memory" in capsys.readouterr().out
+    # several GPU sizes at once, and a budget given as [gpus] vram_budget gives it
+    assert main([*args, "--host-memory", "16GiB", "--gpu-memory", "16GiB,24GiB"]) == 0
+    assert capsys.readouterr().out.count("GPU tier           resident") == 2
+    assert main([*args, "--host-memory", "16GiB", "--vram-budget", "4GiB", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu_budget_bytes"] == 4 * GIB

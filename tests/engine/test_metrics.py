@@ -19,7 +19,7 @@ def snapshot(**kw) -> SimpleNamespace:
         queues=[],
         gpu_workers=2,
         budgets={},
-        srs=[],
+        keys=[],
     )
     return SimpleNamespace(**{**base, **kw})
 

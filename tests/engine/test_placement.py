@@ -106,7 +106,7 @@ def test_the_partitions_of_one_job_spread_over_two_gpus(tmp_path: Path) -> None:
         assert sum(proven) == 6 and min(proven) > 0, proven
         assert sum(g.proofs for g in gpus) == 6  # none proven twice
         assert 'cuzk_partitions_proven_total{proof_kind="demo"} 6.0' in e.metrics_text()
-        (entry,) = [s for s in st.srs if s.circuit_id == cid]
+        (entry,) = [s for s in st.keys if s.circuit_id == cid]
         assert entry.devices == (0, 1)  # resident on each
         for d, g in zip(st.devices, gpus, strict=True):
             assert d.resident_keys == ((cid, entry.device_bytes[d.ordinal]),)
@@ -142,7 +142,7 @@ def test_a_one_partition_job_waits_for_the_busy_holder(tmp_path: Path) -> None:
             assert job.state == JobState.COMPLETED, job.error
         st = e.status()
         assert [d.partitions_proven for d in st.devices] == [3, 0]
-        assert [s.devices for s in st.srs if s.circuit_id == cid] == [(0,)]
+        assert [s.devices for s in st.keys if s.circuit_id == cid] == [(0,)]
     finally:
         e.stop()
 
@@ -158,7 +158,7 @@ def test_preload_makes_the_key_resident_on_every_healthy_gpu(tmp_path: Path) -> 
         e.pipeline.health.failed(2, "GPU 2: lost")
         assert e.preload(cid)[0] is False
         st = e.status()
-        assert [s.devices for s in st.srs if s.circuit_id == cid] == [(0, 1)]
+        assert [s.devices for s in st.keys if s.circuit_id == cid] == [(0, 1)]
         assert [len(d.resident_keys) for d in st.devices] == [1, 1, 0]
         assert e.preload(cid) == (True, 0.0)  # on every healthy GPU already
         assert all(g.vram.overdrawn_by_operation == {} for g in gpus)

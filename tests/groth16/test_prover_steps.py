@@ -92,7 +92,7 @@ class Forking(Recording):
         self.gather_threads: list[str] = []
         self.fail = fail
 
-    def fork(self, domain_size: int, num_variables: int):
+    def fork(self, domain_size: int, num_variables: int, share: int | None = None):
         self.forks.append((domain_size, num_variables))
         return _ThreadBranch()
 

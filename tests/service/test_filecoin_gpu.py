@@ -33,7 +33,7 @@ V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
 @pytest.mark.slow
 def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path / "circuits"))
-    import cuzk.engine.srs as srs
+    import cuzk.engine.keystore.store as srs
 
     made_on_gpu: list[int] = []
     real_gpu_points = srs.gpu_points
@@ -67,7 +67,7 @@ def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -
         (s,) = [s for s in c.status().loaded_srs if s.circuit_id == "porep-2k"]
         assert s.tier == pb.SRSStatus.HOT
         (proof,) = decode_proofs(r.proof)
-        vk = d.engine.srs.verifying_key("porep-2k")
+        vk = d.engine.keys.verifying_key("porep-2k")
         pub = c1_public_inputs(c1, V1_1_2KIB, 0)
         assert verifier.verify(vk, pub, proof)
         assert not verifier.verify(vk, [pub[0] + 1, *pub[1:]], proof)

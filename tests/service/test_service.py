@@ -44,7 +44,7 @@ def check_proof(engine, request: pb.SubmitProofRequest, proof: bytes) -> None:
     """Verify a returned proof independently, from the request's own instances."""
     body = json.loads(request.vanilla_proof)
     circuit = DemoCircuit(rounds=body["rounds"], words=body["words"])
-    vk = engine.srs.verifying_key(demo.circuit_id(circuit.rounds, circuit.words))
+    vk = engine.keys.verifying_key(demo.circuit_id(circuit.rounds, circuit.words))
     proofs = decode_proofs(proof)
     assert len(proofs) == len(body["instances"])
     for inst, p in zip(body["instances"], proofs, strict=True):
@@ -227,7 +227,7 @@ def test_cancel_queued_and_running(daemon) -> None:
     assert c.cancel(running).was_running is False  # already finished: nothing to do
     # What the cancelled partitions held comes back; then the daemon still proves.
     end = time.monotonic() + 30
-    while any(s.ref_count for s in daemon.engine.srs.status()):
+    while any(s.ref_count for s in daemon.engine.keys.status()):
         assert time.monotonic() < end
         time.sleep(0.05)
     assert c.prove(demo_request()).status == COMPLETED
@@ -240,7 +240,7 @@ def test_evict_refused_in_use_then_done(daemon) -> None:
     job = c.submit(demo_request(big, partitions=4)).job_id
     _wait_running(daemon.engine, job)
     end = time.monotonic() + 30
-    while not any(s.ref_count for s in daemon.engine.srs.status()):
+    while not any(s.ref_count for s in daemon.engine.keys.status()):
         assert time.monotonic() < end
         time.sleep(0.01)
     e = rpc_error(c.evict, cid)

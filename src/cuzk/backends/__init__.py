@@ -28,4 +28,20 @@ def get_backend(name: str = "auto") -> Backend:
     raise ValueError(f"unknown backend {name!r}: expected cpu, cuda or auto")
 
 
-__all__ = ["Backend", "get_backend"]
+def memory_model(name: str):
+    """A backend's memory model by name ("cuda" or "cpu"): the byte counts of its
+    keys and proofs from a circuit's counts, without a device (the CUDA one:
+    :class:`cuzk.backends.cuda.model.CudaMemoryModel`; the CPU backend's class
+    answers its own ``prove_host_bytes``)."""
+    if name == "cuda":
+        from cuzk.backends.cuda.model import MODEL
+
+        return MODEL
+    if name == "cpu":
+        from cuzk.backends.cpu import CpuBackend
+
+        return CpuBackend
+    raise ValueError(f"unknown backend {name!r}: expected cpu or cuda")
+
+
+__all__ = ["Backend", "get_backend", "memory_model"]

@@ -58,10 +58,14 @@ class Backend(Protocol):
         """
 
     @staticmethod
-    def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
-        """Device bytes one proof of this shape takes beyond its key, at its
+    def prove_device_bytes(
+        num_constraints: int, num_variables: int, fork_share: int | None = None
+    ) -> int:
+        """Device bytes one whole proof of this shape takes beyond its key, at its
         largest step (the engine reserves them for every partition on a device;
-        every hold the backend takes while proving must fit in them)."""
+        every hold the backend takes while proving must fit in them), with a
+        side branch of ``fork_share`` bytes where the backend forks (None: its
+        default; 0: none)."""
 
     # --- arrays ---------------------------------------------------------
     def asarray(self, a: np.ndarray) -> FrArray:
@@ -81,12 +85,16 @@ class Backend(Protocol):
         """Wait for the backend's queued work (a no-op on the CPU): stage timers call it."""
 
     # --- constraint evaluation -----------------------------------------
-    def prepare_matrix(self, m: SparseMatrix) -> Any:
-        """A matrix made ready for repeated products (on a GPU: resident, owned by
-        the caller, its memory given back by the handle's ``close()``)."""
+    def prepare_matrix(self, m: SparseMatrix, resident: bool = True) -> Any:
+        """A matrix made ready for repeated products (on a GPU: resident, or with
+        ``resident=False`` kept in pinned host memory and streamed through the
+        device by each product; owned by the caller, its memory given back by
+        the handle's ``close()``)."""
 
-    def spmv(self, m: SparseMatrix | Any, w: FrArray) -> FrArray:
-        """m·w over Fr: one value per row; ``m`` as given or as :meth:`prepare_matrix` made it."""
+    def spmv(self, m: SparseMatrix | Any, w: FrArray, rows: int | None = None) -> FrArray:
+        """m·w over Fr: one value per row; ``m`` as given or as :meth:`prepare_matrix`
+        made it; with ``rows`` (at least m's), zero-padded to that many (the H step's
+        domain)."""
 
     # --- polynomials ----------------------------------------------------
     def ntt(self, a: FrArray) -> FrArray:
@@ -107,6 +115,9 @@ class Backend(Protocol):
         a, b, c are evaluations on the domain of size m (shorter inputs are
         zero-padded). Steps (bellperson): iNTT each; coset NTT each;
         a·b − c; times 1 / (g^m − 1); coset iNTT; drop the top coefficient.
+        Each of a, b, c may instead be a zero-argument callable returning it,
+        called once, in the order a, b, c, when its value is needed: a backend
+        may then hold fewer of them at once (and may take over their results).
         """
 
     def h_odd_coset(self, a: FrArray, b: FrArray, c: FrArray | None = None) -> FrArray:
@@ -128,26 +139,41 @@ class Backend(Protocol):
         """
 
     # --- multi-scalar multiplication -------------------------------------
-    def prepare_g1(self, bases: np.ndarray) -> Any:
+    def prepare_g1(self, bases: np.ndarray, resident: bool | None = None) -> Any:
         """Bases (n, 2, 6) made ready for repeated MSMs (uploaded, converted).
 
         A handle that holds device memory has ``close()`` to give it back.
         """
 
-    def prepare_g2(self, bases: np.ndarray) -> Any:
+    def prepare_g2(self, bases: np.ndarray, resident: bool | None = None) -> Any:
         """Bases (n, 2, 2, 6) made ready for repeated MSMs."""
 
-    def load_g1(self, count: int, read: PointReader, progress: LoadProgress | None = None) -> Any:
+    def load_g1(
+        self,
+        count: int,
+        read: PointReader,
+        progress: LoadProgress | None = None,
+        resident: bool | None = None,
+    ) -> Any:
         """``count`` G1 bases streamed in from ``read`` (a key file, or a generator),
         made ready as :meth:`prepare_g1` makes them, without a full-size copy of
         the stream anywhere but the result. The backend owns the buffers
         ``read`` fills, a chunk at a time. Every point is checked: flag bits of
         a finite uncompressed point, coordinates below q, on the curve; the
         first bad one raises :class:`cuzk.errors.BadPoint` with its index in
-        the stream, and nothing of the load stays allocated.
+        the stream, and nothing of the load stays allocated. ``resident``: True
+        keeps them in device memory (a ResourceError where they do not fit),
+        False in pinned host memory streamed through the device by each MSM,
+        None as the backend's free memory allows.
         """
 
-    def load_g2(self, count: int, read: PointReader, progress: LoadProgress | None = None) -> Any:
+    def load_g2(
+        self,
+        count: int,
+        read: PointReader,
+        progress: LoadProgress | None = None,
+        resident: bool | None = None,
+    ) -> Any:
         """:meth:`load_g1` for G2 bases (192-byte points)."""
 
     def msm_g1(self, bases: Any, scalars: FrArray, phases: dict | None = None) -> Affine:
@@ -160,3 +186,11 @@ class Backend(Protocol):
 
     def msm_g2(self, bases: Any, scalars: FrArray, phases: dict | None = None) -> Affine:
         """Σ s_i·Q_i over prepared G2 bases."""
+
+    def msm_g1_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
+        """One :meth:`msm_g1` a scalar set over the same bases, in one pass over
+        them where they stream from pinned host memory (each chunk crosses to
+        the device once for every set)."""
+
+    def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
+        """:meth:`msm_g1_many` in G2."""

@@ -86,6 +86,17 @@ def _check_fr(a: np.ndarray, what: str = "Fr array") -> np.ndarray:
     return a
 
 
+def _padded(values: np.ndarray, rows: int | None) -> np.ndarray:
+    """``values`` zero-padded to ``rows`` rows (None: as they are)."""
+    if rows is None or rows == len(values):
+        return values
+    if rows < len(values):
+        raise ValueError(f"spmv: {rows} rows asked of a matrix of {len(values)}")
+    out = np.zeros((rows, 4), dtype=np.uint64)
+    out[: len(values)] = values
+    return out
+
+
 def _log2_exact(n: int) -> int:
     if n <= 0 or n & (n - 1):
         raise ValueError(f"NTT size {n} is not a power of two")
@@ -188,9 +199,11 @@ class CpuBackend:
         return 8 * 60 * m + 400 * num_variables + 400 * num_constraints + (1 << 20)
 
     @staticmethod
-    def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
+    def prove_device_bytes(
+        num_constraints: int, num_variables: int, fork_share: int | None = None
+    ) -> int:
         """What a stand-in device's budget counts for one proof (the CPU itself
-        proves in host memory: :meth:`prove_host_bytes`)."""
+        proves in host memory: :meth:`prove_host_bytes`; it has no side branch)."""
         return proof_working_bytes(num_constraints, num_variables)
 
     def asarray(self, a: np.ndarray) -> np.ndarray:
@@ -209,13 +222,15 @@ class CpuBackend:
         pass
 
     # --- constraint evaluation -----------------------------------------
-    def prepare_matrix(self, m: SparseMatrix) -> SparseMatrix:
-        return m  # the host CSR is already what spmv reads
+    def prepare_matrix(self, m: SparseMatrix, resident: bool = True) -> SparseMatrix:
+        return m  # the host CSR is already what spmv reads (host memory: one tier)
 
-    def spmv(self, m: SparseMatrix, w: np.ndarray) -> np.ndarray:
+    def spmv(self, m: SparseMatrix, w: np.ndarray, rows: int | None = None) -> np.ndarray:
         if self.native:
-            return native_kernels.spmv(m, _check_fr(w, "witness"))
-        return fr_to_array(m.matvec(fr_from_array(_check_fr(w, "witness"))))
+            out = native_kernels.spmv(m, _check_fr(w, "witness"))
+        else:
+            out = fr_to_array(m.matvec(fr_from_array(_check_fr(w, "witness"))))
+        return _padded(out, rows)
 
     # --- polynomials ----------------------------------------------------
     def ntt(self, a: np.ndarray) -> np.ndarray:
@@ -245,6 +260,8 @@ class CpuBackend:
         )
 
     def h_poly(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        # thunks (see Backend.h_poly) are called in order; the CPU holds all three
+        a, b, c = (x() if callable(x) else x for x in (a, b, c))
         if self.native:
             return native_kernels.h_poly(_check_fr(a), _check_fr(b), _check_fr(c))
         n = max(len(a), len(b), len(c))
@@ -280,24 +297,36 @@ class CpuBackend:
         return fr_to_array((ea * eb - ec) % R)
 
     # --- multi-scalar multiplication -------------------------------------
-    def prepare_g1(self, bases: np.ndarray) -> CpuBases:
+    def prepare_g1(self, bases: np.ndarray, resident: bool | None = None) -> CpuBases:
         if self.native:
             return CpuBases("G1", native=native_kernels.prepare_g1(bases))
         raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
         make = pairing.G1Point.from_xy_bytes_unchecked_le
         return CpuBases("G1", points=[make(raw[i : i + 96]) for i in range(0, len(raw), 96)])
 
-    def prepare_g2(self, bases: np.ndarray) -> CpuBases:
+    def prepare_g2(self, bases: np.ndarray, resident: bool | None = None) -> CpuBases:
         if self.native:
             return CpuBases("G2", native=native_kernels.prepare_g2(bases))
         raw = np.ascontiguousarray(bases, dtype=np.uint64).tobytes()
         make = pairing.G2Point.from_xy_bytes_unchecked_le
         return CpuBases("G2", points=[make(raw[i : i + 192]) for i in range(0, len(raw), 192)])
 
-    def load_g1(self, count: int, read: PointReader, progress: LoadProgress | None = None):
+    def load_g1(
+        self,
+        count: int,
+        read: PointReader,
+        progress: LoadProgress | None = None,
+        resident: bool | None = None,
+    ):
         return self._load("G1", count, read, progress)
 
-    def load_g2(self, count: int, read: PointReader, progress: LoadProgress | None = None):
+    def load_g2(
+        self,
+        count: int,
+        read: PointReader,
+        progress: LoadProgress | None = None,
+        resident: bool | None = None,
+    ):
         return self._load("G2", count, read, progress)
 
     def _load(
@@ -345,6 +374,16 @@ class CpuBackend:
         if bases.native is not None:
             return native_kernels.msm_g2(bases.native, _check_fr(scalars, "MSM scalars"))
         return pairing.g2_from_ark(self._msm(bases, scalars, pairing.G2Point))
+
+    def msm_g1_many(
+        self, bases: CpuBases, scalar_sets: list, phases: dict | None = None
+    ) -> list[Affine]:
+        return [self.msm_g1(bases, s, phases) for s in scalar_sets]
+
+    def msm_g2_many(
+        self, bases: CpuBases, scalar_sets: list, phases: dict | None = None
+    ) -> list[Affine]:
+        return [self.msm_g2(bases, s, phases) for s in scalar_sets]
 
     @staticmethod
     def _msm(bases: CpuBases, scalars: np.ndarray, point_type):

@@ -145,7 +145,7 @@ def _key_source(args: argparse.Namespace, cid: str, r1cs, backend):
     parameters when missing and the disk allows), or a development key made as
     it is loaded. Returns (source, the .params path or None)."""
     from cuzk.engine.config import load_config
-    from cuzk.engine.keygen import disk_free, params_file_bytes, write_dev_params
+    from cuzk.engine.keystore.devfiles import disk_free, params_file_bytes, write_dev_params
     from cuzk.engine.kinds.base import KeyFiles
     from cuzk.formats.bellperson import open_params
     from cuzk.groth16.prover import KeyLayout
@@ -190,7 +190,7 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.circuits.porep import c2
     from cuzk.circuits.porep.vanilla import Verifier
     from cuzk.engine.devices import witness_device_for
-    from cuzk.engine.keygen import ProgressLog
+    from cuzk.engine.keystore.progress import ProgressLog
     from cuzk.groth16 import prover, verifier
     from cuzk.groth16.proof import encode_proofs
 

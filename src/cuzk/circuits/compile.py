@@ -44,6 +44,7 @@ from cuzk.gadgets.subcircuit import BIT, NUM, Subcircuit
 from cuzk.gadgets.values import SCALAR
 from cuzk.r1cs import ONE, R1CS, LinearCombination, Variable
 from cuzk.r1cs.builder import AUX, INPUT
+from cuzk.r1cs.counts import Counts
 
 log = logging.getLogger(__name__)
 
@@ -481,6 +482,20 @@ class CompiledCircuit:
         a_points = self.num_inputs + self.copies * int(a.aux.sum())
         b_points = int(b.one) + self.copies * (int(b.inputs.sum()) + int(b.aux.sum()))
         return a_points, b_points
+
+    def counts(self) -> Counts:
+        """The counts that size this circuit's key and a proof's memory."""
+        a_points, b_points = self.query_sizes()
+        return Counts(
+            num_constraints=self.num_constraints,
+            num_inputs=self.num_inputs,
+            num_aux=self.num_aux,
+            nnz=tuple(self.nnz),
+            distinct_coefficients=max(1, len(self.coefficients.values)),
+            a_points=a_points,
+            b_points=b_points,
+            circuit_id=self.circuit_id,
+        )
 
     @property
     def csr_bytes(self) -> int:

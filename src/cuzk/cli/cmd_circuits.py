@@ -73,12 +73,24 @@ def run(args: argparse.Namespace) -> int:
 def register_plan(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "memory-plan",
-        help="the host and GPU memory a circuit's key and partitions take, and what fits",
+        help="where a circuit's key and partitions live on a GPU (the tier) and what fits",
     )
-    p.add_argument("kind", choices=KINDS, help="which circuit")
+    p.add_argument(
+        "kind", nargs="?", choices=KINDS, default=None, help="which circuit (default: every kind)"
+    )
     p.add_argument("--sector-size", required=True, help="e.g. 2KiB, 512MiB, 32GiB")
     p.add_argument("--backend", choices=("cuda", "cpu"), default="cuda")
-    p.add_argument("--gpu-memory", default="141GB", help="one GPU's memory (default: H200)")
+    p.add_argument(
+        "--gpu-memory",
+        default="141GB",
+        help="one GPU's memory, or several separated by commas (16GiB,24GiB,48GiB); "
+        "its budget is [gpus] vram_budget_fraction of it (default: an H200)",
+    )
+    p.add_argument(
+        "--vram-budget",
+        default=None,
+        help="the VRAM budget itself, as [gpus] vram_budget sets it (overrides --gpu-memory)",
+    )
     p.add_argument("--host-memory", default="auto", help="host RAM (auto: this machine's)")
     p.add_argument("--config", type=Path, default=None, help="take the budgets' settings here")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -87,7 +99,13 @@ def register_plan(sub: argparse._SubParsersAction) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from cuzk.engine.config import Config, detect_system_memory, load_config, parse_size
+    from cuzk.engine.config import (
+        Config,
+        detect_system_memory,
+        load_config,
+        parse_size,
+        vram_budget_bytes,
+    )
     from cuzk.engine.memplan import plan, render, shape_of
 
     try:
@@ -102,15 +120,30 @@ def run_plan(args: argparse.Namespace) -> int:
             if cfg.memory.total_budget.strip().lower() == "auto"
             else cfg.memory.resolve_total_budget()
         )
-        gpu = parse_size(args.gpu_memory, "--gpu-memory", "GPU memory")
-        cc = compiled_circuit(args.kind, args.sector_size, args.cache_dir, True)
+        if args.vram_budget is not None:
+            budgets = [parse_size(args.vram_budget, "--vram-budget", "VRAM budget")]
+        else:
+            sizes = [x for x in str(args.gpu_memory).split(",") if x.strip()]
+            gpus = [parse_size(x, "--gpu-memory", "GPU memory") for x in sizes]
+            budgets = [vram_budget_bytes(cfg.gpus, g, "--gpu-memory") for g in gpus]
+        kinds = [args.kind] if args.kind else list(KINDS)
+        shapes = [
+            shape_of(compiled_circuit(k, args.sector_size, args.cache_dir, True)) for k in kinds
+        ]
     except CuzkError as e:
         print(f"error: {e}")
         return 2
-    gpu_budget = int(gpu * cfg.gpus.vram_budget_fraction)
-    p = plan(shape_of(cc), args.backend, host_budget, gpu_budget, cfg.pipeline.witness)
-    print(json.dumps(p.as_dict(), indent=2) if args.json else render(p))
-    return 0 if (p.fits_gpu and p.fits_host) else 1
+    plans = [
+        plan(shape, args.backend, host_budget, budget, cfg.pipeline.witness)
+        for shape in shapes
+        for budget in (budgets if args.backend == "cuda" else budgets[:1])
+    ]
+    if args.json:
+        out = [p.as_dict() for p in plans]
+        print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+    else:
+        print("\n\n".join(render(p) for p in plans))
+    return 0 if all(p.fits_gpu and p.fits_host for p in plans) else 1
 
 
 # --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from pathlib import Path
 from cuzk.circuits.parameters import file_digest, parameter_files
 from cuzk.circuits.post.config import format_sector_size, parse_sector_size
 from cuzk.engine.config import load_config
-from cuzk.engine.keygen import write_dev_params
+from cuzk.engine.keystore.devfiles import write_dev_params
 from cuzk.engine.kinds import default_registry
 from cuzk.engine.kinds.base import KeyFiles
 from cuzk.errors import CuzkError, InputError

@@ -55,6 +55,25 @@ class Reservation:
     def released(self) -> bool:
         return self._released
 
+    def unused(self) -> int:
+        """Bytes of this reservation that no inner reservation of the backend holds
+        now (all of it where there is no device budget behind it)."""
+        token = self._token
+        return self.nbytes - (token.lent if token is not None else 0)
+
+    def split(self, nbytes: int, what: str) -> Reservation:
+        """A reservation of ``nbytes`` carved out of this one's unused bytes (on a
+        device: out of the room its backend holds do not use); the two are
+        released on their own. ValueError when the unused bytes are fewer."""
+        with self.budget._cond:
+            if self._released or not 0 <= nbytes <= self.unused():
+                raise ValueError(
+                    f"{self.what}: cannot split {nbytes} bytes off {self.unused()} unused"
+                )
+            token = self._token.split(nbytes, what) if self._token is not None else None
+            self.nbytes -= nbytes
+            return Reservation(self.budget, nbytes, what, token)
+
     def __enter__(self) -> Reservation:
         return self
 

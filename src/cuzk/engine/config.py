@@ -153,12 +153,31 @@ class MemoryConfig:
         return parse_size(self.total_budget, "config", "memory.total_budget")
 
 
+def vram_budget_bytes(gpus: GpusConfig, device_total: int, source: str = "config") -> int:
+    """A GPU's VRAM budget: ``[gpus] vram_budget`` when set (an InputError when it
+    is more than the device has), else ``vram_budget_fraction`` of its memory."""
+    text = gpus.vram_budget.strip()
+    if not text:
+        return int(device_total * gpus.vram_budget_fraction)
+    n = parse_size(text, source, "gpus.vram_budget")
+    if device_total and n > device_total:
+        raise InputError(
+            source,
+            "gpus.vram_budget",
+            f"{text} is more than the GPU's {device_total / 2**30:.1f} GiB of memory",
+        )
+    return n
+
+
 @dataclass(frozen=True)
 class GpusConfig:
     devices: tuple[int, ...] = ()  # empty = every CUDA device, or the CPU when there is none
     gpu_workers_per_device: int = 2
     backend: str = "auto"  # auto | cpu | cuda
     vram_budget_fraction: float = 0.9  # of each device's memory
+    # An absolute VRAM budget per device ("24GiB"), at most the device's memory:
+    # "" = the fraction above. One large GPU can stand in for a smaller card.
+    vram_budget: str = ""
     # A device whose backend failed takes no work; it is probed this long after the
     # failure and after each failed probe, and takes work again when a probe passes.
     recovery_probe_interval: float = 60.0
@@ -472,6 +491,10 @@ def _validate(cfg: Config, source: str) -> None:
         raise InputError(source, "gpus.devices", f"lists GPU {twice[0]} more than once")
     if not 0 < cfg.gpus.vram_budget_fraction <= 1:
         raise InputError(source, "gpus.vram_budget_fraction", "must be in (0, 1]")
+    if cfg.gpus.vram_budget.strip() and parse_size(
+        cfg.gpus.vram_budget, source, "gpus.vram_budget"
+    ) < (1 << 30):
+        raise InputError(source, "gpus.vram_budget", "must be at least 1GiB")
     if bool(cfg.daemon.tls_cert_file) != bool(cfg.daemon.tls_key_file):
         raise InputError(source, "daemon.tls_cert_file", "TLS needs both a cert and a key file")
     cfg.memory.resolve_total_budget()  # a bad size fails at load, not at first use

@@ -20,7 +20,7 @@ import numpy as np
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.backends.base import Backend
 from cuzk.engine.budget import Budget
-from cuzk.engine.config import GpusConfig
+from cuzk.engine.config import GpusConfig, vram_budget_bytes
 from cuzk.errors import DeviceError, InputError
 from cuzk.r1cs.system import R1CS
 
@@ -170,11 +170,12 @@ def discover(cfg: GpusConfig) -> list[Device]:
     ordinals = select_ordinals(cfg.devices, cupy.cuda.runtime.getDeviceCount())
     out = []
     for i in ordinals:
-        ctx = DeviceContext(device_id=i, budget_fraction=cfg.vram_budget_fraction)
-        props = cupy.cuda.runtime.getDeviceProperties(i)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         with cupy.cuda.Device(i):
             _free, total = cupy.cuda.runtime.memGetInfo()
+        limit = vram_budget_bytes(cfg, int(total))
+        ctx = DeviceContext(device_id=i, limit_bytes=limit)
+        props = cupy.cuda.runtime.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         budget = Budget(f"GPU {i} VRAM", ctx.budget.limit_bytes, device_budget=ctx.budget)
         out.append(Device(i, name, _cuda_backend(ctx), int(total), budget))
     return out

@@ -32,11 +32,11 @@ from cuzk.engine.jobs import (
     check_request_id,
 )
 from cuzk.engine.journal import Journal
+from cuzk.engine.keystore import KeyStatus, KeyStore
 from cuzk.engine.kinds import KindRegistry, default_registry
 from cuzk.engine.metrics import EngineMetrics, curio_status_name
 from cuzk.engine.pipeline import Pipeline, PipelineHooks
 from cuzk.engine.scheduler import BatchCollector, WorkItem
-from cuzk.engine.srs import SrsManager, SrsStatus
 from cuzk.engine.statelock import StateLock
 from cuzk.errors import CuzkError
 
@@ -78,7 +78,7 @@ class QueueStatus:
 class EngineStatus:
     uptime_s: float
     devices: tuple[DeviceStatus, ...]
-    srs: tuple[SrsStatus, ...]
+    keys: tuple[KeyStatus, ...]
     queues: tuple[QueueStatus, ...]
     completed: int
     failed: int
@@ -125,7 +125,7 @@ class EngineStatus:
                         "last_used_secs_ago": round(e.idle_s, 3),
                         "evictable": e.ref_count == 0,
                     }
-                    for e in self.srs
+                    for e in self.keys
                     if e.tier.name == "HOT"
                 ],
                 "pce": [],
@@ -195,7 +195,7 @@ class EngineStatus:
                     "file": s.file,
                     "development": s.development,
                 }
-                for s in self.srs
+                for s in self.keys
             ],
             "workers": list(self.workers),
             "admission": self.admission,
@@ -213,7 +213,7 @@ class Engine:
         self.kinds = kinds if kinds is not None else default_registry()
         self.devices = devices if devices is not None else discover(config.gpus)
         self.host_budget = Budget("host", config.memory.resolve_total_budget())
-        self.srs = SrsManager(
+        self.keys = KeyStore(
             config.srs.cache_dir(),
             self.kinds,
             self.host_budget,
@@ -229,7 +229,7 @@ class Engine:
         self.pipeline = Pipeline(
             config,
             self.kinds,
-            self.srs,
+            self.keys,
             self.devices,
             self.metrics,
             PipelineHooks(self._on_started, self._on_partition, self._on_failed),
@@ -260,7 +260,7 @@ class Engine:
         except BaseException:
             lock.release()
             raise
-        self.srs.discover_cached()
+        self.keys.discover_cached()
         self.pipeline.start()
         self.batcher.start()
         self._recover()
@@ -536,10 +536,10 @@ class Engine:
     def preload(self, circuit_id: str) -> tuple[bool, float]:
         """PreloadSRS: the key made HOT on every healthy device."""
         healthy = [d.ordinal for d in self.devices if self.pipeline.health.healthy(d.ordinal)]
-        return self.srs.preload(circuit_id, healthy)
+        return self.keys.preload(circuit_id, healthy)
 
     def evict(self, circuit_id: str) -> tuple[bool, int]:
-        return self.srs.evict(circuit_id)
+        return self.keys.evict(circuit_id)
 
     # --- status ----------------------------------------------------------------------------
     def status(self) -> EngineStatus:
@@ -555,7 +555,7 @@ class Engine:
             slot = by_kind.setdefault(j.kind.label, [0, 0])
             slot[0 if state == JobState.QUEUED else 1] += 1
         queues = tuple(QueueStatus(k, p, r) for k, (p, r) in sorted(by_kind.items()))
-        srs = tuple(self.srs.status())
+        keys = tuple(self.keys.status())
         health = self.pipeline.health.snapshot()
         work = self.pipeline.device_work()
         clock = self.pipeline.health.clock()
@@ -586,7 +586,7 @@ class Engine:
                     partitions_held=sum(w.held for w in ws),
                     resident_keys=tuple(
                         (e.circuit_id, e.device_bytes.get(d.ordinal, 0))
-                        for e in srs
+                        for e in keys
                         if d.ordinal in e.devices
                     ),
                     budget_reserved=budget.reserved,
@@ -608,7 +608,7 @@ class Engine:
         return EngineStatus(
             uptime_s=now - self._started_at,
             devices=tuple(devices),
-            srs=srs,
+            keys=keys,
             queues=queues,
             completed=totals[JobState.COMPLETED],
             failed=totals[JobState.FAILED],

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from cuzk.backends.cpu import CpuBackend
-from cuzk.backends.cuda.backend import CudaBackend
-from cuzk.backends.cuda.msm import load_staging_bytes
-from cuzk.backends.cuda.spmv import resident_bytes, upload_bytes
-from cuzk.engine.keygen import dev_setup_host_bytes
+from cuzk.backends import memory_model
+from cuzk.engine.keystore.devfiles import dev_setup_host_bytes
+from cuzk.engine.keystore.residency import WITNESS_ALLOWANCE, Residency
+from cuzk.engine.keystore.residency import plan as plan_residency
 from cuzk.engine.kinds.base import (
     HINTS_BYTES,
     SYNTHESIS_BYTES_PER_VARIABLE,
@@ -31,39 +30,12 @@ from cuzk.engine.kinds.base import (
     key_host_bytes_for,
     key_raw_bytes,
 )
+from cuzk.r1cs.counts import Counts
 
 
-@dataclass(frozen=True)
-class Shape:
-    """The counts a plan needs (a compiled circuit's, see :func:`shape_of`)."""
-
-    circuit_id: str
-    num_constraints: int  # rows of A, B, C (input constraints included)
-    num_inputs: int  # with ONE
-    num_aux: int
-    nnz: tuple[int, int, int]
-    distinct_coefficients: int  # over all three matrices: a bound for each
-    a_points: int  # the key's a query (CompiledCircuit.query_sizes)
-    b_points: int  # its b_g1 and b_g2 queries
-
-    @property
-    def num_variables(self) -> int:
-        return self.num_inputs + self.num_aux
-
-
-def shape_of(cc) -> Shape:
-    """The shape of a :class:`cuzk.circuits.compile.CompiledCircuit`."""
-    a_points, b_points = cc.query_sizes()
-    return Shape(
-        cc.circuit_id,
-        cc.num_constraints,
-        cc.num_inputs,
-        cc.num_aux,
-        tuple(cc.nnz),
-        max(1, len(cc.coefficients.values)),
-        a_points,
-        b_points,
-    )
+def shape_of(cc) -> Counts:
+    """The counts of a :class:`cuzk.circuits.compile.CompiledCircuit`."""
+    return cc.counts()
 
 
 @dataclass(frozen=True)
@@ -76,8 +48,9 @@ class Plan:
     r1cs_host_bytes: int  # the matrices as the daemon holds them (host CSR)
     key_file_bytes: int  # the key's points, raw (its cache files)
     key_generation_host_bytes: int  # reserved while a development key is made
-    key_device_bytes: int  # the prepared key on a GPU (0 for the CPU backend)
+    key_device_bytes: int  # the key's resident parts on a GPU (0 for the CPU backend)
     key_host_bytes: int  # the prepared key in host memory (CPU backend), 0 on a GPU
+    key_pinned_bytes: int  # the key's streamed parts in pinned host memory (GPU tiers)
     partition_host_bytes: int  # one partition in flight, host
     device_witness: bool  # the assignment is made on the GPU (host: the hint table)
     partition_device_bytes: int  # one partition in flight, device (0 for the CPU)
@@ -87,18 +60,14 @@ class Plan:
     fits_host: bool
     partitions_at_once_gpu: int
     partitions_at_once_host: int
+    tier: str = ""  # the GPU residency tier (keystore.residency): resident, mixed, streamed
+    lean: bool = False  # lean partitions (the H step in two vectors, chunked MSMs)
+    streamed_parts: tuple[str, ...] = ()  # what crosses PCIe from pinned host memory
+    pcie_bytes_per_partition: int = 0  # key bytes a partition moves across PCIe
+    host_needed_bytes: int = 0  # pinned key + partitions in flight on the host
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def _reserved_csr(rows: int, nnz: int, distinct: int) -> int:
-    """A device matrix as the engine reserves it (CudaBackend.prepared_key_bytes):
-    coded matrices at the 32-bit width with a 2^16-value dictionary allowance;
-    the list of rows longer than 32 entries (8 bytes each) is not counted."""
-    if distinct * 32 < nnz * 28:
-        distinct = max(distinct, (1 << 16) + 1)
-    return resident_bytes(rows, nnz, distinct)
 
 
 def host_csr_bytes(rows: int, nnz: int) -> int:
@@ -106,18 +75,27 @@ def host_csr_bytes(rows: int, nnz: int) -> int:
     return 8 * (rows + 1) + 40 * nnz
 
 
+def residency(shape: Counts, gpu_budget: int, witness: str = "auto") -> Residency:
+    """The GPU residency of a circuit on a budget (the CUDA backend's model)."""
+    extra = WITNESS_ALLOWANCE if witness in ("auto", "device") else 0
+    return plan_residency(shape, gpu_budget, memory_model("cuda"), witness_bytes=extra)
+
+
 def plan(
-    shape: Shape,
+    shape: Counts,
     backend: str,
     host_budget: int,
     gpu_budget: int = 0,
     witness: str = "auto",
 ) -> Plan:
     """The plan of one circuit on ``backend`` ("cuda" or "cpu") within the budgets
-    (bytes: the host's ``[memory] total_budget``, and a GPU's memory times
-    ``[gpus] vram_budget_fraction``); ``witness`` is ``[pipeline] witness``
-    (on CUDA a partition then holds its hint table on the host, not its
-    assignment: every Filecoin circuit has a device witness)."""
+    (bytes: the host's ``[memory] total_budget``, and a GPU's VRAM budget:
+    ``[gpus] vram_budget``, or its memory times ``vram_budget_fraction``);
+    ``witness`` is ``[pipeline] witness`` (on CUDA a partition then holds its
+    hint table on the host, not its assignment: every Filecoin circuit has a
+    device witness). On CUDA the key's residency tier comes from
+    :func:`cuzk.engine.keystore.residency.plan`: what stays in VRAM, what
+    streams from pinned host memory, whole or lean partitions."""
     if backend not in ("cuda", "cpu"):
         raise ValueError(f"backend {backend!r}: expected cuda or cpu")
     nc, nv, aux = shape.num_constraints, shape.num_variables, shape.num_aux
@@ -125,29 +103,32 @@ def plan(
     r1cs_host = sum(host_csr_bytes(rows, z) for z in shape.nnz)
     synthesis = SYNTHESIS_BYTES_PER_VARIABLE * nv
     raw = key_raw_bytes(nc, aux, shape.a_points, shape.b_points)
+    res = None
+    pinned = 0
     if backend == "cuda":
-        key_dev = (
-            raw
-            + load_staging_bytes()
-            + sum(_reserved_csr(rows, z, shape.distinct_coefficients) for z in shape.nnz)
-            + max(upload_bytes(rows, z) for z in shape.nnz)
+        res = residency(shape, gpu_budget, witness)
+        key_dev = res.key_device_bytes
+        part_dev = res.partition_device_bytes
+        pinned = res.key_pinned_bytes
+        part_host = (
+            HINTS_BYTES
+            if witness in ("auto", "device")
+            else max(synthesis, memory_model("cuda").prove_host_bytes(nc, nv))
         )
-        part_dev = CudaBackend.prove_device_bytes(nc, nv)
-        if witness in ("auto", "device"):
-            part_host = HINTS_BYTES
-        else:
-            part_host = max(synthesis, CudaBackend.prove_host_bytes(nc, nv))
         key_gen = dev_setup_host_bytes(nc)
         key_host = 0
-        fits_gpu = key_dev + part_dev <= gpu_budget
-        at_once_gpu = max(0, (gpu_budget - key_dev) // part_dev) if fits_gpu else 0
+        fits_gpu = res.fits
+        at_once_gpu = res.in_flight
     else:
         key_dev = part_dev = 0
-        part_host = max(synthesis, CpuBackend.prove_host_bytes(nc, nv))
+        model = memory_model("cpu")
+        part_host = max(synthesis, model.prove_host_bytes(nc, nv))
         key_host = key_host_bytes_for(nc, nv, aux)
         key_gen = dev_setup_host_bytes(nc)
         fits_gpu, at_once_gpu = True, 0
-    resident_host = r1cs_host + key_host
+    # the daemon's host: a streaming tier's pinned key, then the partitions in
+    # flight (the R1CS is mapped from its cache and released once on a GPU)
+    resident_host = (r1cs_host if backend == "cpu" else 0) + key_host + pinned
     fits_host = resident_host + max(part_host, key_gen) <= host_budget
     at_once_host = max(0, (host_budget - resident_host) // part_host) if fits_host else 0
     return Plan(
@@ -161,6 +142,7 @@ def plan(
         key_generation_host_bytes=key_gen,
         key_device_bytes=key_dev,
         key_host_bytes=key_host,
+        key_pinned_bytes=pinned,
         partition_host_bytes=part_host,
         device_witness=backend == "cuda" and witness in ("auto", "device"),
         partition_device_bytes=part_dev,
@@ -170,6 +152,11 @@ def plan(
         fits_host=fits_host,
         partitions_at_once_gpu=int(at_once_gpu),
         partitions_at_once_host=int(at_once_host),
+        tier=res.tier if res is not None else "",
+        lean=bool(res and res.lean),
+        streamed_parts=res.streamed_parts if res is not None else (),
+        pcie_bytes_per_partition=res.pcie_bytes_per_partition() if res is not None else 0,
+        host_needed_bytes=pinned + max(1, at_once_gpu or 1) * part_host,
     )
 
 
@@ -182,17 +169,26 @@ def render(p: Plan) -> str:
     lines = [
         f"circuit            {p.circuit_id} on {p.backend}: {p.constraints:,} constraints, "
         f"{p.variables:,} variables, domain 2^{p.fft_domain.bit_length() - 1}",
-        f"host, resident     R1CS {gib(p.r1cs_host_bytes)}"
-        + (f" + prepared key {gib(p.key_host_bytes)}" if p.key_host_bytes else ""),
+        (
+            f"host, resident     R1CS {gib(p.r1cs_host_bytes)}"
+            + (f" + prepared key {gib(p.key_host_bytes)}" if p.key_host_bytes else "")
+            if p.backend == "cpu"
+            else f"host, pinned key   {gib(p.key_pinned_bytes)} (the key's parts that stream)"
+        ),
         f"host, per partition {gib(p.partition_host_bytes)}"
         + (" (its hint table: the witness is made on the GPU)" if p.device_witness else ""),
         f"host, key generation {gib(p.key_generation_host_bytes)} (once; key files "
         f"{gib(p.key_file_bytes)})",
     ]
     if p.backend == "cuda":
+        streamed = ", ".join(p.streamed_parts) or "nothing"
         lines += [
+            f"GPU tier           {p.tier or 'none'}"
+            + (" (lean partitions)" if p.lean else " (whole partitions)")
+            + f"; streamed: {streamed}",
             f"GPU, key           {gib(p.key_device_bytes)}",
             f"GPU, per partition {gib(p.partition_device_bytes)}",
+            f"PCIe, per partition {gib(p.pcie_bytes_per_partition)} of the key",
             f"GPU budget         {gib(p.gpu_budget_bytes)}: "
             + (
                 f"fits, {p.partitions_at_once_gpu} partition(s) at once"

@@ -176,7 +176,7 @@ class _Live(Collector):
         refs = GaugeMetricFamily(
             "cuzk_srs_refs", "Partitions in flight using a key", labels=["circuit_id"]
         )
-        for e in s.srs:
+        for e in s.keys:
             srs.add_metric([e.circuit_id, e.tier.name.lower()], e.size_bytes)
             refs.add_metric([e.circuit_id], e.ref_count)
         yield srs

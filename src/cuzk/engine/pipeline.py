@@ -44,12 +44,12 @@ from cuzk.engine.devices import Device
 from cuzk.engine.faults import FailureInjection
 from cuzk.engine.health import DeviceHealth, is_device_failure
 from cuzk.engine.jobs import Job
+from cuzk.engine.keystore import KeyStore
 from cuzk.engine.kinds import KindRegistry
 from cuzk.engine.kinds.base import PartitionInput, ProofKindHandler
 from cuzk.engine.metrics import EngineMetrics
 from cuzk.engine.placement import DeviceLoad, may_take
 from cuzk.engine.scheduler import Closed, PartitionQueue, WorkItem
-from cuzk.engine.srs import SrsManager
 from cuzk.engine.synthpool import SynthesisPool
 from cuzk.errors import InputError
 from cuzk.groth16 import prover, verifier
@@ -89,7 +89,7 @@ class PipelineHooks:
 class Pipeline:
     config: Config
     kinds: KindRegistry
-    srs: SrsManager
+    keys: KeyStore
     devices: list[Device]
     metrics: EngineMetrics
     hooks: PipelineHooks
@@ -169,7 +169,7 @@ class Pipeline:
     def release(self, item: WorkItem) -> None:
         """Give back what a dropped partition held."""
         if item.lease is not None:
-            self.srs.release_host(item.lease)
+            self.keys.release_host(item.lease)
             item.lease = None
         item.witness = None
 
@@ -229,13 +229,13 @@ class Pipeline:
         self.metrics.observe_stage("queue", kind, time.monotonic() - item.enqueued_at)
         self.hooks.started(job)
         handler = self.kinds.handler(job.kind)
-        self.srs.ensure_r1cs(job.circuit_id, cancelled=lambda: job.finished)
+        self.keys.ensure_r1cs(job.circuit_id, cancelled=lambda: job.finished)
         on_device = self.witness_on_device(handler)
         if on_device:  # the host holds the hints; the assignment is made on the GPU
             working = handler.hints_bytes(job.circuit_id)
         else:
             working = handler.working_bytes(job.circuit_id, self._prover_host_bytes)
-        item.lease = self.srs.acquire_host(job.circuit_id, working, cancelled=lambda: job.finished)
+        item.lease = self.keys.acquire_host(job.circuit_id, working, cancelled=lambda: job.finished)
         now = time.monotonic()
         job.stage("srs_load", now - item.lease.load_ms / 1000, now)
         self.metrics.observe_stage("srs_load", kind, item.lease.load_ms / 1000)
@@ -326,7 +326,7 @@ class Pipeline:
             state.job_id = state.kind = state.circuit_id = ""
             state.partition = -1
             if not self.health.healthy(dev.ordinal):
-                self.srs.drop_device(dev)  # the last partition there lets go of its keys
+                self.keys.drop_device(dev)  # the last partition there lets go of its keys
 
     def witness_on_device(self, handler: ProofKindHandler) -> bool:
         """Whether this kind's partitions get their assignment on the device that
@@ -353,7 +353,7 @@ class Pipeline:
             if device.budget is not None:
                 (res,) = device.budget.reserve(
                     [(plan.device_bytes(), f"witness plan {circuit_id}")],
-                    evict=lambda n: self.srs.evict_idle(n, device),
+                    evict=lambda n: self.keys.evict_idle(n, device),
                     cancelled=cancelled,
                 )
             holds = getattr(maker, "holds", [])
@@ -401,9 +401,9 @@ class Pipeline:
             )
             extra = maker.run_bytes(plan)
             # the witness may start on its own share while another partition
-            # proves; the rest is taken before proving (SrsManager.reserve_rest)
+            # proves; the rest is taken before proving (KeyStore.reserve_rest)
             witness_bytes = 32 * handler.shape(job.circuit_id)[1]
-        lease = self.srs.acquire_device(
+        lease = self.keys.acquire_device(
             item.lease,
             device,
             cancelled=lambda: job.finished or not self.health.healthy(device.ordinal),
@@ -423,11 +423,13 @@ class Pipeline:
                 if self.faults is not None:
                     self.faults.before_proof(device.ordinal)
                 # a key on a device proves with the matrices it holds there (it let
-                # go of the host's: SrsManager.acquire_device)
+                # go of the host's: KeyStore.acquire_device)
                 circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
                     with _lent(device, lease.working), device.stream("prove"):
-                        proof = prover.prove(lease.key, circuit, witness.assignment, times=stages)
+                        proof = prover.prove(
+                            lease.key, circuit, witness.assignment, times=stages, **_mode(lease)
+                        )
                 else:
                     proof = self._prove_device_witness(
                         item, handler, plan, maker, lease, circuit, stages
@@ -437,7 +439,7 @@ class Pipeline:
             for name, secs in (stages.seconds | stages.detail).items():
                 self.metrics.observe_prover(name, job.kind.label, secs)
         finally:
-            self.srs.release_device(lease)
+            self.keys.release_device(lease)
         with self._work_lock:
             self.work[device.ordinal].busy_seconds += dt
         job.stage("gpu_compute", t, end)
@@ -490,7 +492,7 @@ class Pipeline:
                     "(challenges, commitments)",
                 )
             t = time.perf_counter()
-            rest = self.srs.reserve_rest(  # outside any lent reservation: its own
+            rest = self.keys.reserve_rest(  # outside any lent reservation: its own
                 lease,
                 cancelled=lambda: job.finished or not self.health.healthy(device.ordinal),
             )
@@ -499,7 +501,7 @@ class Pipeline:
             try:
                 working = rest if rest is not None else lease.working
                 with _lent(device, working), device.stream("prove"):
-                    return prover.prove(key, circuit, W, times=stages)
+                    return prover.prove(key, circuit, W, times=stages, **_mode(lease))
             finally:
                 if rest is not None:
                     rest.release()
@@ -509,12 +511,12 @@ class Pipeline:
     # --- placement and failover -------------------------------------------------------
     def device_loads(self) -> dict[int, DeviceLoad]:
         """Every device as placement sees it now."""
-        placed = self.srs.placed_by_device()
+        placed = self.keys.placed_by_device()
         health = self.health.snapshot()
         out = {}
         for d in self.devices:
             ws = [w for w in self.workers if w.device is d]
-            free = d.budget.free if d.budget is not None else self.srs.host_budget.free
+            free = d.budget.free if d.budget is not None else self.keys.host_budget.free
             out[d.ordinal] = DeviceLoad(
                 ordinal=d.ordinal,
                 healthy=health[d.ordinal].healthy,
@@ -588,7 +590,7 @@ class Pipeline:
                 reason,
                 self.health.probe_interval,
             )
-        self.srs.drop_device(dev)
+        self.keys.drop_device(dev)
         self.drop_plans(dev)
         job = item.job
         item.failed_on.add(dev.ordinal)
@@ -625,7 +627,7 @@ class Pipeline:
         try:
             if self.faults is not None:
                 self.faults.before_probe(dev.ordinal)
-            self.srs.drop_device(dev)  # what partitions in flight at the failure left there
+            self.keys.drop_device(dev)  # what partitions in flight at the failure left there
             dev.probe()
         except Exception as e:
             self.health.probe_failed(dev.ordinal, _describe(e))
@@ -679,7 +681,7 @@ class Pipeline:
             state.job_id, state.kind = job.job_id, job.kind.label
             try:
                 t = time.monotonic()
-                vk = self.srs.verifying_key(job.circuit_id)
+                vk = self.keys.verifying_key(job.circuit_id)
                 proof: Proof = item.proof
                 ok = verifier.verify(vk, list(item.public_inputs), proof)
                 end = time.monotonic()
@@ -707,6 +709,15 @@ class Pipeline:
                 )
             finally:
                 state.job_id = state.kind = ""
+
+
+def _mode(lease: Any) -> dict[str, Any]:
+    """How the key's residency on the lease's device proves a partition: lean or
+    whole, and a whole proof's side-branch share (prover.prove's keywords)."""
+    res = lease.residency
+    if res is None:
+        return {}
+    return {"lean": res.lean, "fork_share": None if res.fork_share is None else res.fork_share}
 
 
 def _lent(device: Device, res: Any) -> Any:

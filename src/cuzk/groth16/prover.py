@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,9 @@ class Reduction:
     step: str
     h: Callable[..., Any]
 
+
+# The names of the constraint matrices as a key's parts (beside QUERIES).
+MATRICES = ("A", "B", "C")
 
 # bellperson's (Filecoin's): the m − 1 coefficients of (A·B − C)/Z, on the coset g·⟨ω⟩.
 BELLPERSON = Reduction("h_poly", lambda be, a, b, c: be.h_poly(a, b, c))
@@ -161,6 +164,7 @@ def load(
     r1cs: R1CS,
     backend: Backend,
     progress: Callable[[int, int], None] | None = None,
+    resident: Mapping[str, bool] | None = None,
 ) -> PreparedKey:
     """Prepare a key from a :class:`KeySource` (a .params file, a development
     key), streamed into the backend a chunk at a time.
@@ -168,7 +172,10 @@ def load(
     The source's counts are checked against the circuit before any point is
     read; a bad point is an InputError naming the source, the query, the
     point and where it lives (a file offset). ``progress(bytes_done,
-    bytes_total)`` follows the points read.
+    bytes_total)`` follows the points read. ``resident`` says, per part (the
+    queries' names and the matrices' "A", "B", "C"), whether the backend keeps
+    it in device memory (True) or streams it from pinned host memory (False);
+    a part it does not name, the backend places by the room it has.
     """
     layout = KeyLayout.of(r1cs)
     have = {name: source.count(name) for name in QUERIES} | {"ic": len(source.vk.ic)}
@@ -181,8 +188,9 @@ def load(
         base, size = done_before, point_bytes(query)
         step = None if progress is None else (lambda pts: progress(base + pts * size, total))
         fn = backend.load_g2 if query == "b_g2" else backend.load_g1
+        where = None if resident is None else resident.get(query)
         try:
-            handle = fn(source.count(query), source.reader(query), step)
+            handle = fn(source.count(query), source.reader(query), step, where)
         except BadPoint as e:
             raise InputError(
                 source.name,
@@ -192,7 +200,9 @@ def load(
         done_before += source.count(query) * size
         return handle
 
-    return _prepared(source.vk, layout.a_select, layout.b_select, r1cs, backend, make)
+    return _prepared(
+        source.vk, layout.a_select, layout.b_select, r1cs, backend, make, resident=resident
+    )
 
 
 def prepare_parts(
@@ -232,18 +242,21 @@ def _prepared(
     make: Callable[[str], Any],
     num_inputs: int | None = None,
     reduction: Reduction = BELLPERSON,
+    resident: Mapping[str, bool] | None = None,
 ) -> PreparedKey:
     """The bases made by ``make(query)``, the matrices (an R1CS's A, B, C, or
-    the given ones) and the a / b selections, ready on the backend; on a
-    failure, what was made before it is given back."""
+    the given ones, each resident or streamed as ``resident`` says by its
+    name, "A", "B" or "C") and the a / b selections, ready on the backend; on
+    a failure, what was made before it is given back."""
     r1cs = circuit if isinstance(circuit, R1CS) else None
     matrices = (r1cs.a, r1cs.b, r1cs.c) if r1cs is not None else tuple(circuit)
     handles: list[Any] = []
     try:
         for query in QUERIES:
             handles.append(make(query))
-        for m in matrices:
-            handles.append(backend.prepare_matrix(m))
+        for name, m in zip(MATRICES, matrices, strict=False):
+            keep = True if resident is None else resident.get(name, True)
+            handles.append(backend.prepare_matrix(m, keep))
         handles.append(backend.prepare_index(a_select))
         handles.append(backend.prepare_index(b_select))
     except BaseException:
@@ -321,6 +334,8 @@ def prove(
     r: int | None = None,
     s: int | None = None,
     times: StageTimes | None = None,
+    lean: bool = False,
+    fork_share: int | None = None,
 ) -> Proof:
     """A Groth16 proof for a full assignment ((n, 4) uint64: a host array, or
     the backend's own array when the witness was made there).
@@ -331,19 +346,21 @@ def prove(
     length is checked against the circuit's (``r1cs``, else the key's own,
     when it knows it). The assignment crosses to the backend once; the a and
     b queries' scalars are gathered where it lives (``Backend.gather``),
-    never on the host. A backend with the ``fork`` capability (the CUDA
-    backend's :meth:`~cuzk.backends.cuda.CudaBackend.fork`) runs the L, A and
-    B MSMs on a branch beside H's steps once the evaluations are made;
-    without it they follow H's MSM.
+    never on the host.
+
+    Whole (the default): the evaluations A·w, B·w, C·w are made together,
+    and a backend with the ``fork`` capability (the CUDA backend's
+    :meth:`~cuzk.backends.cuda.CudaBackend.fork`) runs the L, A and B MSMs on
+    a branch beside H's steps, within ``fork_share`` bytes (None: the
+    backend's default; 0: no branch, they follow H's MSM). ``lean``: the
+    proof of :func:`prove_many` (the H step within two domain vectors, the
+    MSMs in turn), for devices whose memory a whole proof does not fit.
     """
-    n = r1cs.num_variables if r1cs is not None else key.num_variables
-    if n and tuple(assignment.shape) != (n, 4):
-        raise InputError("witness", "length", f"{len(assignment)} values, the circuit has {n}")
-    if r1cs is None and not key.matrices:
-        raise ValueError("prove: no R1CS given and the key holds no matrices")
-    be = key.backend
-    times = times if times is not None else StageTimes()
-    times.sync = be.synchronize
+    if lean:
+        rs = None if r is None else [r]
+        ss = None if s is None else [s]
+        return prove_many(key, r1cs, [assignment], rs, ss, times)[0]
+    be, times = _start(key, r1cs, assignment, times)
     r = secrets.randbelow(R) if r is None else r % R
     s = secrets.randbelow(R) if s is None else s % R
 
@@ -357,8 +374,7 @@ def prove(
     def side(w: Any) -> tuple:
         """The MSMs of the assignment's own queries (L, A, B in G1 and G2)."""
         t = time.perf_counter()
-        a_index = key.a_index if key.a_index is not None else be.prepare_index(key.a_select)
-        b_index = key.b_index if key.b_index is not None else be.prepare_index(key.b_select)
+        a_index, b_index = _indexes(key)
         a_scalars = be.gather(w, a_index)
         b_scalars = be.gather(w, b_index)
         t = times.mark("gather", t, detail=True)
@@ -375,9 +391,10 @@ def prove(
 
     # With a backend that can fork, the side MSMs run beside H's (its own
     # stream and thread), after the evaluations; else after H's MSM, in turn.
-    fork = getattr(be, "fork", None)
-    branch = fork(_domain_size(len(evaluations[0])), len(w)) if fork is not None else None
-    if branch is not None:
+    fork = getattr(be, "fork", None) if fork_share != 0 else None
+    branch = None
+    if fork is not None:
+        branch = fork(_domain_size(len(evaluations[0])), len(w), fork_share)
         branch.start(functools.partial(side, w))
     try:
         h = key.reduction.h(be, *evaluations)
@@ -401,6 +418,105 @@ def prove(
     proof = _assemble(key.vk, r, s, g_h, g_l, g_a, g_b1, g_b2)
     times.mark("assemble", t)
     return proof
+
+
+def prove_many(
+    key: PreparedKey,
+    r1cs: R1CS | None,
+    assignments: Sequence[Any],
+    r: Sequence[int] | None = None,
+    s: Sequence[int] | None = None,
+    times: StageTimes | None = None,
+) -> list[Proof]:
+    """Lean proofs of several assignments of one circuit, their MSMs sharing
+    each pass over the bases.
+
+    Each assignment's H step runs within two domain vectors: its evaluations
+    A·w, B·w, C·w are made one at a time, zero-padded to the domain, when the
+    backend's ``h_poly`` asks for them (they are thunks), and transformed in
+    place. Then each query's MSM runs once over its bases for every
+    assignment's scalars (``Backend.msm_g1_many``): where the bases stream
+    from pinned host memory, each chunk crosses PCIe once for them all.
+    ``r`` and ``s`` (one pair a proof) default to random.
+    """
+    k = len(assignments)
+    if not k:
+        return []
+    be, times = _start(key, r1cs, assignments[0], times)
+    for a in assignments[1:]:
+        _check(key, r1cs, a)
+    rs = [secrets.randbelow(R) for _ in range(k)] if r is None else [x % R for x in r]
+    ss = [secrets.randbelow(R) for _ in range(k)] if s is None else [x % R for x in s]
+    if len(rs) != k or len(ss) != k:
+        raise ValueError(f"prove_many: {k} assignments, {len(rs)} r and {len(ss)} s")
+    g1_before = times.total(_G1_STEPS)
+    matrices = key.spmv_operands(r1cs)
+    m = _domain_size(matrices[0].num_rows)
+    ws, hs = [], []
+    for assignment in assignments:
+        t = time.perf_counter()
+        w = be.asarray(assignment)
+        t = times.mark("upload", t, detail=True)
+        thunks = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
+        if key.reduction is not BELLPERSON:  # (only bellperson's H takes its inputs lazily)
+            thunks = [make() for make in thunks]
+        hs.append(key.reduction.h(be, *thunks))
+        del thunks
+        times.mark(key.reduction.step, t)
+        ws.append(w)
+    t = time.perf_counter()
+    g_h = be.msm_g1_many(key.h, hs, times.msm("h"))
+    del hs
+    t = times.mark("msm_h", t, detail=True)
+    g_l = be.msm_g1_many(key.l, [w[key.num_inputs :] for w in ws], times.msm("l"))
+    t = times.mark("msm_l", t, detail=True)
+    a_index, b_index = _indexes(key)
+    g_a = be.msm_g1_many(key.a, [be.gather(w, a_index) for w in ws], times.msm("a"))
+    t = times.mark("msm_a", t, detail=True)
+    b_scalars = [be.gather(w, b_index) for w in ws]
+    del ws
+    t = times.mark("gather", t, detail=True)
+    g_b1 = be.msm_g1_many(key.b_g1, b_scalars, times.msm("b_g1"))
+    t = times.mark("msm_b_g1", t, detail=True)
+    g_b2 = be.msm_g2_many(key.b_g2, b_scalars, times.msm("b_g2"))
+    del b_scalars
+    times.mark("msm_g2", t)
+    g1 = times.total(_G1_STEPS) - g1_before
+    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + g1
+    t = time.perf_counter()
+    proofs = [
+        _assemble(key.vk, rs[j], ss[j], g_h[j], g_l[j], g_a[j], g_b1[j], g_b2[j]) for j in range(k)
+    ]
+    times.mark("assemble", t)
+    return proofs
+
+
+def _check(key: PreparedKey, r1cs: R1CS | None, assignment: Any) -> None:
+    """The assignment's length against the circuit's, and matrices to evaluate it on."""
+    n = r1cs.num_variables if r1cs is not None else key.num_variables
+    if n and tuple(assignment.shape) != (n, 4):
+        raise InputError("witness", "length", f"{len(assignment)} values, the circuit has {n}")
+    if r1cs is None and not key.matrices:
+        raise ValueError("prove: no R1CS given and the key holds no matrices")
+
+
+def _start(
+    key: PreparedKey, r1cs: R1CS | None, assignment: Any, times: StageTimes | None
+) -> tuple[Backend, StageTimes]:
+    """The backend and the stage timer (waiting for the backend), the assignment checked."""
+    _check(key, r1cs, assignment)
+    be = key.backend
+    times = times if times is not None else StageTimes()
+    times.sync = be.synchronize
+    return be, times
+
+
+def _indexes(key: PreparedKey) -> tuple[Any, Any]:
+    """The a and b selections where the backend gathers (prepared with the key, or now)."""
+    be = key.backend
+    a_index = key.a_index if key.a_index is not None else be.prepare_index(key.a_select)
+    b_index = key.b_index if key.b_index is not None else be.prepare_index(key.b_select)
+    return a_index, b_index
 
 
 def _assemble(vk: VerifyingKey, r: int, s: int, g_h, g_l, g_a, g_b1, g_b2) -> Proof:

@@ -112,7 +112,7 @@ def status_to_pb(s: EngineStatus) -> pb.GetStatusResponse:
                 size_bytes=e.size_bytes,
                 ref_count=e.ref_count,
             )
-            for e in s.srs
+            for e in s.keys
         ],
         queues=[
             pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress)

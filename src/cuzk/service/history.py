@@ -87,9 +87,9 @@ class StatusHistory:
                 if name.startswith("vram:")
             },
             "keys": {
-                "resident": sum(1 for e in s.srs if e.tier.name == "HOT"),
-                "bytes": sum(e.size_bytes for e in s.srs if e.tier.name == "HOT"),
-                "known": len(s.srs),
+                "resident": sum(1 for e in s.keys if e.tier.name == "HOT"),
+                "bytes": sum(e.size_bytes for e in s.keys if e.tier.name == "HOT"),
+                "known": len(s.keys),
             },
         }
         with self._lock:

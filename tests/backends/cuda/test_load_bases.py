@@ -10,6 +10,7 @@ arrays path (``prepare_g1``).
 from __future__ import annotations
 
 import importlib.util
+import weakref
 
 import numpy as np
 import pytest
@@ -187,3 +188,298 @@ def test_gpu_load_matches_cpu_and_msm(group):
             load(engine, group, corrupt(raw, 2001, how))
         assert (e.value.index, e.value.reason) == (2001, EXPECTED_REASON[how])
     h.close()
+
+
+# --- MSMs of several scalar sets in one pass over streamed bases (CPU twin) ----------
+
+
+def scalar_sets(n: int, lengths: list[int], seed: int) -> list[np.ndarray]:
+    """Random scalars of the given lengths, with runs of ones and zeros (the bitmap path)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for m in lengths:
+        s = fr_random(m, rng)
+        s[: m // 5] = 0
+        s[: m // 5, 0] = rng.integers(0, 2, size=m // 5)
+        out.append(s)
+    return out
+
+
+def count_uploads(handle) -> list:
+    """The slices of the pinned bases read from now on (one per uploaded chunk)."""
+    seen: list = []
+
+    class Counting(np.ndarray):
+        def __getitem__(self, key):
+            seen.append(key)
+            return np.asarray(self)[key]
+
+    handle.pinned = handle.pinned.view(Counting)
+    return seen
+
+
+def record_reservations(budget) -> list[tuple[int, str]]:
+    """(bytes, what) of every reservation the budget (a test's own) is asked for from now on."""
+    held: list[tuple[int, str]] = []
+    acquire = budget.acquire
+
+    def recording(nbytes: int, what: str, wait: bool = False):
+        held.append((nbytes, what))
+        return acquire(nbytes, what, wait)
+
+    budget.acquire = recording
+    return held
+
+
+def _prepare(engine, group, limbs, resident=None):
+    fn = engine.prepare_g1 if group is G1 else engine.prepare_g2
+    return fn(limbs, resident=resident)
+
+
+def _device(s: np.ndarray):
+    return s.view(twin_cupy.DevArray)  # the twin's device array
+
+
+# (group, bases, lengths of the sets): full, not a multiple of any chunk,
+# shorter than one chunk, empty; and chunk sizes from many chunks to one.
+MANY_CASES = [
+    pytest.param(G1, 70, [70, 57, 5, 0, 33], (7, 16, 64), id="G1"),
+    pytest.param(G2, 30, [30, 23, 3, 0], (4, 11, 64), id="G2"),
+]
+
+
+@pytest.mark.parametrize("group, n, lengths, chunks", MANY_CASES)
+def test_twin_msm_many_streamed_matches_resident_and_cpu(group, n, lengths, chunks, twin_engine):
+    from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, streamed_msm_bytes
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    limbs, _ = stream(group, n, seed=20)
+    sets = scalar_sets(n, lengths, seed=21)
+    want = [reference(group, limbs[: len(s)], s) for s in sets]
+    resident = twin_engine()
+    h = _prepare(resident, group, limbs)
+    assert h.resident
+    assert resident.msm_many(h, sets) == want
+    msm = resident.msm_g1 if group is G1 else resident.msm_g2
+    assert [msm(h, s) for s in sets] == want
+    h.close()
+    # host and device scalars mixed; then all on the device
+    mixed = [s if j % 2 else _device(s) for j, s in enumerate(sets)]
+    budget = resident.ctx.budget
+    held = record_reservations(budget)
+    for chunk in chunks:
+        engine = twin_engine(stream_chunk=chunk)
+        s = _prepare(engine, group, limbs)
+        assert not s.resident and s.chunk == chunk and not s.pinned_montgomery
+        before = budget.reserved_bytes
+        held.clear()
+        for scalars, on_host in ((mixed, True), ([_device(x) for x in sets], False)):
+            uploads = count_uploads(s)
+            timings: dict = {}
+            assert engine.msm_many(s, scalars, timings) == want
+            step = min(chunk, max(lengths))
+            assert uploads == [slice(lo, min(lo + step, max(lengths))) for lo in range(0, n, step)]
+            assert budget.reserved_bytes == before
+            assert {"upload_wait", "arithmetic", "upload"} <= timings.keys()
+            passes = [b for b, what in held if what.endswith("streamed")]
+            assert len(passes) == 1  # one reservation for the pass: its chunk's memory
+            # at the default tuning the pass holds exactly what a planner reserves for it
+            assert passes[0] == streamed_msm_bytes(spec, step, len(sets), on_host=on_host)
+            held.clear()
+        s.close()
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_twin_msm_many_streams_loaded_bases_under_a_tight_budget(group, twin_engine):
+    """Bases loaded into pinned memory (Montgomery words already); a budget too
+    small for the default tuning: the pass cuts its tuning down, reserves less
+    than the planner's figure, and still gives every set's sum."""
+    from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, Tuning, streamed_msm_bytes
+    from cuzk.backends.cuda.msm.plan import _least
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    n, chunk = (48, 10) if group is G1 else (20, 6)
+    limbs, raw = stream(group, n, seed=22)
+    lengths = [n, n - 3, 1, 0]
+    sets = scalar_sets(n, lengths, seed=23)
+    want = [reference(group, limbs[: len(x)], x) for x in sets]
+    engine = twin_engine(load_chunk=7, stream_chunk=chunk)
+    budget = engine.ctx.budget
+    fn = engine.load_g1 if group is G1 else engine.load_g2
+    h = fn(n, reader(raw), resident=False)
+    assert not h.resident and h.pinned_montgomery and h.device_bytes == 0
+    full = streamed_msm_bytes(spec, chunk, len(sets), on_host=True)
+    least = streamed_msm_bytes(spec, chunk, len(sets), _least(Tuning()), on_host=True)
+    assert least < full
+    budget.limit_bytes = (least + full) // 2
+    held = record_reservations(budget)
+    uploads = count_uploads(h)
+    assert engine.msm_many(h, sets) == want
+    assert len(uploads) == -(-n // chunk)
+    passes = [b for b, what in held if what.endswith("streamed")]
+    assert len(passes) == 1 and least <= passes[0] <= budget.limit_bytes < full
+    assert budget.reserved_bytes == 0
+    # the one-set MSM is the same pass
+    msm = engine.msm_g1 if group is G1 else engine.msm_g2
+    uploads.clear()
+    assert msm(h, sets[1]) == want[1]
+    assert len(uploads) == -(-(n - 3) // chunk)
+    assert engine.msm_many(h, []) == []
+    assert engine.msm_many(h, [sets[3], sets[3]]) == [None, None]  # nothing to stream
+    h.close()
+
+
+class DeviceBytes:
+    """The twin's device memory in use: the bytes of the arrays its CuPy
+    stand-in makes (``empty``, ``zeros``, …), while they live; arrays made
+    before (``known``) and arithmetic on arrays are not counted."""
+
+    MAKERS = ("empty", "zeros", "full", "array", "asarray", "ascontiguousarray")
+    MAKERS += ("cumsum", "concatenate", "stack", "flatnonzero")
+
+    def __init__(self, cp, monkeypatch, known=()) -> None:
+        self.live = self.peak = 0
+        self.seen = {id(self._owner(a)) for a in known}
+        for name in self.MAKERS:
+            monkeypatch.setattr(cp, name, self._tracking(getattr(cp, name)))
+
+    @staticmethod
+    def _owner(a):
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return a
+
+    def _tracking(self, fn):
+        def made(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            owner = self._owner(out) if isinstance(out, np.ndarray) else None
+            if owner is not None and id(owner) not in self.seen and owner.nbytes:
+                self.seen.add(id(owner))
+                self.live += owner.nbytes
+                self.peak = max(self.peak, self.live)
+                weakref.finalize(owner, self._free, id(owner), owner.nbytes)
+            return out
+
+        return made
+
+    def _free(self, key: int, nbytes: int) -> None:
+        self.seen.discard(key)
+        self.live -= nbytes
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_twin_pass_allocates_within_its_reservation(group, twin_engine, monkeypatch):
+    """What a pass over streamed bases allocates (staging, the chunk MSMs,
+    the sets' sums) never exceeds what it reserved."""
+    import sys
+
+    n, chunk = (64, 9) if group is G1 else (24, 5)
+    limbs, _ = stream(group, n, seed=26)
+    sets = [_device(x) for x in scalar_sets(n, [n, n - 4, 2, 0, n], seed=27)]
+    engine = twin_engine(stream_chunk=chunk)
+    h = _prepare(engine, group, limbs)
+    held = record_reservations(engine.ctx.budget)
+    live = DeviceBytes(sys.modules["cupy"], monkeypatch, known=sets)
+    want = [reference(group, limbs[: len(x)], x) for x in sets]
+    assert engine.msm_many(h, sets) == want
+    (need,) = [b for b, what in held if what.endswith("streamed")]
+    assert 2 * chunk * (96 if group is G1 else 192) < live.peak <= need
+    h.close()
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_twin_residency_is_the_callers_choice(group, twin_engine):
+    from cuzk.errors import ResourceError
+
+    n = 12
+    psize = 96 if group is G1 else 192
+    limbs, raw = stream(group, n, seed=24)
+    scalars = fr_random(n, np.random.default_rng(25))
+    want = reference(group, limbs, scalars)
+    engine = twin_engine()
+    budget = engine.ctx.budget
+    load_fn = engine.load_g1 if group is G1 else engine.load_g2
+    msm = engine.msm_g1 if group is G1 else engine.msm_g2
+    # False: pinned though the bases fit the budget
+    for make in (
+        lambda: _prepare(engine, group, limbs, False),
+        lambda: load_fn(n, reader(raw), resident=False),
+    ):
+        h = make()
+        assert not h.resident and h.pinned_bytes == n * psize and h.device_bytes == 0
+        assert budget.reserved_bytes == 0
+        assert msm(h, scalars) == want
+        h.close()
+        assert h.pinned_bytes == 0
+    # True: resident though the engine would stream them
+    streaming = twin_engine(stream_chunk=5)
+    for make in (
+        lambda: _prepare(streaming, group, limbs, True),
+        lambda: (streaming.load_g1 if group is G1 else streaming.load_g2)(
+            n, reader(raw), resident=True
+        ),
+    ):
+        h = make()
+        assert h.resident and h.device_bytes == n * psize and h.pinned_bytes == 0
+        assert budget.reserved_bytes == n * psize
+        assert (streaming.msm_g1 if group is G1 else streaming.msm_g2)(h, scalars) == want
+        h.close()
+        assert budget.reserved_bytes == 0 and h.device_bytes == 0
+    # True where they do not fit: refused up front, naming the bases and their bytes
+    budget.limit_bytes = n * psize - 1
+    calls: list = []
+    for make in (
+        lambda: _prepare(engine, group, limbs, True),
+        lambda: load_fn(n, reader(raw, calls), resident=True),
+    ):
+        with pytest.raises(ResourceError) as e:
+            make()
+        assert f"{_name(group)} bases" in str(e.value) and f"{n * psize:,} bytes" in str(e.value)
+        assert budget.reserved_bytes == 0
+    assert calls == []  # nothing was read of the file
+    # None: by the free budget, streamed here
+    h = _prepare(engine, group, limbs)
+    assert not h.resident
+    h.close()
+
+
+def test_stream_chunks_are_bounded_and_fit_the_room():
+    from types import SimpleNamespace
+
+    from cuzk.backends.cuda.memory import DeviceBudget
+    from cuzk.backends.cuda.msm import (
+        G1_SPEC,
+        G2_SPEC,
+        STREAM_CHUNK_BYTES,
+        STREAM_CHUNK_MAX,
+        Tuning,
+        fit_chunk,
+        streamed_msm_bytes,
+        workspace_bytes,
+    )
+    from cuzk.backends.cuda.msm.plan import _least
+
+    assert STREAM_CHUNK_BYTES == 384 << 20
+    assert STREAM_CHUNK_MAX == {"G1": 1 << 22, "G2": 1 << 21}
+    for spec in (G1_SPEC, G2_SPEC):
+        c = STREAM_CHUNK_MAX[spec.name]
+        work = workspace_bytes(spec, c, False, Tuning())
+        fixed = 2 * c * spec.affine_bytes + 2 * 10 * spec.xyzz_bytes
+        assert streamed_msm_bytes(spec, c, sets=10) == fixed + work
+        assert streamed_msm_bytes(spec, c, 10, on_host=True) > streamed_msm_bytes(spec, c, 10)
+        tuned = Tuning(window=8)
+        assert streamed_msm_bytes(spec, c, 1, tuned) - streamed_msm_bytes(spec, c) == (
+            workspace_bytes(spec, c, False, tuned) - work
+        )
+    engine = SimpleNamespace(ctx=SimpleNamespace(budget=DeviceBudget(0, 1 << 40)), tuning=Tuning())
+    assert fit_chunk(engine, G1_SPEC, 1 << 27) == 1 << 22  # the cap, not the whole key
+    assert fit_chunk(engine, G2_SPEC, 1 << 27) == 1 << 21
+    assert fit_chunk(engine, G1_SPEC, 3000) == 3000  # small bases: one chunk
+    room = 1 << 30
+    chunk = fit_chunk(engine, G1_SPEC, 1 << 27, room=room)
+    least = _least(Tuning())
+    assert chunk < 1 << 22
+    assert streamed_msm_bytes(G1_SPEC, chunk, 1, least, on_host=True) <= room
+    assert streamed_msm_bytes(G1_SPEC, 2 * chunk, 1, least, on_host=True) > room
+    engine.ctx.budget.limit_bytes = room  # the free budget is the default room
+    assert fit_chunk(engine, G1_SPEC, 1 << 27) == chunk

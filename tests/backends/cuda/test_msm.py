@@ -390,6 +390,54 @@ def test_gpu_streamed_bases_match_resident(group, gpu_engine):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
+def test_gpu_msm_many_streamed_matches_resident(group, gpu_engine):
+    """Several scalar sets in one pass over pinned bases (chunks of 2^16, the
+    sets' lengths not multiples of it, host and device scalars, one shorter
+    than a chunk, one empty) give each set's MSM over resident bases."""
+    import cupy
+
+    from cuzk.backends.cuda.msm import MsmEngine, streamed_msm_bytes
+    from cuzk.bench.inputs import make_bases, random_scalars_device
+
+    name = "G1" if group is G1 else "G2"
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    n, chunk = (300_000, 1 << 16) if group is G1 else (200_000, 1 << 15)
+    bases = make_bases(gpu_engine, name, n, seed=60)
+    prepare = "prepare_g1" if group is G1 else "prepare_g2"
+    resident = getattr(gpu_engine, prepare)(bases, resident=True)
+    streamer = MsmEngine(gpu_engine.ctx, stream_chunk=chunk)
+    streamed = getattr(streamer, prepare)(bases, resident=False)
+    assert resident.resident and not streamed.resident and streamed.chunk == chunk
+    assert streamed.pinned_bytes == n * spec.affine_bytes and streamed.device_bytes == 0
+    bits = cupy.zeros((n - 12_345, 4), dtype=cupy.uint64)
+    rand = cupy.random.RandomState(61).randint(0, 2, size=n - 12_345, dtype=np.int64)
+    bits[:, 0] = rand.astype(cupy.uint64)
+    sets = [
+        random_scalars_device(n, seed=62),
+        random_scalars_device(n - 70_001, seed=63).get(),  # from the host, a chunk at a time
+        bits,
+        random_scalars_device(4099, seed=64),
+        cupy.zeros((0, 4), dtype=cupy.uint64),
+    ]
+    budget = gpu_engine.ctx.budget
+    before = budget.reserved_bytes
+    timings: dict = {}
+    got = streamer.msm_many(streamed, sets, timings)
+    assert budget.reserved_bytes == before
+    assert budget.peak_by_operation[f"msm_{name.lower()} streamed"] <= streamed_msm_bytes(
+        spec, chunk, len(sets), on_host=True
+    )
+    assert timings["arithmetic"] > 0 and timings["upload_wait"] >= 0
+    assert got == gpu_engine.msm_many(resident, sets)
+    msm = gpu_engine.msm_g1 if group is G1 else gpu_engine.msm_g2
+    assert got[0] == msm(resident, sets[0]) and got[4] is None
+    assert got[3] == reference(group, bases[:4099].get(), sets[3].get())
+    resident.close()
+    streamed.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])
 def test_gpu_fixed_base_matches_arkworks(group, gpu_engine):
     rng = np.random.default_rng(53)
     point = random_points(group, 1, rng)[0]

@@ -57,8 +57,9 @@ def test_spmv_matches_cpu(backend, cpu, distinct):
 
 @pytest.mark.gpu
 def test_spmv_32_bit_codes(backend, cpu, target):
-    """More than 2^16 distinct coefficients, each used three times."""
-    from cuzk.backends.cuda.spmv import CODE32
+    """More than 2^16 distinct coefficients, each used three times (resident and
+    streamed)."""
+    from cuzk.backends.cuda.spmv import CODE32, SpmvEngine
 
     if target != "gpu":
         pytest.skip("the 32-bit code dictionary is exercised on the GPU only")
@@ -73,8 +74,17 @@ def test_spmv_32_bit_codes(backend, cpu, target):
     coeffs = values[rng.integers(0, distinct, nnz)]
     m = SparseMatrix(indptr, rng.integers(0, ncols, nnz).astype(np.int64), coeffs, ncols)
     w = fr_random(ncols, rng)
-    assert np.array_equal(backend.to_host(backend.spmv(m, w)), cpu.spmv(m, w)), f"seed {seed}"
+    want = cpu.spmv(m, w)
+    assert np.array_equal(backend.to_host(backend.spmv(m, w)), want), f"seed {seed}"
     assert backend.spmv_engine.upload(m).mode == CODE32
+    engine = SpmvEngine(backend.ctx, backend.fr, block_entries=1 << 15)  # some blocks
+    streamed = engine.from_arrays(m.indptr, m.indices, m.coeffs, ncols, resident=False)
+    try:
+        assert streamed.mode == CODE32
+        got = backend.to_host(engine.matvec(streamed, w))
+        assert np.array_equal(got, want), f"streamed, seed {seed}"
+    finally:
+        streamed.close()
 
 
 def test_spmv_raw_coefficients(backend, cpu):
@@ -396,3 +406,251 @@ def test_a_key_collision_falls_back_to_full_coefficients_and_says_so(
         assert np.array_equal(got, cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
     finally:
         dev.close()
+
+
+# --- matrices streamed from pinned host memory ------------------------------
+
+STREAM_KINDS = ["ones", "no_one", "raw"]
+
+
+def stream_matrix(rng, nrows: int, ncols: int, kind: str) -> SparseMatrix:
+    """Short and empty rows, spans of 256 empty rows (rows 300..900), a row of 1200
+    entries (row 1100) and coefficients of one ``kind``: codes with a 1 among
+    them ("ones"), codes without one ("no_one"), all distinct ("raw")."""
+    lengths = rng.choice(
+        [0, 1, 2, 3, 6, 17, 40], size=nrows, p=[0.2, 0.3, 0.2, 0.1, 0.1, 0.06, 0.04]
+    )
+    lengths[300:900] = 0
+    lengths[1100] = 1200
+    indptr = np.zeros(nrows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    nnz = int(indptr[-1])
+    if kind == "raw":
+        coeffs = fr_random(nnz, rng)
+    else:
+        pool = [R - 1, 2, R - 2, 1 << 200, 0] + [int(v) for v in rng.integers(2, 2**63, size=20)]
+        pool = fr_to_array(pool + [1] * 4 if kind == "ones" else pool)
+        coeffs = pool[rng.integers(0, len(pool), nnz)]
+    return SparseMatrix(indptr, rng.integers(0, ncols, nnz).astype(np.int64), coeffs, ncols)
+
+
+def longest_span(indptr: np.ndarray) -> int:
+    """The most entries of any STREAM_ROWS span of rows."""
+    from cuzk.backends.cuda.spmv import STREAM_ROWS
+
+    rows = len(indptr) - 1
+    return int(
+        np.diff(indptr[np.minimum(np.arange(0, rows + STREAM_ROWS, STREAM_ROWS), rows)]).max()
+    )
+
+
+@pytest.mark.parametrize("block_entries", [1000, 1 << 24])
+@pytest.mark.parametrize("kind", STREAM_KINDS)
+def test_streamed_product_is_the_resident_product(engine, cpu, kind, block_entries, monkeypatch):
+    """Streamed in many blocks (of one and of several spans, one past the limit)
+    or in one: the resident product and the CPU's, bit for bit."""
+    from cuzk.backends.cuda.spmv import CODE16, RAW, STREAM_ROWS, StreamedCsr, stream_blocks
+
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = stream_matrix(rng, 7 * 256 + 77, 150, kind)
+    w = weird_w(rng, 150)
+    monkeypatch.setattr(engine, "block_entries", block_entries)
+    budget = engine.ctx.budget
+    before = budget.reserved_bytes
+    dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+    s = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols, resident=False)
+    try:
+        assert isinstance(s, StreamedCsr)
+        assert s.mode == dev.mode == (RAW if kind == "raw" else CODE16)
+        assert (s.one_ptr is None) == (kind != "ones")
+        blocks = stream_blocks(s.row_ptr, s.one_ptr, block_entries)
+        assert blocks[0][0] == 0 and blocks[-1][1] == m.num_rows
+        assert all(r0 % STREAM_ROWS == 0 for r0, _ in blocks)
+        if block_entries == 1000:
+            entries = [int(m.indptr[r1] - m.indptr[r0]) for r0, r1 in blocks]
+            assert len(blocks) >= 4 and max(r1 - r0 for r0, r1 in blocks) > STREAM_ROWS
+            assert max(entries) > block_entries  # the span of the long row
+            assert all(
+                e <= block_entries or r1 - r0 <= STREAM_ROWS
+                for e, (r0, r1) in zip(entries, blocks, strict=True)
+            )
+        else:
+            assert blocks == [(0, m.num_rows)]
+        want = cpu.spmv(m, w)
+        assert np.array_equal(to_numpy(engine.matvec(dev, w)), want), f"{kind} seed {seed}"
+        assert np.array_equal(to_numpy(engine.matvec(s, w)), want), f"{kind} seed {seed}"
+        assert np.array_equal(to_numpy(engine.matvec(s, w)), want), f"{kind} seed {seed}"
+    finally:
+        dev.close()
+        s.close()
+    assert budget.reserved_bytes == before
+
+
+@pytest.mark.parametrize("resident", [True, False])
+def test_product_into_a_larger_buffer(backend, cpu, resident):
+    """out=: the product lands in its first num_rows rows, the others stay."""
+    import cupy
+
+    from cuzk.backends.cuda.spmv import SpmvEngine
+
+    engine = SpmvEngine(backend.ctx, backend.fr, block_entries=400)
+    seed = secrets.randbits(32)
+    rng = np.random.default_rng(seed)
+    m = stream_matrix(rng, 5 * 256 + 3, 90, "ones")
+    w = weird_w(rng, 90)
+    dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols, resident=resident)
+    try:
+        fill = rng.integers(0, 2**64, size=(m.num_rows + 300, 4), dtype=np.uint64)
+        out = cupy.asarray(fill.copy())
+        assert engine.matvec(dev, w, out=out) is out
+        got = to_numpy(out)
+        assert np.array_equal(got[: m.num_rows], cpu.spmv(m, w)), f"seed {seed}"
+        assert np.array_equal(got[m.num_rows :], fill[m.num_rows :])
+        exact = cupy.zeros((m.num_rows, 4), dtype=cupy.uint64)
+        assert np.array_equal(to_numpy(engine.matvec(dev, w, out=exact)), cpu.spmv(m, w))
+        for bad in (
+            cupy.zeros((m.num_rows - 1, 4), dtype=cupy.uint64),
+            cupy.zeros((m.num_rows, 4), dtype=cupy.uint32),
+            cupy.zeros((2 * m.num_rows, 4), dtype=cupy.uint64)[::2],
+        ):
+            with pytest.raises(ValueError, match="out"):
+                engine.matvec(dev, w, out=bad)
+    finally:
+        dev.close()
+
+
+@pytest.mark.parametrize("kind", STREAM_KINDS)
+def test_streamed_memory_is_what_the_models_say(backend, kind, monkeypatch):
+    """The streamed form's build never reserves more than the resident build; a
+    product reserves within streamed_bytes and gives it back; the pinned
+    arrays are pinned_bytes' bound and exactly the resident arrays without
+    the dictionary and the long-row list; close() gives the dictionary back."""
+    from cuzk.backends.cuda.spmv import (
+        SpmvEngine,
+        long_row_count,
+        pinned_bytes,
+        resident_bytes_exact,
+        streamed_bytes,
+    )
+
+    engine = SpmvEngine(backend.ctx, backend.fr, block_entries=700)
+    rng = np.random.default_rng(secrets.randbits(32))
+    m = stream_matrix(rng, 6 * 256 + 100, 120, kind)
+    w = fr_random(120, rng)
+    budget = backend.ctx.budget
+    before = budget.reserved_bytes
+    peak = [before]
+    acquire = budget.acquire
+
+    def tracked(*args, **kwargs):
+        hold = acquire(*args, **kwargs)
+        peak[0] = max(peak[0], budget.reserved_bytes)
+        return hold
+
+    monkeypatch.setattr(budget, "acquire", tracked)
+    dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+    engine.prepare_seg(dev)
+    resident_peak, peak[0] = peak[0], before
+    dev.close()
+    s = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols, resident=False)
+    try:
+        assert peak[0] <= resident_peak
+        assert budget.reserved_bytes == before + s.nbytes
+        distinct = m.nnz if s.dictionary is None else len(s.dictionary)
+        assert (s.nbytes > 0) == (kind != "raw")
+        op = f"CSR {m.num_rows} x {m.num_cols} streamed"
+        budget.peak_by_operation.pop(op, None)
+        engine.matvec(s, w)
+        assert budget.reserved_bytes == before + s.nbytes
+        model = streamed_bytes(m.num_rows, m.nnz, distinct, 700, longest_span(m.indptr))
+        assert budget.peak_by_operation[op] + s.nbytes <= model
+        assert s.nbytes_pinned <= pinned_bytes(m.num_rows, m.nnz, distinct)
+        long_rows = long_row_count(m.indptr)
+        assert s.nbytes_pinned == resident_bytes_exact(m) - s.nbytes - 8 * long_rows
+    finally:
+        s.close()
+    assert budget.reserved_bytes == before
+
+
+@pytest.mark.parametrize("nrows", [0, 1, 300, 700])
+def test_streamed_empty_matrices(backend, cpu, nrows):
+    """No entries (and no rows): zeros, into out's first rows too."""
+    import cupy
+
+    from cuzk.backends.cuda.spmv import SpmvEngine, StreamedCsr
+
+    engine = SpmvEngine(backend.ctx, backend.fr, block_entries=256)
+    m = SparseMatrix.from_rows([[] for _ in range(nrows)], 5)
+    w = fr_random(5, np.random.default_rng(1))
+    before = backend.ctx.budget.reserved_bytes
+    s = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols, resident=False)
+    try:
+        assert isinstance(s, StreamedCsr) and s.nnz == 0
+        assert np.array_equal(to_numpy(engine.matvec(s, w)), cpu.spmv(m, w))
+        out = cupy.full((nrows + 2, 4), 7, dtype=cupy.uint64)
+        got = to_numpy(engine.matvec(s, w, out=out))
+        assert not got[:nrows].any() and (got[nrows:] == 7).all()
+    finally:
+        s.close()
+    assert backend.ctx.budget.reserved_bytes == before
+
+
+def test_a_row_too_long_for_the_seg_kernel_stays_resident(backend, cpu, monkeypatch, caplog):
+    import cuzk.backends.cuda.spmv as spmv
+
+    monkeypatch.setattr(spmv, "SEG_MAX_ROW", 100)
+    engine = spmv.SpmvEngine(backend.ctx, backend.fr)
+    rng = np.random.default_rng(secrets.randbits(32))
+    m = stream_matrix(rng, 1300, 60, "ones")
+    w = weird_w(rng, 60)
+    with caplog.at_level("WARNING", logger="cuzk.backends.cuda.spmv"):
+        dev = engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols, resident=False)
+    try:
+        assert isinstance(dev, spmv.DeviceCsr)
+        assert any("stays resident" in r.getMessage() for r in caplog.records)
+        assert np.array_equal(to_numpy(engine.matvec(dev, w)), cpu.spmv(m, w))
+    finally:
+        dev.close()
+
+
+def test_stream_blocks():
+    """Whole 256-row spans from 0 to the end, within the entry and row limits
+    unless a single span is over them."""
+    from cuzk.backends.cuda.spmv import STREAM_ROWS, stream_blocks
+
+    rng = np.random.default_rng(secrets.randbits(32))
+    for rows, limit in [(0, 100), (1, 100), (256, 100), (5000, 300), (5000, 3000), (3000, 10**9)]:
+        lengths = rng.choice([0, 0, 1, 3, 50], size=rows)
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        ones = np.concatenate([[0], np.cumsum(rng.integers(0, 2, size=rows))]).astype(np.int64)
+        for one_ptr in (None, ones):
+            blocks = stream_blocks(ptr, one_ptr, limit)
+            starts = [r0 for r0, _ in blocks]
+            assert [r1 for _, r1 in blocks] == [*starts[1:], rows][: len(blocks)]
+            assert (not blocks and rows == 0) or (starts[0] == 0 and blocks[-1][1] == rows)
+            for r0, r1 in blocks:
+                entries = ptr[r1] - ptr[r0] + (0 if one_ptr is None else one_ptr[r1] - one_ptr[r0])
+                assert r0 % STREAM_ROWS == 0 and r1 > r0
+                one_span = r1 - r0 <= STREAM_ROWS
+                assert one_span or (entries <= limit and r1 - r0 <= limit)
+
+
+def test_streamed_models():
+    """A 32GiB PoRep-like shape streams through far less than it takes resident;
+    the pinned form is the resident one without the dictionary."""
+    from cuzk.backends.cuda.spmv import pinned_bytes, resident_bytes, streamed_bytes
+
+    rows, nnz, distinct = 1 << 27, 3 << 27, 5000
+    assert streamed_bytes(rows, nnz, distinct) < 1 << 30 < resident_bytes(rows, nnz, distinct)
+    assert (
+        pinned_bytes(rows, nnz, distinct, 99)
+        == resident_bytes(rows, nnz, distinct, 99) - 32 * distinct - 8 * 99
+    )
+    assert pinned_bytes(rows, nnz, nnz) == resident_bytes(rows, nnz, nnz)
+    assert pinned_bytes(rows, 0, 0) == 8 * (rows + 1)
+    assert streamed_bytes(rows, 0, 0) == streamed_bytes(0, 0, 0) == 0
+    # a span longer than the blocks widens the staging sets
+    assert streamed_bytes(rows, nnz, distinct, 1 << 20, 1 << 22) > streamed_bytes(
+        rows, nnz, distinct, 1 << 20
+    )

@@ -24,7 +24,7 @@ from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import Cap, DeviceContext
 from cuzk.backends.cuda.ntt import NttEngine
-from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine
+from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine, StreamedCsr
 
 log = logging.getLogger(__name__)
 
@@ -138,18 +138,22 @@ class CudaBackend:
         return 2 * 32 * num_variables + (64 << 20)
 
     @staticmethod
-    def prove_device_bytes(num_constraints: int, num_variables: int) -> int:
+    def prove_device_bytes(
+        num_constraints: int, num_variables: int, fork_share: int | None = None
+    ) -> int:
         """Device bytes one proof of this shape takes beyond its key: the largest
         of its steps (in 32-byte vectors: m of the domain, n of the assignment).
 
-        The prover's own line and the side branch beside it (:meth:`fork`; the
-        L, A and B MSMs) run together. While H is computed: the assignment,
-        A·w, B·w, C·w and H's four buffers, 7m + n; the side's gathered a and b
-        scalars, 2n, and its workspace (:meth:`side_workspace_bytes`). While
-        H's MSM runs: the assignment, h, the gathered scalars, 3n + m, H's
-        workspace and the side's. After it the side alone, with the workspace
-        of the largest of L, A, B in G1 and B in G2. Each MSM's workspace at the
-        engine's default tuning, which it only ever lowers
+        ``fork_share`` is the side branch's share (:meth:`fork`; None: the
+        default, :meth:`side_workspace_bytes`; 0: no side branch, the L, A and
+        B MSMs after H's). With a side branch the prover's own line and the
+        branch run together. While H is computed: the assignment, A·w, B·w,
+        C·w and H's four buffers, 7m + n; the side's gathered a and b scalars,
+        2n, and its share. While H's MSM runs: the assignment, h, the gathered
+        scalars, 3n + m, H's workspace and the side's share. After it the side
+        alone, with the workspace of the largest of L, A, B in G1 and B in G2.
+        Without a side branch the gathers come after H's MSM. Each MSM's
+        workspace at the engine's default tuning, which it only ever lowers
         (:func:`cuzk.backends.cuda.msm.workspace_bytes`). Never less than
         :func:`cuzk.backends.base.proof_working_bytes`.
         """
@@ -157,13 +161,18 @@ class CudaBackend:
 
         m = 1 << max(0, (num_constraints - 1).bit_length())
         n = max(1, num_variables)
-        side = CudaBackend.side_workspace_bytes(m, n)
+        side = CudaBackend.side_workspace_bytes(m, n) if fork_share is None else fork_share
         slack = 64 << 20
+        rest = max(workspace_bytes(G1_SPEC, n, False), workspace_bytes(G2_SPEC, n, False))
+        working = proof_working_bytes(num_constraints, num_variables)
+        if side == 0:
+            h_step = 32 * (7 * m + n) + slack
+            msm_h_step = 32 * (n + m) + workspace_bytes(G1_SPEC, m, False) + slack
+            side_step = 32 * 3 * n + rest + slack
+            return max(working, h_step, msm_h_step, side_step)
         h_step = 32 * (7 * m + 3 * n) + side + slack
         msm_h_step = 32 * (3 * n + m) + workspace_bytes(G1_SPEC, m, False) + side + slack
-        rest = max(workspace_bytes(G1_SPEC, n, False), workspace_bytes(G2_SPEC, n, False))
         side_step = 32 * (3 * n + m) + rest + slack
-        working = proof_working_bytes(num_constraints, num_variables)
         return max(working, h_step, msm_h_step, side_step)
 
     @staticmethod
@@ -275,14 +284,15 @@ class CudaBackend:
         groups fit)."""
         return 64 * max(1, domain_size, num_variables)
 
-    def fork(self, domain_size: int, num_variables: int) -> Branch:
+    def fork(self, domain_size: int, num_variables: int, share: int | None = None) -> Branch:
         """A second line of the calling thread's work, to run beside it.
 
         The branch's function (:meth:`Branch.start`) runs in a thread of its
         own on a side stream of the calling stream's role (the same priority),
         after the work queued on the calling stream so far, drawing from the
         calling thread's reservation envelope. Until :meth:`Branch.join` its
-        MSMs size their workspace to :meth:`side_workspace_bytes` (more
+        MSMs size their workspace to ``share`` bytes (None:
+        :meth:`side_workspace_bytes`; more
         window groups), and one that this would cut down to the XYZZ method
         waits for the join instead. The prover runs a proof's L, A and B
         MSMs there while its own stream computes H and H's MSM (an optional
@@ -301,19 +311,28 @@ class CudaBackend:
                     self._streams[key] = side
             ready = cp.cuda.Event(disable_timing=True)
             ready.record(origin)
-        cap = self.side_workspace_bytes(domain_size, num_variables)
+        cap = self.side_workspace_bytes(domain_size, num_variables) if share is None else share
         return Branch(self, origin, side, ready, self.ctx.budget.envelope(), cap)
 
     # --- constraint evaluation -----------------------------------------
-    def prepare_matrix(self, m: SparseMatrix) -> DeviceCsr:
-        """Resident for its owner (not the per-matrix cache): ``close()`` frees it."""
+    def prepare_matrix(self, m: SparseMatrix, resident: bool = True) -> DeviceCsr | StreamedCsr:
+        """For its owner (not the per-matrix cache), resident or in pinned host
+        memory streamed through the device by each product; ``close()`` frees it."""
         with self._device():
-            return self.spmv_engine.from_arrays(m.indptr, m.indices, m.coeffs, m.num_cols)
+            return self.spmv_engine.from_arrays(
+                m.indptr, m.indices, m.coeffs, m.num_cols, resident=resident
+            )
 
-    def spmv(self, m: SparseMatrix | DeviceCsr, w: Any):
+    def spmv(self, m: SparseMatrix | DeviceCsr | StreamedCsr, w: Any, rows: int | None = None):
         with self._device():
-            dev = m if isinstance(m, DeviceCsr) else self.spmv_engine.upload(m)
-            return self.spmv_engine.matvec(dev, w)
+            dev = m if isinstance(m, DeviceCsr | StreamedCsr) else self.spmv_engine.upload(m)
+            if rows is None or rows == dev.num_rows:
+                return self.spmv_engine.matvec(dev, w)
+            if rows < dev.num_rows:
+                raise ValueError(f"spmv: {rows} rows asked of a matrix of {dev.num_rows}")
+            with self.ctx.budget.reserve(32 * rows, "spmv output (padded)"):
+                out = self.cp.zeros((rows, 4), dtype=self.cp.uint64)
+                return self.spmv_engine.matvec(dev, w, out=out)
 
     # --- polynomials ----------------------------------------------------
     def ntt(self, a: Any):
@@ -349,21 +368,25 @@ class CudaBackend:
             self._msm = MsmEngine(self.ctx)
         return self._msm
 
-    def prepare_g1(self, bases: np.ndarray) -> Any:
+    def prepare_g1(self, bases: np.ndarray, resident: bool | None = None) -> Any:
         with self._device():
-            return self._msm_engine().prepare_g1(bases)
+            return self._msm_engine().prepare_g1(bases, resident=resident)
 
-    def prepare_g2(self, bases: np.ndarray) -> Any:
+    def prepare_g2(self, bases: np.ndarray, resident: bool | None = None) -> Any:
         with self._device():
-            return self._msm_engine().prepare_g2(bases)
+            return self._msm_engine().prepare_g2(bases, resident=resident)
 
-    def load_g1(self, count: int, read: Any, progress: Any = None) -> Any:
+    def load_g1(
+        self, count: int, read: Any, progress: Any = None, resident: bool | None = None
+    ) -> Any:
         with self._device():
-            return self._msm_engine().load_g1(count, read, progress)
+            return self._msm_engine().load_g1(count, read, progress, resident=resident)
 
-    def load_g2(self, count: int, read: Any, progress: Any = None) -> Any:
+    def load_g2(
+        self, count: int, read: Any, progress: Any = None, resident: bool | None = None
+    ) -> Any:
         with self._device():
-            return self._msm_engine().load_g2(count, read, progress)
+            return self._msm_engine().load_g2(count, read, progress, resident=resident)
 
     def msm_g1(self, bases: Any, scalars: Any, phases: dict | None = None) -> Affine:
         with self._device():
@@ -372,6 +395,14 @@ class CudaBackend:
     def msm_g2(self, bases: Any, scalars: Any, phases: dict | None = None) -> Affine:
         with self._device():
             return self._msm_engine().msm_g2(bases, scalars, phases)
+
+    def msm_g1_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
+        with self._device():
+            return self._msm_engine().msm_many(bases, scalar_sets, phases)
+
+    def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
+        with self._device():
+            return self._msm_engine().msm_many(bases, scalar_sets, phases)
 
     # --- reporting --------------------------------------------------------
     def peak_bytes_by_operation(self) -> dict[str, int]:

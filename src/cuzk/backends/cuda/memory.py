@@ -167,6 +167,19 @@ class DeviceBudget:
             self.reserved_bytes -= back
             self._cond.notify_all()
 
+    def _split(self, hold: Hold, nbytes: int, what: str) -> Hold:
+        with self._cond:
+            if hold.released or hold.from_envelope:
+                raise ValueError(f"{hold.what}: only a live hold of its own splits")
+            if not 0 <= nbytes <= hold.nbytes - hold.lent:
+                raise ValueError(
+                    f"{hold.what}: {nbytes} bytes do not fit its unused "
+                    f"{hold.nbytes - hold.lent} bytes"
+                )
+            hold.nbytes -= nbytes
+            self.peak_by_operation[what] = max(self.peak_by_operation.get(what, 0), nbytes)
+            return Hold(self, nbytes, what)
+
     @contextmanager
     def reserve(self, nbytes: int, what: str, wait: bool = False) -> Iterator[None]:
         """Hold ``nbytes`` of this device's budget for the duration of ``what``.
@@ -217,6 +230,13 @@ class Hold:
 
     def release(self) -> None:
         self.budget._release(self)
+
+    def split(self, nbytes: int, what: str) -> Hold:
+        """A new hold of ``nbytes`` carved out of this one's room that no inner
+        hold uses: a key's load draws its temporaries from the room its first
+        partition will take, which is split off once the load is done. Only a
+        hold that drew nothing from an envelope splits."""
+        return self.budget._split(self, nbytes, what)
 
     def ledger(self) -> str:
         """What the holds drawing from this one take now, by operation, largest

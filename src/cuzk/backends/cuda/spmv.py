@@ -12,13 +12,19 @@ its own lane) and ``"seg"`` (a warp per SEG_ROWS rows, a segmented reduction
 over the entries with unreduced sums; see ``kernels/spmv.cu``). The seg
 kernel reads a byte per entry (its row mod 256) instead of the row pointers,
 made on the device the first time it multiplies a matrix.
+
+A :class:`StreamedCsr` (``from_arrays(..., resident=False)``) keeps the same
+arrays in pinned host memory instead, for devices too small to hold a key's
+matrices beside a proof: each product uploads them in blocks of whole
+256-row spans on a copy stream, overlapped with the seg kernel's work on the
+block before, and only the dictionary stays on the device.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +54,16 @@ UPLOAD_CHUNK = 1 << 24
 UPLOAD_BYTES_PER_ENTRY = 256
 NULL = np.uint64(0)
 _ONE_LIMBS = np.array([1, 0, 0, 0], dtype=np.uint64)
+# Streamed products go in blocks of whole STREAM_ROWS spans (the seg kernel's
+# row-id bytes are row mod 256, so a block must start at a multiple of 256),
+# each of at most STREAM_BLOCK_ENTRIES entries and as many rows: two staging
+# sets of 0.72 GiB together at 16-bit codes, uploads of ~0.2 GiB that keep
+# the copy engine busy far beyond a launch's overhead.
+STREAM_ROWS = 256
+STREAM_BLOCK_ENTRIES = 1 << 24
+_STAGE_ALIGN = 16  # staged arrays' offsets (the seg kernel's 16-byte vector loads)
+_STAGED_ARRAYS = 7  # row_ptr, cols, rid, codes or coeffs, one_ptr, one_cols, one_rid
+_PINNED_ARRAYS = ("row_ptr", "cols", "rid", "coeffs", "codes", "one_ptr", "one_cols", "one_rid")
 
 
 @dataclass
@@ -103,6 +119,98 @@ class DeviceCsr:
         for name in (*arrays, "one_ptr", "one_cols", "one_rid", "rid"):
             setattr(self, name, None)
         self.release()
+
+
+@dataclass(eq=False)
+class StreamedCsr:
+    """A matrix kept in pinned host memory and streamed through the device by each
+    product: a :class:`DeviceCsr`'s per-row and per-entry arrays (the seg
+    kernel's row ids included) as numpy views of pinned blocks, and its
+    dictionary on the device under ``hold``."""
+
+    num_rows: int
+    num_cols: int
+    nnz: int
+    mode: int
+    row_ptr: Any
+    cols: Any
+    one_code: int = NO_ONE
+    coeffs: Any = None  # RAW: (nnz, 4) Montgomery form
+    codes: Any = None  # CODE16 / CODE32
+    rid: Any = None  # None when there are no entries
+    one_ptr: Any = None
+    one_cols: Any = None
+    one_rid: Any = None
+    dictionary: Any = None  # on the device
+    hold: Any = None  # the dictionary's share of the device budget
+    blocks: list = field(default_factory=list, repr=False)  # the pinned allocations
+    done: Any = None  # an event after the last product's last kernel
+
+    @property
+    def nbytes_pinned(self) -> int:
+        """Host bytes of the pinned arrays."""
+        arrays = (getattr(self, name) for name in _PINNED_ARRAYS)
+        return sum(0 if a is None else int(a.nbytes) for a in arrays)
+
+    @property
+    def nbytes(self) -> int:
+        """Device bytes it holds between products: the dictionary."""
+        return 0 if self.dictionary is None else int(self.dictionary.nbytes)
+
+    def close(self) -> None:
+        """Free the pinned arrays and the dictionary and give the budget back (the
+        matrix is unusable after)."""
+        if self.done is not None:
+            self.done.synchronize()  # the last product's uploads read the pinned arrays
+        for name in _PINNED_ARRAYS:
+            setattr(self, name, None)
+        self.dictionary = None
+        self.blocks = []
+        self.done = None
+        if self.hold is not None:
+            self.hold.release()
+            self.hold = None
+
+
+def stream_blocks(row_ptr, one_ptr, block_entries: int) -> list[tuple[int, int]]:
+    """The row ranges (r0, r1) a streamed product uploads one at a time, from host
+    row pointers of the general part and of the ones part (or None): whole
+    STREAM_ROWS spans, at most ``block_entries`` entries (both parts) and rows
+    each; a span of more entries is a block of its own."""
+    rows = len(row_ptr) - 1
+    bounds = np.minimum(np.arange(0, rows + STREAM_ROWS, STREAM_ROWS), rows)
+    ends = row_ptr[bounds] + (0 if one_ptr is None else one_ptr[bounds])
+    most = max(1, block_entries // STREAM_ROWS)  # spans per block
+    blocks = []
+    s, spans = 0, len(bounds) - 1
+    while s < spans:
+        t = int(np.searchsorted(ends, ends[s] + block_entries, side="right")) - 1
+        t = min(max(t, s + 1), s + most, spans)
+        blocks.append((int(bounds[s]), int(bounds[t])))
+        s = t
+    return blocks
+
+
+def _block_parts(m: StreamedCsr, r0: int, r1: int) -> list:
+    """The pinned slices of rows r0..r1 a block uploads (None: a part the matrix
+    lacks): row_ptr, cols, rid, coeffs or codes, one_ptr, one_cols, one_rid."""
+    g0, g1 = int(m.row_ptr[r0]), int(m.row_ptr[r1])
+    values = m.coeffs if m.mode == RAW else m.codes
+    parts = [m.row_ptr[r0 : r1 + 1], m.cols[g0:g1], m.rid[g0:g1], values[g0:g1]]
+    if m.one_ptr is None:
+        return [*parts, None, None, None]
+    o0, o1 = int(m.one_ptr[r0]), int(m.one_ptr[r1])
+    return [*parts, m.one_ptr[r0 : r1 + 1], m.one_cols[o0:o1], m.one_rid[o0:o1]]
+
+
+def _packed(parts: list) -> tuple[list[int], int]:
+    """Offsets of ``parts`` in a staging set (each _STAGE_ALIGN-aligned) and its size."""
+    offsets, end = [], 0
+    for a in parts:
+        offsets.append(end)
+        if a is not None:
+            end += -(-int(a.nbytes) // _STAGE_ALIGN) * _STAGE_ALIGN
+    return offsets, end
 
 
 def _aligned16(cp, a):
@@ -181,6 +289,42 @@ def resident_bytes(rows: int, nnz: int, distinct: int, long_rows: int = 0) -> in
         width = 2 if distinct <= 1 << 16 else 4
         return 16 * (rows + 1) + (4 + width) * nnz + 32 * distinct + extra
     return 8 * (rows + 1) + 36 * nnz + extra
+
+
+def _code_width(nnz: int, distinct: int) -> int:
+    """Bytes of a code when ``distinct`` coefficients pay for a dictionary, else 0."""
+    if nnz == 0 or distinct * 32 >= nnz * 28:
+        return 0
+    return 2 if distinct <= 1 << 16 else 4
+
+
+def pinned_bytes(rows: int, nnz: int, distinct: int, long_rows: int = 0) -> int:
+    """Host bytes of a :class:`StreamedCsr` of this shape: :func:`resident_bytes`
+    without the dictionary and the long-row list (an upper bound likewise)."""
+    dictionary = 32 * distinct if _code_width(nnz, distinct) else 0
+    return resident_bytes(rows, nnz, distinct, long_rows) - dictionary - 8 * long_rows
+
+
+def streamed_bytes(
+    rows: int,
+    nnz: int,
+    distinct: int,
+    block_entries: int = STREAM_BLOCK_ENTRIES,
+    longest_span: int = 0,
+) -> int:
+    """Device bytes a streamed product holds besides w and out: the dictionary and
+    two staging sets for the largest block (``longest_span``: the most entries
+    of any STREAM_ROWS span, where it passes ``block_entries``)."""
+    if rows == 0 or nnz == 0:
+        return 0
+    r = min(rows, max(STREAM_ROWS, block_entries // STREAM_ROWS * STREAM_ROWS))
+    e = min(nnz, max(block_entries, longest_span))
+    width = _code_width(nnz, distinct)
+    if width:  # both parts' pointers, the ones counted at the general part's width
+        staging, dictionary = 16 * (r + 1) + (4 + width + 1) * e, 32 * distinct
+    else:
+        staging, dictionary = 8 * (r + 1) + 37 * e, 0
+    return dictionary + 2 * (staging + _STAGE_ALIGN * _STAGED_ARRAYS)
 
 
 def upload_bytes(rows: int, nnz: int, chunk: int = UPLOAD_CHUNK) -> int:
@@ -267,7 +411,12 @@ class SpmvEngine:
     """Sparse products on one device with one kernel (``KERNELS``; None: the default)."""
 
     def __init__(
-        self, ctx, fr: FrKernels, options: tuple[str, ...] = (), kernel: str | None = None
+        self,
+        ctx,
+        fr: FrKernels,
+        options: tuple[str, ...] = (),
+        kernel: str | None = None,
+        block_entries: int = STREAM_BLOCK_ENTRIES,
     ) -> None:
         import cupy
 
@@ -279,6 +428,7 @@ class SpmvEngine:
         self.fr = fr
         self.kernel = kernel
         self.upload_chunk = UPLOAD_CHUNK
+        self.block_entries = block_entries  # of a streamed product's blocks
         self.seg_rows = SEG_ROWS
         for opt in options:
             if opt.startswith("-DSPMV_SEG_ROWS="):
@@ -301,8 +451,13 @@ class SpmvEngine:
             weakref.finalize(m, dev.release)
         return dev
 
-    def from_arrays(self, indptr, indices, coeffs, num_cols: int) -> DeviceCsr:
-        """CSR arrays (host or device; coefficients standard form) → DeviceCsr.
+    def from_arrays(
+        self, indptr, indices, coeffs, num_cols: int, resident: bool = True
+    ) -> DeviceCsr | StreamedCsr:
+        """CSR arrays (host or device; coefficients standard form) → DeviceCsr, or
+        with ``resident=False`` a StreamedCsr: built on the device the same way,
+        then moved to pinned host memory but for its dictionary (a matrix the
+        seg kernel cannot take, a row too long, stays resident, with a warning).
 
         The entries are converted in chunks of ``upload_chunk``: one pass finds
         the dictionary of distinct coefficients, a second checks that it codes
@@ -376,9 +531,61 @@ class SpmvEngine:
             dev.long_rows = long_rows
             dev.hold = hold
             log.debug("%s, %d entries, %d distinct coefficients (mode %d)", what, nnz, k, dev.mode)
+        if not resident:
+            return self._streamed(dev, what)
         if self.kernel == "seg":
             self.prepare_seg(dev)
         return dev
+
+    def _streamed(self, dev: DeviceCsr, what: str) -> DeviceCsr | StreamedCsr:
+        """``dev`` moved to pinned host memory: its arrays copied there and freed on
+        the device, all but the dictionary, whose share of the budget becomes a
+        hold of its own; ``dev`` itself when the seg kernel, which streamed
+        products use, cannot take it."""
+        cp = self.cp
+        if dev.num_rows and dev.nnz and not self.prepare_seg(dev):
+            log.warning("%s stays resident: the seg kernel cannot take it", what)
+            return dev
+        blocks = []
+
+        def pinned(a, count: int | None = None):
+            if a is None:
+                return None
+            a = a if count is None else a[:count]
+            mem = cp.cuda.alloc_pinned_memory(max(int(a.nbytes), 1))
+            host = np.frombuffer(mem, dtype=a.dtype, count=a.size).reshape(a.shape)
+            if a.size:
+                cp.asnumpy(a, out=host)
+            blocks.append(mem)
+            return host
+
+        try:
+            s = StreamedCsr(
+                dev.num_rows,
+                dev.num_cols,
+                dev.nnz,
+                dev.mode,
+                pinned(dev.row_ptr),
+                pinned(dev.cols),
+                one_code=dev.one_code,
+                coeffs=pinned(dev.coeffs),
+                codes=pinned(dev.codes),
+                rid=pinned(dev.rid, len(dev.cols)),  # (a part without entries has one byte)
+                one_ptr=pinned(dev.one_ptr),
+                one_cols=pinned(dev.one_cols),
+                one_rid=pinned(dev.one_rid, None if dev.one_cols is None else len(dev.one_cols)),
+                dictionary=dev.dictionary,
+                blocks=blocks,
+            )
+            if dev.dictionary is not None:
+                # the dictionary's bytes pass from the matrix's hold to its own:
+                # reserved all along, never twice
+                with self.ctx.budget.drawing_from(dev.hold):
+                    s.hold = self.ctx.budget.acquire(s.nbytes, f"{what} dictionary")
+        finally:
+            dev.close()
+        log.debug("%s streamed from %.3f GiB of pinned memory", what, s.nbytes_pinned / 2**30)
+        return s
 
     def _row_pointers(self, indptr):
         """The row pointers on the device as int64, copied a chunk at a time (a
@@ -542,60 +749,169 @@ class SpmvEngine:
         dev.seg_hold = hold
         return True
 
-    def matvec(self, dev: DeviceCsr, w):
+    def matvec(self, m: DeviceCsr | StreamedCsr, w, out=None):
+        """m·w (w standard form, on the host or the device), into ``out[:num_rows]``
+        when ``out`` is given (a C-contiguous (R, 4) uint64 device array with
+        R ≥ num_rows; its other rows are left as they are), else into a new
+        (num_rows, 4) array; returns the array written."""
         cp = self.cp
-        if fr_rows(w, "witness") != dev.num_cols:
-            raise ValueError(f"witness of {len(w)} values for a matrix of {dev.num_cols} columns")
-        with staged(self.ctx, "spmv", [w], dev.num_rows * 32) as (w,):
-            out = cp.empty((dev.num_rows, 4), dtype=cp.uint64)
-            if dev.num_rows == 0:
-                return out
-            if dev.nnz == 0:
-                out[...] = 0
-                return out
-            mats = (
-                NULL if dev.one_ptr is None else dev.one_ptr,
-                NULL if dev.one_cols is None else dev.one_cols,
-                dev.row_ptr,
-                dev.cols,
-                NULL if dev.coeffs is None else dev.coeffs,
-                NULL if dev.codes is None else dev.codes,
-                NULL if dev.dictionary is None else dev.dictionary,
-                w,
-            )
-            if self.kernel == "seg" and self.prepare_seg(dev):
-                groups = -(-dev.num_rows // self.seg_rows)
-                self._seg(
-                    grid_for(groups, SEG_WARPS),
-                    (32 * SEG_WARPS,),
-                    (
-                        out,
-                        mats[0],
-                        mats[1],
-                        NULL if dev.one_rid is None else dev.one_rid,
-                        mats[2],
-                        mats[3],
-                        dev.rid,
-                        *mats[4:],
-                        np.uint64(dev.num_rows),
-                        np.uint32(dev.mode),
-                    ),
+        if fr_rows(w, "witness") != m.num_cols:
+            raise ValueError(f"witness of {len(w)} values for a matrix of {m.num_cols} columns")
+        if out is not None:
+            shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+            if (
+                not isinstance(out, cp.ndarray)
+                or dtype != cp.uint64
+                or len(shape) != 2
+                or shape[1] != 4
+                or shape[0] < m.num_rows
+                or not out.flags.c_contiguous
+            ):
+                raise ValueError(
+                    f"out: expected a C-contiguous (R, 4) uint64 device array with "
+                    f"R >= {m.num_rows}, got {shape} {dtype}"
                 )
+        out_bytes = 0 if out is not None else m.num_rows * 32
+        with staged(self.ctx, "spmv", [w], out_bytes) as (w,):
+            if out is None:
+                out = cp.empty((m.num_rows, 4), dtype=cp.uint64)
+            if m.num_rows == 0:
                 return out
-            # 32 rows per warp, 8 warps per block.
-            self._rows(
-                grid_for(dev.num_rows),
-                (THREADS,),
-                (out, *mats, np.uint64(dev.num_rows), np.uint32(dev.mode), np.uint32(LONG_ROW)),
-            )
-            nlong = len(dev.long_rows)
-            if nlong:
-                self._long(
-                    grid_for(nlong * 32),
-                    (THREADS,),
-                    (out, *mats, dev.long_rows, np.uint64(nlong), np.uint32(dev.mode)),
-                )
+            dest = out[: m.num_rows]
+            if m.nnz == 0:
+                dest[...] = 0
+            elif isinstance(m, StreamedCsr):
+                self._matvec_streamed(m, w, dest)
+            else:
+                self._matvec_resident(m, w, dest)
         return out
 
+    def _matvec_resident(self, dev: DeviceCsr, w, out) -> None:
+        mats = (
+            NULL if dev.one_ptr is None else dev.one_ptr,
+            NULL if dev.one_cols is None else dev.one_cols,
+            dev.row_ptr,
+            dev.cols,
+            NULL if dev.coeffs is None else dev.coeffs,
+            NULL if dev.codes is None else dev.codes,
+            NULL if dev.dictionary is None else dev.dictionary,
+            w,
+        )
+        if self.kernel == "seg" and self.prepare_seg(dev):
+            groups = -(-dev.num_rows // self.seg_rows)
+            self._seg(
+                grid_for(groups, SEG_WARPS),
+                (32 * SEG_WARPS,),
+                (
+                    out,
+                    mats[0],
+                    mats[1],
+                    NULL if dev.one_rid is None else dev.one_rid,
+                    mats[2],
+                    mats[3],
+                    dev.rid,
+                    *mats[4:],
+                    np.uint64(dev.num_rows),
+                    np.uint32(dev.mode),
+                ),
+            )
+            return
+        # 32 rows per warp, 8 warps per block.
+        self._rows(
+            grid_for(dev.num_rows),
+            (THREADS,),
+            (out, *mats, np.uint64(dev.num_rows), np.uint32(dev.mode), np.uint32(LONG_ROW)),
+        )
+        nlong = len(dev.long_rows)
+        if nlong:
+            self._long(
+                grid_for(nlong * 32),
+                (THREADS,),
+                (out, *mats, dev.long_rows, np.uint64(nlong), np.uint32(dev.mode)),
+            )
 
-__all__ = ["DEFAULT_KERNEL", "KERNELS", "DeviceCsr", "SpmvEngine"]
+    def _matvec_streamed(self, m: StreamedCsr, w, out) -> None:
+        """The seg kernel over blocks (:func:`stream_blocks`) uploaded from pinned
+        memory into two staging sets on a copy stream: a block's upload waits
+        until the kernel that read its set is done, its kernel until the upload
+        is, so one block's upload overlaps the kernel of the block before."""
+        cp = self.cp
+        plans = []
+        for r0, r1 in stream_blocks(m.row_ptr, m.one_ptr, self.block_entries):
+            parts = _block_parts(m, r0, r1)
+            plans.append((r0, r1, parts, *_packed(parts)))
+        set_bytes = max(p[4] for p in plans)
+        with self.ctx.budget.reserve(2 * set_bytes, f"CSR {m.num_rows} x {m.num_cols} streamed"):
+            compute = cp.cuda.get_current_stream()
+            copy = cp.cuda.Stream(non_blocking=True)
+            sets = [cp.empty(set_bytes, dtype=cp.uint8) for _ in range(2)]
+            # the sets' memory may be what the compute stream's queued work just freed
+            allocated = cp.cuda.Event(disable_timing=True)
+            allocated.record(compute)
+            copy.wait_event(allocated)
+            views: list = [None, None]
+            uploaded: list = [None, None]
+            read: list = [None, None]  # after the kernel that read the set
+
+            def upload(i: int) -> None:
+                b = i % 2
+                _r0, _r1, parts, offsets, _size = plans[i]
+                if read[b] is not None:
+                    copy.wait_event(read[b])
+                views[b] = []
+                for a, off in zip(parts, offsets, strict=True):
+                    if a is None:
+                        views[b].append(NULL)
+                        continue
+                    v = sets[b][off : off + a.nbytes].view(a.dtype).reshape(a.shape)
+                    if a.size:
+                        v.set(a, stream=copy)
+                    views[b].append(v)
+                uploaded[b] = cp.cuda.Event(disable_timing=True)
+                uploaded[b].record(copy)
+
+            upload(0)
+            for i, (r0, r1, parts, _offsets, _size) in enumerate(plans):
+                b = i % 2
+                ptr, cols, rid, values, one_ptr, one_cols, one_rid = views[b]
+                compute.wait_event(uploaded[b])
+                if i + 1 < len(plans):
+                    upload(i + 1)
+                # the block's entries start at 0 of its staging arrays
+                ptr -= np.int64(parts[0][0])
+                if m.one_ptr is not None:
+                    one_ptr -= np.int64(parts[4][0])
+                nr = r1 - r0
+                self._seg(
+                    grid_for(-(-nr // self.seg_rows), SEG_WARPS),
+                    (32 * SEG_WARPS,),
+                    (
+                        out[r0:r1],
+                        one_ptr,
+                        one_cols,
+                        one_rid,
+                        ptr,
+                        cols,
+                        rid,
+                        values if m.mode == RAW else NULL,
+                        NULL if m.mode == RAW else values,
+                        NULL if m.dictionary is None else m.dictionary,
+                        w,
+                        np.uint64(nr),
+                        np.uint32(m.mode),
+                    ),
+                )
+                read[b] = cp.cuda.Event(disable_timing=True)
+                read[b].record(compute)
+            m.done = read[(len(plans) - 1) % 2]
+
+
+__all__ = [
+    "DEFAULT_KERNEL",
+    "KERNELS",
+    "DeviceCsr",
+    "SpmvEngine",
+    "StreamedCsr",
+    "pinned_bytes",
+    "streamed_bytes",
+]

@@ -26,6 +26,7 @@ from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
 from cuzk.circuits.static_plan import StaticPlan, load_or_build
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
+from cuzk.r1cs.counts import Counts, counts_of
 from cuzk.r1cs.system import R1CS
 
 # Host bytes a backend's prover holds for a circuit shape (num_constraints,
@@ -206,7 +207,7 @@ class ProofKindHandler(ABC):
     def r1cs_build_bytes(self, circuit_id: str) -> int:
         """Host bytes the first :meth:`r1cs` of this circuit takes to build its
         matrices (0: cached, or too small to count). The SRS manager reserves
-        them and builds each circuit once (:meth:`SrsManager.ensure_r1cs`)."""
+        them and builds each circuit once (:meth:`KeyStore.ensure_r1cs`)."""
         return 0
 
     def shape(self, circuit_id: str) -> tuple[int, int]:
@@ -220,6 +221,12 @@ class ProofKindHandler(ABC):
         circuits count them from the templates)."""
         r1cs = self.r1cs(circuit_id)
         return r1cs.num_inputs + int(r1cs.a_aux_density().sum()), int(r1cs.b.column_mask().sum())
+
+    def counts(self, circuit_id: str) -> Counts:
+        """The circuit's counts, which size its key and a proof's memory (kinds with
+        compiled circuits count them from the templates, without the matrices)."""
+        a_points, b_points = self.query_sizes(circuit_id)
+        return counts_of(self.r1cs(circuit_id), a_points, b_points, circuit_id)
 
     def synthesis_bytes(self, circuit_id: str) -> int:
         """Host bytes synthesis of one partition peaks at, its assignment included."""
@@ -277,6 +284,9 @@ class CompiledKind(ProofKindHandler):
 
     def query_sizes(self, circuit_id: str) -> tuple[int, int]:
         return self.compiled(circuit_id).query_sizes()
+
+    def counts(self, circuit_id: str) -> Counts:
+        return self.compiled(circuit_id).counts()
 
     def r1cs_build_bytes(self, circuit_id: str) -> int:
         return r1cs_build_bytes(self.compiled(circuit_id))

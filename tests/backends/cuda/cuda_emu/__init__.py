@@ -3,8 +3,10 @@
 Kernels are compiled with the host C++ compiler against ``cuda_host_shim.h``
 (one std::thread per CUDA thread) and launched through ctypes with CUDA's own
 argument convention (an array of pointers to the argument values). Device
-arrays are numpy arrays. This lets the backend's Python code and its kernels
-run, bit for bit, on a machine without a GPU, at small sizes.
+arrays are numpy arrays (those of the allocation functions with CuPy's
+``get`` and ``set``), pinned host memory a numpy buffer. This lets the
+backend's Python code and its kernels run, bit for bit, on a machine without
+a GPU, at small sizes.
 
 ``install()`` puts the stand-in into ``sys.modules['cupy']``; it refuses when
 the real CuPy is importable, so a GPU run never uses it by accident.
@@ -273,12 +275,49 @@ class _FakeCupy(types.ModuleType):
     pass
 
 
+class _DeviceArray(np.ndarray):
+    """A 'device' array: numpy with CuPy's host transfers (``get``, ``set``), as
+    strict about shapes and dtypes as CuPy is. Copies are synchronous."""
+
+    def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
+        if out is None:
+            return np.array(self, order=order)
+        if out.shape != self.shape or out.dtype != self.dtype:
+            raise ValueError(f"get: out {out.shape} {out.dtype} for {self.shape} {self.dtype}")
+        out[...] = self
+        return out
+
+    def set(self, arr, stream=None) -> None:
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"set: a numpy array, not {type(arr).__name__}")
+        if arr.shape != self.shape or arr.dtype != self.dtype:
+            raise ValueError(f"set: {arr.shape} {arr.dtype} into {self.shape} {self.dtype}")
+        if not self.flags.c_contiguous:
+            raise RuntimeError("set: cannot set to a non-contiguous array")
+        self[...] = arr
+
+
+def _allocating(fn):
+    """A numpy allocation function that returns device arrays."""
+    return lambda *args, **kwargs: fn(*args, **kwargs).view(_DeviceArray)
+
+
+def _asnumpy(a, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
+    if out is None:
+        return np.asarray(a)
+    out[...] = np.asarray(a)
+    return out
+
+
 def make_module() -> types.ModuleType:
     cp = _FakeCupy("cupy")
     cp.__cuzk_emulated__ = True
     cp.ndarray = np.ndarray
     cp.asarray = lambda a, dtype=None: np.asarray(a, dtype=dtype)
-    cp.asnumpy = lambda a, stream=None: np.asarray(a)
+    cp.asnumpy = _asnumpy
+    for name in ("empty", "zeros", "ones", "full"):
+        setattr(cp, name, _allocating(getattr(np, name)))
+        setattr(cp, f"{name}_like", _allocating(getattr(np, f"{name}_like")))
     cp.RawModule = FakeRawModule
     pool = _Pool()
     cp.get_default_memory_pool = lambda: pool
@@ -300,6 +339,7 @@ def make_module() -> types.ModuleType:
         get_current_stream=_current_stream,
         memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
         set_allocator=lambda allocator=None: None,  # nothing is allocated on a device
+        alloc_pinned_memory=lambda nbytes: np.empty(nbytes, dtype=np.uint8),  # a host buffer
     )
     cp.cuda = cuda
 

@@ -10,8 +10,9 @@ importable from here as before:
 - :mod:`.pipeline`: one MSM's kernels in order (:func:`msm_xyzz`) and its
   result as an affine point (:func:`xyzz_to_affine`);
 - :mod:`.bases`: bases resident in VRAM or streamed from pinned host memory,
-  and loaded from a key file a chunk at a time (:class:`PreparedBases`,
-  :func:`load_staging_bytes`);
+  one pass over the chunks serving several scalar sets, and loaded from a key
+  file a chunk at a time (:class:`PreparedBases`, :func:`load_staging_bytes`,
+  :func:`streamed_msm_bytes`, :data:`STREAM_CHUNK_BYTES`);
 - :mod:`.fixed_base`: fixed-base products for parameter generation;
 - :mod:`.engine`: :class:`MsmEngine`, which holds them together on one device.
 """
@@ -19,8 +20,13 @@ importable from here as before:
 from cuzk.backends.cuda.msm.bases import (
     _LOAD_PROBLEMS,
     LOAD_CHUNK_BYTES,
+    STREAM_CHUNK_BYTES,
+    STREAM_CHUNK_MAX,
     PreparedBases,
+    fit_chunk,
     load_staging_bytes,
+    stream_chunk_max,
+    streamed_msm_bytes,
 )
 from cuzk.backends.cuda.msm.engine import MsmEngine, _CupyKernels
 from cuzk.backends.cuda.msm.fixed_base import (
@@ -49,6 +55,8 @@ __all__ = [
     "LOAD_CHUNK_BYTES",
     "NO_KEY",
     "SCALAR_BITS",
+    "STREAM_CHUNK_BYTES",
+    "STREAM_CHUNK_MAX",
     "_LOAD_PROBLEMS",
     "CurveSpec",
     "Kernels",
@@ -59,6 +67,7 @@ __all__ = [
     "choose_sort",
     "choose_window",
     "classify_bytes",
+    "fit_chunk",
     "fit_tuning",
     "fixed_base_affine",
     "fixed_base_table",
@@ -67,6 +76,8 @@ __all__ = [
     "load_staging_bytes",
     "msm_xyzz",
     "num_windows",
+    "stream_chunk_max",
+    "streamed_msm_bytes",
     "workspace_bytes",
     "xyzz_to_affine",
 ]

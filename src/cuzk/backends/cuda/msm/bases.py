@@ -2,12 +2,15 @@
 
 :class:`PreparedBases` is the handle a key keeps. Bases given as an array are
 converted once to Montgomery form and kept in VRAM when they fit the device
-budget (:func:`prepare`); otherwise they stay in pinned host memory and each
-MSM streams them in chunks (:func:`msm_streamed`), the upload of the next
-chunk overlapping the arithmetic on the current one. Bases read from a
-bellperson / zcash key file (:func:`load`) come in a chunk at a time through
-two pinned host buffers and are checked and converted on the device (kernel
-``load_zcash``; its status codes are ``_LOAD_PROBLEMS``).
+budget (:func:`prepare`), or as the caller chooses; otherwise they stay in
+pinned host memory and MSMs stream them in chunks (:func:`msm_streamed_many`):
+one pass over the chunks serves several scalar sets at once (a proof's
+partitions), each chunk crossing PCIe once, the upload of the next chunk
+overlapping the arithmetic on the current one. :func:`streamed_msm_bytes` is
+the device memory such a pass holds. Bases read from a bellperson / zcash key
+file (:func:`load`) come in a chunk at a time through two pinned host buffers
+and are checked and converted on the device (kernel ``load_zcash``; its
+status codes are ``_LOAD_PROBLEMS``).
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cuzk.backends.cuda.msm.pipeline import Kernels, _empty_scalars, msm_xyzz
-from cuzk.backends.cuda.msm.plan import _least, fit_tuning, workspace_bytes
-from cuzk.backends.cuda.msm.spec import _U32, G1_SPEC, CurveSpec
-from cuzk.errors import BadPoint, EncodingError, InputError
+from cuzk.backends.cuda.msm.pipeline import Kernels, msm_xyzz
+from cuzk.backends.cuda.msm.plan import Tuning, _least, fit_tuning, workspace_bytes
+from cuzk.backends.cuda.msm.spec import _U32, G1_SPEC, G2_SPEC, CurveSpec
+from cuzk.errors import BadPoint, EncodingError, InputError, ResourceError
 
 if TYPE_CHECKING:
     from cuzk.backends.cuda.msm.engine import MsmEngine
@@ -45,6 +48,16 @@ class PreparedBases:
     @property
     def resident(self) -> bool:
         return self.device is not None
+
+    @property
+    def pinned_bytes(self) -> int:
+        """Host bytes of pinned memory these bases hold."""
+        return 0 if self.pinned is None else int(self.pinned.nbytes)
+
+    @property
+    def device_bytes(self) -> int:
+        """VRAM these bases hold (0 when streamed)."""
+        return 0 if self.device is None else int(self.device.nbytes)
 
     def __len__(self) -> int:
         return self.n
@@ -92,11 +105,45 @@ def to_montgomery(k: Kernels, spec: CurveSpec, dev, n_points: int) -> None:
     k.launch("to_montgomery", count, (dev, np.uint64(count)))
 
 
+# --- residency -------------------------------------------------------------------
+
+
+def _must_fit(engine: MsmEngine, spec: CurveSpec, n: int, nbytes: int, extra: int = 0) -> None:
+    """:class:`ResourceError` unless resident bases of ``nbytes`` (with ``extra``
+    bytes beside them while they are made) fit the free budget."""
+    budget = engine.ctx.budget
+    free = budget.free_bytes
+    if nbytes + extra > free:
+        raise ResourceError(
+            f"GPU {budget.device_id}: {spec.name} bases asked to be resident need "
+            f"{nbytes:,} bytes ({nbytes / 2**30:.2f} GiB) for {n:,} points"
+            + (f" and {extra:,} bytes to load them" if extra else "")
+            + f"; {free:,} bytes ({free / 2**30:.2f} GiB) of the budget are free"
+        )
+
+
+def _fits(engine: MsmEngine, spec: CurveSpec, n: int, nbytes: int, extra: int = 0) -> bool:
+    """Whether bases are made resident when the caller leaves it to the budget:
+    the bases (with ``extra``) and the smallest workspace of an MSM over all of
+    them (an MSM fits its method to the memory free when it runs, see
+    fit_tuning) fit, and no test forces streaming."""
+    least = workspace_bytes(spec, max(n, 1), tuning=_least(engine.tuning))
+    fits = nbytes + extra + least <= engine.ctx.budget.free_bytes
+    return fits and engine.stream_chunk is None
+
+
 # --- bases given as an array ---------------------------------------------------
 
 
-def prepare(engine: MsmEngine, bases: np.ndarray, spec: CurveSpec) -> PreparedBases:
-    """Bases given as an array, resident or pinned (``MsmEngine.prepare_g1``)."""
+def prepare(
+    engine: MsmEngine, bases: np.ndarray, spec: CurveSpec, resident: bool | None = None
+) -> PreparedBases:
+    """Bases given as an array (``MsmEngine.prepare_g1``), converted to Montgomery form.
+
+    ``resident``: None keeps them in VRAM when they fit the free budget, else
+    in pinned host memory; True in VRAM (:class:`ResourceError` when they do
+    not fit the free budget); False in pinned host memory.
+    """
     import cupy
 
     n = len(bases)
@@ -108,12 +155,11 @@ def prepare(engine: MsmEngine, bases: np.ndarray, spec: CurveSpec) -> PreparedBa
         words = np.ascontiguousarray(bases).view(_U32).reshape(n, spec.affine_words)
     handle = PreparedBases(spec, n)
     budget = engine.ctx.budget
-    # Resident when the bases and the workspace of an MSM over all of them fit
-    # (the smallest workspace, the XYZZ method's: an MSM fits its method to
-    # the memory free when it runs, see fit_tuning).
-    least = workspace_bytes(spec, max(n, 1), tuning=_least(engine.tuning))
-    fits = nbytes + least <= budget.free_bytes
-    if fits and engine.stream_chunk is None:
+    if resident is None:
+        resident = _fits(engine, spec, n, nbytes)
+    elif resident:
+        _must_fit(engine, spec, n, nbytes)
+    if resident:
         handle._hold.enter_context(budget.reserve(nbytes, f"{spec.name} bases (resident)"))
         with cupy.cuda.Device(engine.ctx.device_id):
             dev = cupy.array(words.reshape(-1), copy=True)  # never convert a caller's array
@@ -140,14 +186,18 @@ def prepare(engine: MsmEngine, bases: np.ndarray, spec: CurveSpec) -> PreparedBa
 # --- bases from a key file ------------------------------------------------------
 
 
-def load(engine: MsmEngine, spec: CurveSpec, n: int, read, progress) -> PreparedBases:
+def load(
+    engine: MsmEngine, spec: CurveSpec, n: int, read, progress, resident: bool | None = None
+) -> PreparedBases:
     """Read, upload and convert the bases a chunk at a time (kernel ``load_zcash``).
 
     Two pinned host buffers of one chunk each are the only host memory: the
     next chunk is read from the file while the device converts the last.
-    Resident when the bases (and the smallest workspace of an MSM over
-    them) fit the free budget, as :meth:`_prepare` decides; else the
-    converted words go to pinned host memory and MSMs stream them.
+    ``resident`` as in :func:`prepare`: None keeps the bases in VRAM when they
+    (with the load's staging and the smallest workspace of an MSM over them)
+    fit the free budget, True in VRAM (:class:`ResourceError`, before
+    anything is read, when the bases and the staging do not fit), False in
+    pinned host memory, which MSMs stream.
     """
     import cupy
 
@@ -156,8 +206,10 @@ def load(engine: MsmEngine, spec: CurveSpec, n: int, read, progress) -> Prepared
     staging = 2 * chunk * (psize + 4)  # raw chunks and their status words, two of each
     nbytes = n * psize
     budget = engine.ctx.budget
-    least = workspace_bytes(spec, max(n, 1), tuning=_least(engine.tuning))
-    resident = engine.stream_chunk is None and nbytes + staging + least <= budget.free_bytes
+    if resident is None:
+        resident = _fits(engine, spec, n, nbytes, staging)
+    elif resident:
+        _must_fit(engine, spec, n, nbytes, staging)
     handle = PreparedBases(spec, n)
     try:
         with (
@@ -234,76 +286,195 @@ def _load_chunks(engine: MsmEngine, spec, n, chunk, read, progress, dest, handle
         finish(*pending)
 
 
-def fit_chunk(engine: MsmEngine, spec: CurveSpec, n: int) -> int:
-    free = engine.ctx.budget.free_bytes
-    chunk = max(1, n)
+# --- MSMs over streamed bases -----------------------------------------------------
+
+# Bytes of bases a streamed chunk holds at most: 2^22 G1 points, 2^21 G2 points.
+# Pippenger's window is then 17-18 bits (20 at 2^24), and a pass holds about
+# 5.7 GiB (G1) / 6.0 GiB (G2) at the default tuning (streamed_msm_bytes), less
+# where fit_tuning cuts the workspace down.
+STREAM_CHUNK_BYTES = 384 << 20
+
+
+def stream_chunk_max(spec: CurveSpec) -> int:
+    """The most points of a streamed chunk: STREAM_CHUNK_BYTES of points,
+    rounded down to a power of two."""
+    return 1 << ((STREAM_CHUNK_BYTES // spec.affine_bytes).bit_length() - 1)
+
+
+# Points per streamed chunk at most, by group.
+STREAM_CHUNK_MAX = {spec.name: stream_chunk_max(spec) for spec in (G1_SPEC, G2_SPEC)}
+
+
+def _pass_fixed_bytes(spec: CurveSpec, chunk: int, sets: int) -> int:
+    """A pass's memory besides the chunk MSM's workspace: two staging chunks
+    and, per set, its running sum and the sum that replaces it."""
+    return 2 * chunk * spec.affine_bytes + 2 * sets * spec.xyzz_bytes
+
+
+def streamed_msm_bytes(
+    spec: CurveSpec,
+    chunk: int,
+    sets: int = 1,
+    tuning: Tuning | None = None,
+    on_host: bool = False,
+) -> int:
+    """Device bytes a pass over streamed bases (:func:`msm_streamed_many`) holds
+    with chunks of ``chunk`` points for ``sets`` scalar sets: two staging
+    chunks, the workspace of one chunk's MSM at ``tuning`` (None: the default
+    :class:`Tuning`; ``on_host``: scalars uploaded from the host a chunk at a
+    time) and two points a set. What a memory planner reserves for the pass;
+    the pass reserves no more for its chunk (fewer when the budget is short
+    and its tuning is cut down)."""
+    work = workspace_bytes(spec, max(chunk, 1), on_host, tuning or Tuning())
+    return _pass_fixed_bytes(spec, chunk, sets) + work
+
+
+def fit_chunk(engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = None) -> int:
+    """Points per streamed chunk of bases of n points: all of them up to
+    :func:`stream_chunk_max`, halved (not below 1024) until a pass of one set
+    at the smallest workspace fits in ``room`` bytes (None: the free budget)."""
+    room = engine.ctx.budget.free_bytes if room is None else room
+    chunk = max(1, min(n, stream_chunk_max(spec)))
     least = _least(engine.tuning)
-    # Two staging buffers plus one chunk's workspace must fit.
-    while chunk > 1024 and (
-        2 * chunk * spec.affine_bytes + workspace_bytes(spec, chunk, tuning=least) > free
-    ):
+    while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host=True) > room:
         chunk //= 2
     return chunk
 
 
-# --- MSMs over streamed bases -----------------------------------------------------
+def _on_host(a: Any) -> bool:
+    """Whether an array is in host memory (numpy's have no ``get``; CuPy's do)."""
+    return isinstance(a, np.ndarray) and not hasattr(a, "get")
 
 
-def msm_streamed(engine: MsmEngine, handle: PreparedBases, scalars, n: int, k: Kernels):
-    """An MSM over pinned bases: one pipeline run per chunk, the upload of the
-    next chunk overlapping the current one's, the chunk sums combined on the device."""
+class _Clock:
+    """Optional GPU timings of a pass: spans between events on one stream,
+    summed per phase into ``timings`` once the pass is done."""
+
+    def __init__(self, cupy, timings: dict | None) -> None:
+        self.cupy, self.out = cupy, timings
+        self.spans: list[tuple[str, Any, Any]] = []
+
+    def mark(self, stream):
+        if self.out is None:
+            return None
+        ev = self.cupy.cuda.Event()
+        ev.record(stream)
+        return ev
+
+    def span(self, name: str, start, end) -> None:
+        if self.out is not None:
+            self.spans.append((name, start, end))
+
+    def finish(self) -> None:
+        for name, a, b in self.spans:
+            b.synchronize()
+            ms = self.cupy.cuda.get_elapsed_time(a, b)
+            self.out[name] = self.out.get(name, 0.0) + ms
+
+
+def _fold(cupy, k: Kernels, spec: CurveSpec, acc, part):
+    """acc + part (XYZZ words) on the device: ``finalize`` with part as its one
+    window (no doublings) and acc as its one extra point."""
+    if acc is None:
+        return part
+    out = cupy.empty(spec.xyzz_words, dtype=_U32)
+    k.launch("finalize", 1, (part, _U32(1), _U32(0), acc, _U32(1), out), block=1)
+    return out
+
+
+def msm_streamed_many(
+    engine: MsmEngine, handle: PreparedBases, scalar_sets: list, k: Kernels, timings=None
+) -> list:
+    """MSMs of several scalar sets over pinned bases in one pass over the chunks.
+
+    Each chunk of the bases is uploaded once (double-buffered on a copy
+    stream, the next chunk's upload overlapping the current one's
+    arithmetic), converted once when the pinned words are standard, and every
+    set with scalars in it runs its chunk MSM on it; each set's chunk sums are
+    added on the device. Returns one XYZZ point (Montgomery words on the
+    device) a set. The pass reserves :func:`streamed_msm_bytes` of its chunk
+    at the tuning :func:`.plan.fit_tuning` fits to the free budget; host
+    scalars are uploaded a chunk at a time. ``timings``, when given, receives
+    milliseconds per phase: ``upload`` (copies of the bases), ``upload_wait``
+    (the arithmetic waiting for them), ``arithmetic`` (a chunk's work, the
+    conversion and the MSMs), ``upload_scalars`` and the pipeline's phases.
+    """
     import cupy
 
     spec = handle.spec
-    chunk = handle.chunk
-    xw = spec.xyzz_words
-    starts = list(range(0, n, chunk))
-    if not starts:
-        return msm_xyzz(cupy, k, spec, cupy.zeros(1, dtype=_U32), _empty_scalars(cupy))
-    staging_bytes = 2 * chunk * spec.affine_bytes
-    free = engine.ctx.budget.free_bytes - staging_bytes
-    tuning = fit_tuning(spec, chunk, engine.tuning, free)
-    need = staging_bytes + workspace_bytes(spec, chunk, tuning=tuning)
-    with engine.ctx.budget.reserve(need, f"msm_{spec.name.lower()} streamed"):
+    xw, aw = spec.xyzz_words, spec.affine_words
+    sets = len(scalar_sets)
+    lengths = [int(s.shape[0]) for s in scalar_sets]
+    longest = max(lengths, default=0)
+    if longest == 0:  # nothing to stream: each sum is the point at infinity
+        return [cupy.zeros(xw, dtype=_U32) for _ in range(sets)]
+    chunk = max(1, min(handle.chunk, longest))
+    starts = list(range(0, longest, chunk))
+    on_host = any(_on_host(s) for s in scalar_sets)
+    budget = engine.ctx.budget
+    fixed = _pass_fixed_bytes(spec, chunk, sets)
+    tuning = fit_tuning(spec, chunk, engine.tuning, budget.free_bytes - fixed, on_host)
+    need = fixed + workspace_bytes(spec, chunk, on_host, tuning)
+    with budget.reserve(need, f"msm_{spec.name.lower()} streamed"):
         copy_stream = cupy.cuda.Stream(non_blocking=True)
         compute = cupy.cuda.get_current_stream()
-        staging = [cupy.empty(chunk * spec.affine_words, dtype=_U32) for _ in range(2)]
+        clock = _Clock(cupy, timings)
+        staging = [cupy.empty(chunk * aw, dtype=_U32) for _ in range(2)]
         free_again = [None, None]  # compute-stream events: staging buffer no longer read
         uploaded = [None, None]
-        results = []
+        sums: list = [None] * sets
 
         def upload(i: int) -> None:
             b = i % 2
             lo = starts[i]
-            hi = min(lo + chunk, n)
+            hi = min(lo + chunk, longest)
             with copy_stream:
                 if free_again[b] is not None:
                     copy_stream.wait_event(free_again[b])
-                staging[b][: (hi - lo) * spec.affine_words].set(
+                begun = clock.mark(copy_stream)
+                staging[b][: (hi - lo) * aw].set(
                     handle.pinned[lo:hi].reshape(-1), stream=copy_stream
                 )
                 uploaded[b] = copy_stream.record()
+            clock.span("upload", begun, uploaded[b])
 
-        upload(0)
-        for i, lo in enumerate(starts):
-            hi = min(lo + chunk, n)
-            b = i % 2
-            compute.wait_event(uploaded[b])
-            if i + 1 < len(starts):
-                upload(i + 1)  # overlaps the arithmetic below
-            if not handle.pinned_montgomery:
-                to_montgomery(k, spec, staging[b], hi - lo)
-            part = scalars[lo:hi]
-            s = cupy.asarray(np.ascontiguousarray(part)) if isinstance(part, np.ndarray) else part
-            results.append(msm_xyzz(cupy, k, spec, staging[b], s, tuning))
-            free_again[b] = compute.record()
-        extra = cupy.concatenate(results)
-        out = cupy.empty(xw, dtype=_U32)
-        k.launch(
-            "finalize",
-            1,
-            (cupy.zeros(xw, dtype=_U32), _U32(0), _U32(0), extra, _U32(len(results)), out),
-            block=1,
-        )
+        try:
+            upload(0)
+            for i, lo in enumerate(starts):
+                hi = min(lo + chunk, longest)
+                b = i % 2
+                waiting = clock.mark(compute)
+                compute.wait_event(uploaded[b])
+                begun = clock.mark(compute)
+                clock.span("upload_wait", waiting, begun)
+                if i + 1 < len(starts):
+                    upload(i + 1)  # overlaps the arithmetic below
+                if not handle.pinned_montgomery:
+                    to_montgomery(k, spec, staging[b], hi - lo)
+                for j, scalars in enumerate(scalar_sets):
+                    top = min(hi, lengths[j])
+                    if top <= lo:
+                        continue
+                    part = scalars[lo:top]
+                    if _on_host(part):
+                        sent = clock.mark(compute)
+                        part = cupy.asarray(np.ascontiguousarray(part))
+                        clock.span("upload_scalars", sent, clock.mark(compute))
+                    else:
+                        part = cupy.ascontiguousarray(part)
+                    got = msm_xyzz(cupy, k, spec, staging[b], part, tuning, timings)
+                    sums[j] = _fold(cupy, k, spec, sums[j], got)
+                    del part, got
+                free_again[b] = compute.record()
+                clock.span("arithmetic", begun, free_again[b])
+        finally:
+            copy_stream.synchronize()  # no copy may land in freed staging
+        out = [cupy.zeros(xw, dtype=_U32) if s is None else s for s in sums]
         compute.synchronize()
+        clock.finish()
         return out
+
+
+def msm_streamed(engine: MsmEngine, handle: PreparedBases, scalars, k: Kernels, timings=None):
+    """One MSM over pinned bases: the one-set case of :func:`msm_streamed_many`."""
+    return msm_streamed_many(engine, handle, [scalars], k, timings)[0]

@@ -71,19 +71,28 @@ class MsmEngine:
         return k
 
     # --- bases ----------------------------------------------------------------
-    def prepare_g1(self, bases: np.ndarray) -> PreparedBases:
-        return _bases.prepare(self, _check_bases(bases, G1_SPEC), G1_SPEC)
+    def prepare_g1(self, bases: np.ndarray, resident: bool | None = None) -> PreparedBases:
+        """G1 bases given as an array; ``resident``: None by the free budget,
+        True in VRAM (ResourceError when they do not fit), False pinned on the host."""
+        return _bases.prepare(self, _check_bases(bases, G1_SPEC), G1_SPEC, resident)
 
-    def prepare_g2(self, bases: np.ndarray) -> PreparedBases:
-        return _bases.prepare(self, _check_bases(bases, G2_SPEC), G2_SPEC)
+    def prepare_g2(self, bases: np.ndarray, resident: bool | None = None) -> PreparedBases:
+        """G2 bases given as an array; ``resident`` as in :meth:`prepare_g1`."""
+        return _bases.prepare(self, _check_bases(bases, G2_SPEC), G2_SPEC, resident)
 
     # --- bases from a key file ------------------------------------------------------
-    def load_g1(self, count: int, read, progress=None) -> PreparedBases:
-        """G1 bases streamed from ``read`` (the backend contract's ``load_g1``)."""
-        return _bases.load(self, G1_SPEC, count, read, progress)
+    def load_g1(
+        self, count: int, read, progress=None, resident: bool | None = None
+    ) -> PreparedBases:
+        """G1 bases streamed from ``read`` (the backend contract's ``load_g1``);
+        ``resident`` as in :meth:`prepare_g1`."""
+        return _bases.load(self, G1_SPEC, count, read, progress, resident)
 
-    def load_g2(self, count: int, read, progress=None) -> PreparedBases:
-        return _bases.load(self, G2_SPEC, count, read, progress)
+    def load_g2(
+        self, count: int, read, progress=None, resident: bool | None = None
+    ) -> PreparedBases:
+        """G2 bases streamed from ``read``; ``resident`` as in :meth:`prepare_g1`."""
+        return _bases.load(self, G2_SPEC, count, read, progress, resident)
 
     # --- MSMs -------------------------------------------------------------------
     def msm_g1(self, handle: PreparedBases, scalars, timings: dict | None = None) -> Affine:
@@ -101,45 +110,97 @@ class MsmEngine:
 
         spec = handle.spec
         _check_scalars(scalars, handle.n, spec)
-        n = int(scalars.shape[0])
-        on_host = isinstance(scalars, np.ndarray)
         k = self.kernels(spec)
         with cupy.cuda.Device(self.ctx.device_id):
-            if handle.resident:
-                # Two reservations: the classification's, then the workspace of
-                # the counts it found (a witness's L, A and B scalars are mostly
-                # zeros and ones: a bound for n full scalars would hold ≈ 17
-                # GiB at 32GiB PoRep's size for what takes a few).
-                budget, name = self.ctx.budget, spec.name.lower()
-                first = classify_bytes(n, on_host)
-                with budget.reserve(first, f"msm_{name} scalars"):
-                    if on_host:  # a pageable upload: the prover gathers on the device instead
-                        t = time.perf_counter()
-                        s = cupy.asarray(np.ascontiguousarray(scalars))
-                        if timings is not None:
-                            cupy.cuda.get_current_stream().synchronize()
-                            up = (time.perf_counter() - t) * 1000
-                            timings["upload_scalars"] = timings.get("upload_scalars", 0.0) + up
-                    else:
-                        s = scalars
+            if not handle.resident:
+                return _bases.msm_streamed(self, handle, scalars, k, timings)
+            return self._msm_resident(handle, scalars, k, timings)
 
-                    def plan(n_ones: int, n_full: int):
-                        counts = (n_ones, n_full)
-                        free = budget.free_bytes + first
-                        room = self._sort_room(free, first)
-                        chosen = choose_sort(spec, n, self.tuning, room, on_host, counts)
-                        tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
-                        # beside another line of work (CudaBackend.fork) more window
-                        # groups are taken, but not the XYZZ method: an MSM the
-                        # cap would cut down to it waits for the cap to lift
-                        if tuning.method != chosen.method and budget.await_lift():
-                            free = budget.free_bytes + first
-                            tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
-                        need = workspace_bytes(spec, n, on_host, tuning, counts) - first
-                        return tuning, budget.reserve(need, f"msm_{name} workspace")
+    def msm_many(
+        self, handle: PreparedBases, scalar_sets: list, timings: dict | None = None
+    ) -> list[Affine]:
+        """Σ sᵢ·Pᵢ for each scalar set over the same bases (G1 or G2 by ``handle.spec``).
 
-                    return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings, plan)
-            return _bases.msm_streamed(self, handle, scalars, n, k)
+        Each set: host or device (n_j, 4) uint64, n_j ≤ ``handle.n``. Resident
+        bases: one MSM a set (as :meth:`msm_g1`). Streamed bases: one pass over
+        the chunks serves every set, each chunk crossing PCIe once
+        (:func:`.bases.msm_streamed_many`). ``timings``, when given, receives
+        milliseconds per phase summed over the sets (``upload_wait`` and
+        ``arithmetic`` among them).
+        """
+        spec = handle.spec
+        return [
+            xyzz_to_affine(_to_host(w), spec)
+            for w in self.msm_xyzz_many(handle, scalar_sets, timings)
+        ]
+
+    def msm_xyzz_many(
+        self, handle: PreparedBases, scalar_sets: list, timings: dict | None = None
+    ) -> list:
+        """:meth:`msm_many` as XYZZ Montgomery words on the device (no host conversion)."""
+        import cupy
+
+        spec = handle.spec
+        for scalars in scalar_sets:
+            _check_scalars(scalars, handle.n, spec)
+        if not scalar_sets:
+            return []
+        k = self.kernels(spec)
+        with cupy.cuda.Device(self.ctx.device_id):
+            if not handle.resident:
+                return _bases.msm_streamed_many(self, handle, list(scalar_sets), k, timings)
+            out = []
+            compute = cupy.cuda.get_current_stream()
+            clock = _bases._Clock(cupy, timings)
+            for scalars in scalar_sets:
+                begun = clock.mark(compute)
+                out.append(self._msm_resident(handle, scalars, k, timings))
+                clock.span("arithmetic", begun, clock.mark(compute))
+            if timings is not None:
+                timings.setdefault("upload_wait", 0.0)  # resident bases: nothing to wait for
+            clock.finish()
+            return out
+
+    def _msm_resident(self, handle: PreparedBases, scalars, k, timings: dict | None):
+        """One MSM over resident bases, its workspace reserved for the scalars' counts."""
+        import cupy
+
+        spec = handle.spec
+        n = int(scalars.shape[0])
+        on_host = _bases._on_host(scalars)
+        # Two reservations: the classification's, then the workspace of
+        # the counts it found (a witness's L, A and B scalars are mostly
+        # zeros and ones: a bound for n full scalars would hold ≈ 17
+        # GiB at 32GiB PoRep's size for what takes a few).
+        budget, name = self.ctx.budget, spec.name.lower()
+        first = classify_bytes(n, on_host)
+        with budget.reserve(first, f"msm_{name} scalars"):
+            if on_host:  # a pageable upload: the prover gathers on the device instead
+                t = time.perf_counter()
+                s = cupy.asarray(np.ascontiguousarray(scalars))
+                if timings is not None:
+                    cupy.cuda.get_current_stream().synchronize()
+                    up = (time.perf_counter() - t) * 1000
+                    timings["upload_scalars"] = timings.get("upload_scalars", 0.0) + up
+            else:
+                s = scalars
+
+            def plan(n_ones: int, n_full: int):
+                counts = (n_ones, n_full)
+                free = budget.free_bytes + first
+                room = self._sort_room(free, first)
+                chosen = choose_sort(spec, n, self.tuning, room, on_host, counts)
+                tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
+                # beside another line of work (CudaBackend.fork) more window
+                # groups are taken, but not the XYZZ method: an MSM the
+                # cap would cut down to it waits for the cap to lift
+                if tuning.method != chosen.method and budget.await_lift():
+                    free = budget.free_bytes + first
+                    tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
+                need = workspace_bytes(spec, n, on_host, tuning, counts) - first
+                return tuning, budget.reserve(need, f"msm_{name} workspace")
+
+            return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings, plan)
 
     def _sort_room(self, free: int, held: int) -> int | None:
         """The room :func:`.plan.choose_sort` may give the points' sort: none

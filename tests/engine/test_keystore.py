@@ -12,13 +12,12 @@ import pytest
 from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.circuits.parameters import file_digest
-from cuzk.engine import keygen
 from cuzk.engine.budget import Budget, Cancelled
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse, ProofKind, ProofRequest
+from cuzk.engine.keystore import KeyStore, Tier, devfiles
 from cuzk.engine.kinds import KindRegistry, demo
 from cuzk.engine.kinds.base import KeyFiles, key_host_bytes
-from cuzk.engine.srs import SrsManager, Tier
 from cuzk.errors import InputError, ResourceError
 from cuzk.formats.bellperson import open_params
 from cuzk.groth16 import prover, verifier
@@ -59,10 +58,10 @@ def manager(
     reg.register(post or FakePost())
     budget = Budget("host", limit)
     cpu = Device(0, "cpu", CpuBackend(), 0, None)
-    return SrsManager(tmp_path, reg, budget, [cpu], min_idle, dev, search_dirs=search), budget
+    return KeyStore(tmp_path, reg, budget, [cpu], min_idle, dev, search_dirs=search), budget
 
 
-def status(m: SrsManager, cid: str):
+def status(m: KeyStore, cid: str):
     (s,) = [s for s in m.status() if s.circuit_id == cid]
     return s
 
@@ -166,7 +165,7 @@ def test_filecoin_kinds_need_consent_for_dev_keys(tmp_path: Path) -> None:
 def write_post_params(directory: Path, post: FakePost) -> KeyFiles:
     """Development parameters of the fake PoSt circuit under its "published" names."""
     files = post.key_files("winning-test")
-    keygen.write_dev_params(post.r1cs("winning-test"), files, directory, seed=5)
+    devfiles.write_dev_params(post.r1cs("winning-test"), files, directory, seed=5)
     return files
 
 
@@ -193,7 +192,7 @@ def test_published_keys_are_told_from_development_files_by_the_vk_digest(tmp_pat
 def test_param_cache_is_searched_before_the_other_folders(tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     for d in (first, second):
-        keygen.write_dev_params(demo.DemoKind().r1cs(A), KeyFiles.development(A), d, seed=1)
+        devfiles.write_dev_params(demo.DemoKind().r1cs(A), KeyFiles.development(A), d, seed=1)
     m, _ = manager(first, search=[second])
     m.verifying_key(A)
     assert status(m, A).file == str(first / KeyFiles.development(A).params)
@@ -220,13 +219,13 @@ def damage(path: Path, how: str) -> str:
         return f"l[3]: not on the G1 curve (byte offset {sec.offset + 3 * 96})"
     if how == "wrong-circuit":
         other = KeyFiles.development(B)
-        keygen.write_dev_params(demo.DemoKind().r1cs(B), other, path, seed=2)
+        devfiles.write_dev_params(demo.DemoKind().r1cs(B), other, path, seed=2)
         (path / other.params).replace(params)
         (path / other.vk).replace(path / files.vk)
         return "key and circuit differ"
     if how == "other-vk":
         other = KeyFiles.development(B)
-        keygen.write_dev_params(demo.DemoKind().r1cs(B), other, path, seed=2)
+        devfiles.write_dev_params(demo.DemoKind().r1cs(B), other, path, seed=2)
         (path / files.vk).write_bytes((path / other.vk).read_bytes())
         return "is not the verifying key"
     raise AssertionError(how)
@@ -234,7 +233,7 @@ def damage(path: Path, how: str) -> str:
 
 @pytest.mark.parametrize("how", ["truncated", "bit-flip", "wrong-circuit", "other-vk"])
 def test_a_bad_key_file_is_named_and_the_others_still_serve(tmp_path: Path, how: str) -> None:
-    keygen.write_dev_params(demo.DemoKind().r1cs(A), KeyFiles.development(A), tmp_path, seed=1)
+    devfiles.write_dev_params(demo.DemoKind().r1cs(A), KeyFiles.development(A), tmp_path, seed=1)
     must_name = damage(tmp_path, how)
     m, budget = manager(tmp_path)
     with pytest.raises(InputError) as e:
@@ -270,7 +269,7 @@ def fake_gpu_manager(tmp_path: Path, monkeypatch, made: list):
     stand-in for the GPU's fixed-base kernels (arkworks on the CPU)."""
     from types import SimpleNamespace
 
-    import cuzk.engine.srs as srs
+    import cuzk.engine.keystore.store as srs
     from cuzk.groth16.setup_gpu import GpuPoints
 
     gpu = Device(
@@ -282,7 +281,7 @@ def fake_gpu_manager(tmp_path: Path, monkeypatch, made: list):
     reg = KindRegistry()
     reg.register(demo.DemoKind())
     host = Budget("host", 1 << 30)
-    return SrsManager(tmp_path, reg, host, [gpu], 0.0, False), host, gpu
+    return KeyStore(tmp_path, reg, host, [gpu], 0.0, False), host, gpu
 
 
 def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(tmp_path: Path, monkeypatch):
@@ -292,14 +291,14 @@ def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(tmp_path: Path, 
     assert made == [gpu]
     r1cs, w = demo_witness()
     # the host held the query scalars and a chunk, not the key's points
-    assert host.peak == keygen.dev_setup_host_bytes(r1cs.num_constraints) and host.reserved == 0
+    assert host.peak == devfiles.dev_setup_host_bytes(r1cs.num_constraints) and host.reserved == 0
     files = KeyFiles.development(A)
     key = prover.load(open_params(tmp_path / files.params, tmp_path / files.vk), r1cs, CpuBackend())
     assert verifier.verify(vk, list(w.public_inputs), prover.prove(key, r1cs, w.assignment))
 
 
 def test_a_dev_key_too_big_for_the_disk_is_made_in_gpu_memory(tmp_path: Path, monkeypatch):
-    import cuzk.engine.srs as srs
+    import cuzk.engine.keystore.store as srs
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
     made: list = []
@@ -330,7 +329,7 @@ def test_a_file_less_dev_key_is_made_on_each_gpu_that_loads_it(tmp_path: Path, m
     after the last."""
     import contextlib
 
-    import cuzk.engine.srs as srs
+    import cuzk.engine.keystore.store as srs
     from cuzk.groth16.setup_gpu import GpuPoints
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
@@ -343,7 +342,7 @@ def test_a_file_less_dev_key_is_made_on_each_gpu_that_loads_it(tmp_path: Path, m
     reg = KindRegistry()
     reg.register(demo.DemoKind())
     host = Budget("host", 1 << 30)
-    m = SrsManager(tmp_path, reg, host, gpus, 0.0, False)
+    m = KeyStore(tmp_path, reg, host, gpus, 0.0, False)
     e = m.entry(A)
     # two loads under way share one set of scalars; the last gives them back
     first, second = m._source(e, device=gpus[0]), m._source(e, device=gpus[1])
@@ -375,7 +374,7 @@ def test_a_file_less_dev_key_is_made_on_each_gpu_that_loads_it(tmp_path: Path, m
 
 
 def test_a_dev_key_that_fits_neither_disk_nor_a_gpu_is_refused(tmp_path: Path, monkeypatch):
-    import cuzk.engine.srs as srs
+    import cuzk.engine.keystore.store as srs
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
     m, _ = manager(tmp_path)
@@ -403,7 +402,7 @@ def test_matrices_are_built_once_within_the_host_budget(tmp_path: Path) -> None:
     reg = KindRegistry()
     reg.register(kind)
     host = Budget("host", 1 << 30)
-    m = SrsManager(tmp_path, reg, host, [Device(0, "cpu", CpuBackend(), 0, None)], 0.0, False)
+    m = KeyStore(tmp_path, reg, host, [Device(0, "cpu", CpuBackend(), 0, None)], 0.0, False)
     threads = [threading.Thread(target=m.ensure_r1cs, args=(A,)) for _ in range(4)]
     for t in threads:
         t.start()
@@ -419,9 +418,7 @@ def test_matrices_too_big_for_the_budget_are_refused_with_the_reason(tmp_path: P
     kind = BuildCounting(2 << 30)
     reg = KindRegistry()
     reg.register(kind)
-    m = SrsManager(
-        tmp_path, reg, Budget("host", 1 << 30), [Device(0, "cpu", CpuBackend(), 0, None)]
-    )
+    m = KeyStore(tmp_path, reg, Budget("host", 1 << 30), [Device(0, "cpu", CpuBackend(), 0, None)])
     with pytest.raises(ResourceError, match=f"matrices of {A} needs"):
         m.ensure_r1cs(A)
     assert kind.builds == []

@@ -27,7 +27,7 @@ Filecoin's (development parameters under the same names) are used only when
 Development keys (a single-party setup: INSECURE, for the demo kind and,
 when ``generate_dev_keys`` says so, for Filecoin kinds) are generated on
 first use as files of the same format under the same names
-(:mod:`cuzk.engine.keygen`), so they take the same path; where the file
+(:mod:`cuzk.engine.keystore.devfiles`), so they take the same path; where the file
 would not fit the disk and a GPU is present, the key is made straight into
 that GPU's memory instead (no file; still never whole on the host).
 """
@@ -43,19 +43,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cuzk.backends import memory_model
 from cuzk.circuits.parameters import file_digest
 from cuzk.engine.budget import Budget, Cancelled, Reservation
 from cuzk.engine.devices import Device
-from cuzk.engine.devkeys import DevKeyCache, dev_key_bytes, managed
 from cuzk.engine.jobs import InUse
-from cuzk.engine.keygen import (
-    ProgressLog,
+from cuzk.engine.keystore import residency
+from cuzk.engine.keystore.devcache import DevKeyCache, dev_key_bytes, managed
+from cuzk.engine.keystore.devfiles import (
     dev_setup_host_bytes,
     disk_free,
     gpu_points,
     params_file_bytes,
     write_dev_params,
 )
+from cuzk.engine.keystore.progress import ProgressLog
+from cuzk.engine.keystore.residency import Residency
 from cuzk.engine.kinds import KindRegistry
 from cuzk.engine.kinds.base import KeyFiles, ProofKindHandler, key_host_bytes, key_raw_bytes
 from cuzk.errors import InputError, ResourceError
@@ -92,7 +95,7 @@ def source_point_bytes(source: KeySource) -> int:
 
 # --- entries and leases -------------------------------------------------------
 @dataclass
-class SrsEntry:
+class KeyEntry:
     circuit_id: str
     handler: ProofKindHandler
     files: KeyFiles
@@ -107,6 +110,7 @@ class SrsEntry:
     dev_points_on: int | None = None  # the GPU that key's own points are made on
     prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
     reservations: dict[int, Reservation] = field(default_factory=dict)
+    residency: dict[int, Residency] = field(default_factory=dict)  # planned per device
     refs: int = 0  # in-flight partitions using the key
     device_refs: dict[int, int] = field(default_factory=dict)
     last_used: float = 0.0
@@ -126,14 +130,14 @@ class SrsEntry:
 class HostLease:
     """A pinned key plus a partition's host working set (held synthesis → proof)."""
 
-    entry: SrsEntry
+    entry: KeyEntry
     working: Reservation
     load_ms: float
 
 
 @dataclass
 class DeviceLease:
-    entry: SrsEntry
+    entry: KeyEntry
     device: Device
     key: prover.PreparedKey
     working: Reservation | None
@@ -143,6 +147,7 @@ class DeviceLease:
     # the device's share slot it holds until then
     rest: int = 0
     slot: threading.Lock | None = None
+    residency: Residency | None = None  # where the key and the partition live on the device
 
     def give_slot(self) -> None:
         if self.slot is not None:
@@ -151,7 +156,7 @@ class DeviceLease:
 
 
 @dataclass(frozen=True)
-class SrsStatus:
+class KeyStatus:
     circuit_id: str
     tier: Tier
     size_bytes: int
@@ -163,7 +168,7 @@ class SrsStatus:
     device_bytes: dict[int, int] = field(default_factory=dict)  # reserved per device holding it
 
 
-class SrsManager:
+class KeyStore:
     def __init__(
         self,
         cache_dir: Path,
@@ -178,7 +183,7 @@ class SrsManager:
         """``cache_dir``: where generated keys are written (searched first);
         ``search_dirs``: the folders searched after it (see SrsConfig.search_dirs);
         ``dev_key_disk_budget``: the disk the development keys of demo sizes may take
-        there (:mod:`cuzk.engine.devkeys`)."""
+        there (:mod:`cuzk.engine.keystore.devcache`)."""
         self.cache_dir = Path(cache_dir)
         dirs = [self.cache_dir] + [Path(d) for d in (search_dirs or [])]
         self.search_dirs = list(dict.fromkeys(dirs))
@@ -187,7 +192,7 @@ class SrsManager:
         self.devices = {d.ordinal: d for d in devices}
         self.eviction_min_idle = eviction_min_idle
         self.generate_dev_keys = generate_dev_keys
-        self._entries: dict[str, SrsEntry] = {}
+        self._entries: dict[str, KeyEntry] = {}
         self._lock = threading.RLock()
         self._gen_locks: dict[str, threading.Lock] = {}
         # per device: held by the one partition that may work on a witness share
@@ -197,12 +202,12 @@ class SrsManager:
         self.dev_keys = DevKeyCache(self.cache_dir, dev_key_disk_budget)
 
     # --- entries ------------------------------------------------------------
-    def entry(self, circuit_id: str) -> SrsEntry:
+    def entry(self, circuit_id: str) -> KeyEntry:
         with self._lock:
             e = self._entries.get(circuit_id)
             if e is None:
                 handler = self.kinds.for_circuit(circuit_id)
-                e = SrsEntry(circuit_id, handler, handler.key_files(circuit_id))
+                e = KeyEntry(circuit_id, handler, handler.key_files(circuit_id))
                 e.path = self._find(e.files)
                 if e.path is not None:
                     e.size_bytes = e.path.stat().st_size
@@ -255,10 +260,10 @@ class SrsManager:
                 e.handler.r1cs(circuit_id)
             self._r1cs_ready.add(circuit_id)
 
-    def _dev_allowed(self, e: SrsEntry) -> bool:
+    def _dev_allowed(self, e: KeyEntry) -> bool:
         return e.handler.dev_keys_by_default or self.generate_dev_keys
 
-    def _ensure_available(self, e: SrsEntry, cancelled: Any = None) -> None:
+    def _ensure_available(self, e: KeyEntry, cancelled: Any = None) -> None:
         """The key exists: its files found (and opened: WARM), or written as
         development parameters, or a file-less development key decided on."""
         if e.source is not None or e.dev_waste is not None:
@@ -287,7 +292,7 @@ class SrsManager:
                 e.vk = source.vk
 
     def _source(
-        self, e: SrsEntry, cancelled: Any = None, device: Device | None = None
+        self, e: KeyEntry, cancelled: Any = None, device: Device | None = None
     ) -> KeySource:
         """What a device loads the key from: its opened files, or a file-less
         development key made for the loads under way (its scalars live until the
@@ -308,13 +313,13 @@ class SrsManager:
                 return self._use(e, source)
 
     @staticmethod
-    def _use(e: SrsEntry, source: KeySource) -> KeySource:
+    def _use(e: KeyEntry, source: KeySource) -> KeySource:
         """Called with the manager lock held: one more load of a development key."""
         if isinstance(source, DevParams):
             e.dev_users += 1
         return source
 
-    def _device_source(self, e: SrsEntry, source: KeySource, device: Device) -> KeySource:
+    def _device_source(self, e: KeyEntry, source: KeySource, device: Device) -> KeySource:
         """The source as ``device`` loads it: a file-less development key's points
         are made on the GPU that loads them (the scalars are shared)."""
         if (
@@ -325,7 +330,7 @@ class SrsManager:
             return source.with_points(gpu_points(device))
         return source
 
-    def _open(self, e: SrsEntry, path: Path) -> MappedParams:
+    def _open(self, e: KeyEntry, path: Path) -> MappedParams:
         vk_path = path.with_name(e.files.vk)
         if not vk_path.is_file():
             raise InputError(
@@ -367,7 +372,7 @@ class SrsManager:
         gpu = self._setup_gpu()
         return None if gpu is None else gpu_points(gpu)
 
-    def _generate(self, e: SrsEntry, cancelled: Any) -> Path | None:
+    def _generate(self, e: KeyEntry, cancelled: Any) -> Path | None:
         """Write a development key as files in the cache folder; None when they
         would not fit its disk and a GPU can take the key straight instead."""
         self.ensure_r1cs(e.circuit_id, cancelled)
@@ -403,7 +408,7 @@ class SrsManager:
         finally:
             res.release()
 
-    def _dev_source(self, e: SrsEntry, cancelled: Any, device: Device | None) -> DevParams:
+    def _dev_source(self, e: KeyEntry, cancelled: Any, device: Device | None) -> DevParams:
         """A file-less development key, made as a device loads it (same waste each
         time), its points on that device when it is a GPU (else on the first GPU)."""
         gpu = device if device is not None and device.backend.name == "cuda" else None
@@ -431,7 +436,7 @@ class SrsManager:
             e.dev_points_on = None if gpu is None else gpu.ordinal
         return source
 
-    def _loaded(self, e: SrsEntry, source: KeySource | None) -> None:
+    def _loaded(self, e: KeyEntry, source: KeySource | None) -> None:
         """After a device has taken the key from ``source`` (None: it never got
         one): the last load of a file-less development key gives its scalars (and
         their host reservation) back; it is made again if needed."""
@@ -446,7 +451,7 @@ class SrsManager:
         if res is not None:
             res.release()
 
-    def _forget(self, e: SrsEntry) -> None:
+    def _forget(self, e: KeyEntry) -> None:
         """After a failed load: the files are opened afresh next time (the operator
         may replace a damaged file while the daemon runs)."""
         with self._lock:
@@ -464,7 +469,7 @@ class SrsManager:
         self._loaded(e, source)
         return vk
 
-    def _progress(self, e: SrsEntry, device: Device) -> ProgressLog:
+    def _progress(self, e: KeyEntry, device: Device) -> ProgressLog:
         return ProgressLog(f"loading {e.circuit_id} into {device.label}")
 
     # --- leases -------------------------------------------------------------
@@ -570,7 +575,7 @@ class SrsManager:
         try:
             with lock:
                 if device.ordinal in e.prepared:
-                    whole = device.working_bytes(r1cs) + extra
+                    whole = self.residency(e, device).partition_device_bytes + extra
                     first = witness_bytes + extra
                     share = None
                     if 0 < witness_bytes < whole - extra:
@@ -586,56 +591,97 @@ class SrsManager:
                         rest, slot = 0, None
                 else:
                     self._ensure_available(e, cancelled)
-                    a_points, b_points = e.handler.query_sizes(e.circuit_id)
-                    raw = key_raw_bytes(r1cs.num_constraints, r1cs.num_aux, a_points, b_points)
-                    # a file-less development key's points are made on this device as it loads
-                    made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
-                    rest, slot = 0, None
-                    working, key_res = device.budget.reserve(
-                        [
-                            (device.working_bytes(r1cs) + extra, f"partition {e.circuit_id}"),
-                            (device.key_bytes(raw, r1cs) + made, f"key {e.circuit_id}"),
-                        ],
-                        evict=lambda n: self.evict_idle(n, device),
-                        cancelled=cancelled,
-                    )
-                    source = None
-                    try:
-                        source = self._source(e, cancelled, device)
-                        # preload may run on any thread; the backend's holds for the
-                        # key's bases and matrices come out of the key's reservation
-                        with device.activate(), device.budget.lend(key_res):
-                            prepared = prover.load(
-                                self._device_source(e, source, device),
-                                r1cs,
-                                device.backend,
-                                self._progress(e, device),
-                            )
-                    except BaseException:
-                        key_res.release()
-                        working.release()
-                        self._forget(e)
-                        raise
-                    finally:
-                        self._loaded(e, source)
-                    # The matrices are on the device now: the key proves with them
-                    # (prove(key, None, …)) and lets go of the host's, and the kind
-                    # drops its mapping of them, whose pages the upload touched (the
-                    # next r1cs() maps the cache file again; its checks read it a
-                    # chunk at a time and release each: sparse.released_spans).
-                    prepared.r1cs = None
+                    working, rest, slot = self._load(e, device, r1cs, extra, cancelled), 0, None
                     del r1cs
-                    e.handler.forget_r1cs(e.circuit_id)
-                    with self._lock:
-                        e.prepared[device.ordinal] = prepared
-                        e.reservations[device.ordinal] = key_res
                 with self._lock:
                     key = e.prepared[device.ordinal]
         except BaseException:
             with self._lock:
                 e.device_refs[device.ordinal] -= 1
             raise
-        return DeviceLease(e, device, key, working, (time.perf_counter() - t) * 1000, rest, slot)
+        res = self.residency(e, device)
+        ms = (time.perf_counter() - t) * 1000
+        return DeviceLease(e, device, key, working, ms, rest, slot, res)
+
+    def residency(self, e: KeyEntry, device: Device) -> Residency:
+        """Where ``e``'s key and its partitions live on ``device`` (planned once)."""
+        with self._lock:
+            got = e.residency.get(device.ordinal)
+        if got is None:
+            got = _plan_on(device, e)
+            log.info("%s on %s: %s", e.circuit_id, device.label, got.describe())
+            with self._lock:
+                e.residency[device.ordinal] = got
+        return got
+
+    def _load(
+        self, e: KeyEntry, device: Device, r1cs: Any, extra: int, cancelled: Any
+    ) -> Reservation:
+        """Load ``e``'s key onto ``device`` as its residency says, within one
+        reservation of the key and a partition's working set: the load's
+        temporaries come out of the partition's room, which is split off for
+        the partition once the key is in. Returns the partition's reservation."""
+        assert device.budget is not None
+        res = self.residency(e, device)
+        # a file-less development key's points are made on this device as it loads
+        made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
+        partition = res.partition_device_bytes + extra
+        room = max(partition, res.key_load_bytes + made)
+        (both,) = device.budget.reserve(
+            [(res.key_device_bytes + room, f"key {e.circuit_id}")],
+            evict=lambda n: self.evict_idle(n, device),
+            cancelled=cancelled,
+        )
+        source = None
+        try:
+            source = self._source(e, cancelled, device)
+            # preload may run on any thread; the backend's holds for the key's
+            # bases and matrices come out of the key's reservation
+            with device.activate(), device.budget.lend(both):
+                prepared = prover.load(
+                    self._device_source(e, source, device),
+                    r1cs,
+                    device.backend,
+                    self._progress(e, device),
+                    resident=res.placement() if device.backend.name == "cuda" else None,
+                )
+        except BaseException:
+            both.release()
+            self._forget(e)
+            raise
+        finally:
+            self._loaded(e, source)
+        # The matrices are on the device (or pinned for it) now: the key proves
+        # with them (prove(key, None, …)) and lets go of the host's, and the kind
+        # drops its mapping of them, whose pages the upload read (the next
+        # r1cs() maps the cache file again; its checks read it a chunk at a time
+        # and release each: sparse.released_spans).
+        prepared.r1cs = None
+        e.handler.forget_r1cs(e.circuit_id)
+        if both.unused() >= partition:
+            working = both.split(partition, f"partition {e.circuit_id}")
+        else:  # the key holds more than its estimate: the partition waits for room
+            log.warning(
+                "key %s on %s holds %.3f GiB beyond its estimate",
+                e.circuit_id,
+                device.label,
+                (partition - both.unused()) / 2**30,
+            )
+            try:
+                (working,) = device.budget.reserve(
+                    [(partition, f"partition {e.circuit_id}")],
+                    evict=lambda n: self.evict_idle(n, device),
+                    cancelled=cancelled,
+                )
+            except BaseException:
+                with self._lock:
+                    e.prepared[device.ordinal] = prepared
+                    e.reservations[device.ordinal] = both
+                raise
+        with self._lock:
+            e.prepared[device.ordinal] = prepared
+            e.reservations[device.ordinal] = both
+        return working
 
     def _take_share(
         self, device: Device, first: int, circuit_id: str, cancelled: Any = None
@@ -734,7 +780,7 @@ class SrsManager:
             del self._entries[circuit_id]
             return True
 
-    def _evictable(self, e: SrsEntry, ordinal: int, now: float, respect_idle: bool) -> bool:
+    def _evictable(self, e: KeyEntry, ordinal: int, now: float, respect_idle: bool) -> bool:
         if ordinal not in e.prepared:
             return False
         dev = self.devices[ordinal]
@@ -743,7 +789,7 @@ class SrsManager:
             return False
         return not respect_idle or now - e.last_used >= self.eviction_min_idle
 
-    def _drop(self, e: SrsEntry, ordinal: int) -> int:
+    def _drop(self, e: KeyEntry, ordinal: int) -> int:
         """Called with the manager lock held."""
         prepared = e.prepared.pop(ordinal, None)
         if prepared is not None:
@@ -838,11 +884,11 @@ class SrsManager:
         return False, (time.perf_counter() - t) * 1000
 
     # --- reporting ------------------------------------------------------------
-    def status(self) -> list[SrsStatus]:
+    def status(self) -> list[KeyStatus]:
         now = time.monotonic()
         with self._lock:
             return [
-                SrsStatus(
+                KeyStatus(
                     circuit_id=e.circuit_id,
                     tier=e.tier,
                     size_bytes=e.size_bytes,
@@ -855,3 +901,32 @@ class SrsManager:
                 )
                 for e in sorted(self._entries.values(), key=lambda x: x.circuit_id)
             ]
+
+
+def _plan_on(device: Device, e: KeyEntry) -> Residency:
+    """The residency of ``e``'s key on a device with a budget: planned by the
+    CUDA backend's memory model on a GPU; elsewhere (the CPU stand-ins of the
+    tests) every part resident with whole partitions, by the backend's own
+    models of a prepared key and a proof."""
+    assert device.budget is not None
+    counts = e.handler.counts(e.circuit_id)
+    if device.backend.name == "cuda":
+        return residency.plan(counts, device.budget.limit, memory_model("cuda"), witness_bytes=0)
+    r1cs = e.handler.r1cs(e.circuit_id)
+    raw = key_raw_bytes(counts.num_constraints, counts.num_aux, counts.a_points, counts.b_points)
+    key = device.key_bytes(raw, r1cs)
+    partition = device.working_bytes(r1cs)
+    spare = device.budget.limit - key
+    return Residency(
+        budget=device.budget.limit,
+        tier="resident" if spare >= partition else "none",
+        resident=frozenset((*residency.QUERIES, *residency.MATRICES)),
+        lean=False,
+        fork_share=0,
+        key_device_bytes=key,
+        key_load_bytes=0,
+        key_pinned_bytes=0,
+        partition_device_bytes=partition,
+        in_flight=max(0, spare // max(1, partition)),
+        streamed_bytes=0,
+    )

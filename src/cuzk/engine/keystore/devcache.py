@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuzk.engine.keygen import params_file_bytes
+from cuzk.engine.keystore.devfiles import params_file_bytes
 from cuzk.engine.kinds.base import DEV_KEY_PREFIX, KeyFiles
 from cuzk.errors import ResourceError
 

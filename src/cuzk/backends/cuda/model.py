@@ -1,0 +1,144 @@
+"""The CUDA backend's memory model: what each part of a key and of a proof takes
+on a GPU and in pinned host memory, from counts alone.
+
+Pure arithmetic over the same formulas the backend reserves by (nothing is
+built and CuPy is not imported), so a planner can place a 32GiB circuit on
+any GPU size without its 30 GiB of matrices. :mod:`cuzk.engine.keystore.residency`
+decides from these figures what stays resident and what streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuzk.backends.cuda.msm import (
+    G1_SPEC,
+    G2_SPEC,
+    load_staging_bytes,
+    stream_chunk_max,
+    streamed_msm_bytes,
+    workspace_bytes,
+)
+from cuzk.backends.cuda.msm.plan import Tuning
+from cuzk.backends.cuda.spmv import pinned_bytes, resident_bytes, streamed_bytes, upload_bytes
+
+# The room a lean partition gives its MSMs at the least (staging and the
+# workspace of one chunk at one window a group): below it the affine method
+# does not fit a chunk and the MSM falls back to the slow XYZZ walk.
+LEAN_MSM_ROOM = 2 << 30
+SLACK = 64 << 20  # CuPy's rounding of many arrays, small tables
+
+
+def _distinct_for(nnz: int, distinct: int) -> int:
+    """The dictionary a matrix is reserved with: coded matrices at the 32-bit
+    width with a 2^16-value allowance (the engine's sampled estimate does the same)."""
+    if distinct * 32 < nnz * 28:
+        return max(distinct, (1 << 16) + 1)
+    return distinct
+
+
+@dataclass(frozen=True)
+class CudaMemoryModel:
+    """Byte counts of the CUDA backend's data (see the module docstring)."""
+
+    name: str = "cuda"
+
+    # --- a key's parts --------------------------------------------------
+    @staticmethod
+    def base_bytes(query: str, points: int) -> int:
+        """A query's bases as the MSM keeps them (affine Montgomery words)."""
+        return points * (G2_SPEC.affine_bytes if query == "b_g2" else G1_SPEC.affine_bytes)
+
+    @staticmethod
+    def matrix_bytes(rows: int, nnz: int, distinct: int) -> int:
+        """A matrix resident on the device (codes into a dictionary where it pays)."""
+        return resident_bytes(rows, nnz, _distinct_for(nnz, distinct))
+
+    @staticmethod
+    def matrix_pinned_bytes(rows: int, nnz: int, distinct: int) -> int:
+        """A streamed matrix in pinned host memory."""
+        return pinned_bytes(rows, nnz, _distinct_for(nnz, distinct))
+
+    @staticmethod
+    def matrix_streaming_bytes(rows: int, nnz: int, distinct: int) -> int:
+        """What a product over a streamed matrix holds on the device besides the
+        witness and its output (the dictionary and two blocks in flight)."""
+        return streamed_bytes(rows, nnz, _distinct_for(nnz, distinct))
+
+    @staticmethod
+    def index_bytes(a_points: int, b_points: int) -> int:
+        """The a and b queries' selections of the assignment (int32)."""
+        return 4 * (a_points + b_points)
+
+    @staticmethod
+    def key_load_bytes(rows: int, nnz: tuple[int, ...]) -> int:
+        """Device bytes a key's load holds only while it runs: the bases' staging
+        and the temporaries of converting the largest matrix."""
+        return load_staging_bytes() + max((upload_bytes(rows, z) for z in nnz), default=0)
+
+    # --- a partition ----------------------------------------------------
+    @staticmethod
+    def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
+        from cuzk.backends.cuda.backend import CudaBackend
+
+        return CudaBackend.prove_host_bytes(num_constraints, num_variables)
+
+    @staticmethod
+    def domain(num_constraints: int) -> int:
+        return 1 << max(0, (num_constraints - 1).bit_length())
+
+    @staticmethod
+    def partition_bytes(num_constraints: int, num_variables: int, fork_share: int | None) -> int:
+        """A partition proved with every vector of the H step at once and the L, A,
+        B MSMs beside it on a share of ``fork_share`` bytes (None: the default
+        share; 0: no side branch) (:meth:`CudaBackend.prove_device_bytes`)."""
+        from cuzk.backends.cuda.backend import CudaBackend
+
+        return CudaBackend.prove_device_bytes(num_constraints, num_variables, fork_share)
+
+    @staticmethod
+    def default_fork_share(num_constraints: int, num_variables: int) -> int:
+        from cuzk.backends.cuda.backend import CudaBackend
+
+        m = CudaMemoryModel.domain(num_constraints)
+        return CudaBackend.side_workspace_bytes(m, num_variables)
+
+    @staticmethod
+    def lean_partition_bytes(
+        num_constraints: int,
+        num_variables: int,
+        max_query: int,
+        streamed_matrix: int = 0,
+        msm_room: int = LEAN_MSM_ROOM,
+    ) -> int:
+        """A partition proved lean: the H step within two domain vectors (the
+        evaluations made one at a time and transformed in place), then the MSMs
+        one at a time in chunks within ``msm_room``; the assignment (n values)
+        stays throughout. ``max_query``: the most scalars one query gathers from
+        the assignment (its a or b selection); ``streamed_matrix``: the device
+        bytes of a product over a streamed matrix (0 when all are resident)."""
+        m = CudaMemoryModel.domain(num_constraints)
+        n = max(1, num_variables)
+        h_step = 64 * m + streamed_matrix
+        msm_h = 32 * m + msm_room
+        side = 32 * max_query + msm_room
+        return 32 * n + max(h_step, msm_h, side) + SLACK
+
+    @staticmethod
+    def msm_room_bytes(points: int, group: str = "G1", windows_per_group: int = 1) -> int:
+        """The room of an MSM over chunks of ``points`` bases: two chunks staged and
+        the workspace of one chunk at ``windows_per_group`` windows a group."""
+        spec = G2_SPEC if group == "G2" else G1_SPEC
+        tuning = Tuning(group_windows=windows_per_group)
+        return 2 * points * spec.affine_bytes + workspace_bytes(spec, points, False, tuning)
+
+    @staticmethod
+    def streamed_pass_bytes(group: str, sets: int = 1) -> int:
+        """A pass over streamed bases serving ``sets`` scalar sets, at its largest
+        chunk and one window a group."""
+        spec = G2_SPEC if group == "G2" else G1_SPEC
+        chunk = stream_chunk_max(spec)
+        return streamed_msm_bytes(spec, chunk, sets, Tuning(group_windows=1))
+
+
+MODEL = CudaMemoryModel()

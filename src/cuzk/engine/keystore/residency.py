@@ -1,0 +1,196 @@
+"""Residency: what of a key and of a partition lives on one GPU budget.
+
+A key has eight parts a GPU uses: the bases of its five queries (h, l, a,
+b_g1, b_g2) and the circuit's three matrices (A, B, C). Each part is either
+*resident* (in VRAM for as long as the key is loaded) or *streamed* (in
+pinned host memory, crossing PCIe each time a partition uses it). A
+partition is proved *whole* (every vector of the H step at once, the L, A
+and B MSMs on a side branch beside H's: the fastest, and the largest) or
+*lean* (the H step within two domain vectors, the MSMs one at a time in
+chunks: what fits a 16 GB card).
+
+:func:`plan` picks, from the circuit's counts and the backend's memory model
+(:class:`cuzk.backends.cuda.model.CudaMemoryModel`), the residency of one
+circuit on one budget:
+
+1. **resident**: every part resident and whole partitions (the side
+   branch's share halved, then dropped, before giving up a part) — the
+   H200's path, unchanged;
+2. otherwise lean partitions and the resident set of parts that keeps the
+   most bytes off PCIe (every subset of the eight is tried: each part
+   streamed costs its bytes once a partition, so the most bytes resident is
+   the least traffic). **streamed** when no part stays, **mixed** otherwise.
+
+Partitions in flight (:attr:`Residency.in_flight`) are how many lean working
+sets fit beside the key at once: a pass over streamed bases serves every
+partition in flight (:meth:`cuzk.groth16.prover.prove_many`), so the bases
+cross PCIe once for them all.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cuzk.r1cs.counts import Counts
+
+QUERIES = ("h", "l", "a", "b_g1", "b_g2")
+MATRICES = ("A", "B", "C")
+# The static witness plan and one run of it on the device (measured: 56 MB and
+# at most 24 MB of registers at 32GiB PoRep; docs/device-notes/witness.md).
+WITNESS_ALLOWANCE = 256 << 20
+
+
+class MemoryModel(Protocol):
+    """What the planner asks of a backend's memory model (the CUDA backend's:
+    :class:`cuzk.backends.cuda.model.CudaMemoryModel`)."""
+
+    def base_bytes(self, query: str, points: int) -> int: ...
+    def matrix_bytes(self, rows: int, nnz: int, distinct: int) -> int: ...
+    def matrix_pinned_bytes(self, rows: int, nnz: int, distinct: int) -> int: ...
+    def matrix_streaming_bytes(self, rows: int, nnz: int, distinct: int) -> int: ...
+    def index_bytes(self, a_points: int, b_points: int) -> int: ...
+    def key_load_bytes(self, rows: int, nnz: tuple[int, ...]) -> int: ...
+    def partition_bytes(self, nc: int, nv: int, fork_share: int | None) -> int: ...
+    def default_fork_share(self, nc: int, nv: int) -> int: ...
+    def lean_partition_bytes(
+        self, nc: int, nv: int, max_query: int, streamed_matrix: int = 0, msm_room: int = ...
+    ) -> int: ...
+
+
+@dataclass(frozen=True)
+class Residency:
+    """One circuit on one GPU budget (see the module docstring)."""
+
+    budget: int
+    tier: str  # "resident", "mixed" or "streamed"; "none" when nothing fits
+    resident: frozenset[str]  # the parts kept in VRAM (QUERIES and MATRICES names)
+    lean: bool  # lean partitions (else whole ones)
+    fork_share: int  # the side branch's share of a whole partition (0: no side branch)
+    key_device_bytes: int  # the key's resident parts, its dictionaries and selections
+    key_load_bytes: int  # held only while the key loads (drawn from a partition's room)
+    key_pinned_bytes: int  # its streamed parts in pinned host memory
+    partition_device_bytes: int  # one partition's working set
+    in_flight: int  # partitions whose working sets fit beside the key at once
+    streamed_bytes: int  # key bytes crossing PCIe per pass (0 when nothing streams)
+    parts: dict[str, int] = field(default_factory=dict)  # every part's bytes, resident or pinned
+
+    @property
+    def fits(self) -> bool:
+        return self.in_flight >= 1
+
+    def is_resident(self, part: str) -> bool:
+        return part in self.resident
+
+    def placement(self) -> dict[str, bool]:
+        """Each part's residency, as :func:`cuzk.groth16.prover.load` takes it."""
+        return {p: p in self.resident for p in (*QUERIES, *MATRICES)}
+
+    @property
+    def streamed_parts(self) -> tuple[str, ...]:
+        return tuple(p for p in (*QUERIES, *MATRICES) if p not in self.resident)
+
+    def pcie_bytes_per_partition(self) -> int:
+        """Key bytes a partition moves across PCIe: the streamed matrices each
+        time, the streamed bases once per pass shared by the partitions in flight."""
+        mats = sum(self.parts[p] for p in MATRICES if p not in self.resident)
+        bases = sum(self.parts[p] for p in QUERIES if p not in self.resident)
+        return mats + bases // max(1, self.in_flight)
+
+    def describe(self) -> str:
+        if self.tier == "none":
+            return "does NOT fit"
+        streamed = ", ".join(self.streamed_parts) or "nothing"
+        mode = "lean partitions" if self.lean else "whole partitions"
+        if not self.lean and self.fork_share == 0:
+            mode += " (no side branch)"
+        return f"{self.tier}: {mode}; streamed from pinned host memory: {streamed}"
+
+
+def part_bytes(c: Counts, model: MemoryModel) -> dict[str, int]:
+    """Every part's bytes resident on the device."""
+    out = {q: model.base_bytes(q, c.points(q)) for q in QUERIES}
+    for name, nnz in zip(MATRICES, c.nnz, strict=True):
+        out[name] = model.matrix_bytes(c.num_constraints, nnz, c.distinct_coefficients)
+    return out
+
+
+def plan(
+    c: Counts,
+    budget: int,
+    model: MemoryModel,
+    witness_bytes: int = WITNESS_ALLOWANCE,
+    allow_lean: bool = True,
+) -> Residency:
+    """The residency of a circuit with counts ``c`` on a GPU budget of ``budget``
+    bytes (see the module docstring); ``witness_bytes``: what a partition's
+    witness holds on the device beside the assignment (its static plan and one
+    run); ``allow_lean``: False plans whole partitions only (the CPU stand-ins)."""
+    nc, nv = c.num_constraints, c.num_variables
+    parts = part_bytes(c, model)
+    pinned = {
+        name: model.matrix_pinned_bytes(nc, nnz, c.distinct_coefficients)
+        for name, nnz in zip(MATRICES, c.nnz, strict=True)
+    } | {q: parts[q] for q in QUERIES}
+    index = model.index_bytes(c.a_points, c.b_points)
+    load = model.key_load_bytes(nc, c.nnz)
+    everything = frozenset((*QUERIES, *MATRICES))
+
+    def residency(resident, lean, share, partition) -> Residency:
+        key = sum(parts[p] for p in resident) + index
+        key += sum(_dictionary(c) for m in MATRICES if m not in resident)
+        spare = budget - key
+        # the load's temporaries come out of the room of the partitions to come
+        in_flight = spare // partition if spare >= max(partition, load) else 0
+        streamed = [p for p in (*QUERIES, *MATRICES) if p not in resident]
+        tier = "resident" if not streamed else ("streamed" if not resident else "mixed")
+        return Residency(
+            budget=budget,
+            tier=tier if in_flight else "none",
+            resident=frozenset(resident),
+            lean=lean,
+            fork_share=share,
+            key_device_bytes=key,
+            key_load_bytes=load,
+            key_pinned_bytes=sum(pinned[p] for p in streamed),
+            partition_device_bytes=partition,
+            in_flight=int(in_flight),
+            streamed_bytes=sum(parts[p] for p in streamed if p in QUERIES),
+            parts={p: (parts[p] if p in resident else pinned[p]) for p in parts},
+        )
+
+    default_share = model.default_fork_share(nc, nv)
+    for share in (default_share, default_share // 2, 0):
+        whole = model.partition_bytes(nc, nv, share) + witness_bytes
+        got = residency(everything, False, share, whole)
+        if got.fits:
+            return got
+    if not allow_lean:
+        return got
+
+    max_query = max(c.a_points, c.b_points, c.num_aux)
+    streaming = max(
+        (model.matrix_streaming_bytes(nc, z, c.distinct_coefficients) for z in c.nnz), default=0
+    )
+    best: Residency | None = None
+    names = (*QUERIES, *MATRICES)
+    for mask in itertools.product((True, False), repeat=len(names)):
+        resident = [n for n, keep in zip(names, mask, strict=True) if keep]
+        matrix_streams = any(m not in resident for m in MATRICES)
+        lean = (
+            model.lean_partition_bytes(nc, nv, max_query, streaming if matrix_streams else 0)
+            + witness_bytes
+        )
+        got = residency(resident, True, 0, lean)
+        if not got.fits:
+            continue
+        kept = sum(parts[p] for p in resident)
+        if best is None or kept > sum(parts[p] for p in best.resident):
+            best = got
+    return best if best is not None else residency((), True, 0, lean)
+
+
+def _dictionary(c: Counts) -> int:
+    """A streamed matrix's dictionary of coefficients, kept on the device."""
+    return 32 * max(c.distinct_coefficients, (1 << 16) + 1)

@@ -1,0 +1,100 @@
+"""Residency tiers: every 32GiB kind fits every GPU a storage provider owns.
+
+The counts of the four 32GiB circuits are pinned here (and checked against
+the compiled circuits once), so the table of plans runs in milliseconds: the
+plan is arithmetic over the CUDA backend's memory model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuzk.backends import memory_model
+from cuzk.engine.keystore.residency import MATRICES, QUERIES, plan
+from cuzk.r1cs.counts import Counts
+
+GIB = 1 << 30
+# The H200's default budget: 0.9 of the 143,771 MiB the device reports.
+H200_BUDGET = int(0.9 * 143771 * (1 << 20))
+BUDGETS = [16 * GIB, 24 * GIB, 48 * GIB, 80 * GIB, H200_BUDGET]
+
+COUNTS_32G = {
+    "porep": Counts(130278869, 328, 130169893, (309405051, 130327340, 282656500), 2466,
+                    129753620, 33112282, "porep-32GiB"),
+    "window-post": Counts(125305057, 25840, 126902376, (862416559, 127398015, 157401792), 985,
+                          96205645, 91925767, "window-post/32GiB"),
+    "snap": Counts(81049504, 5, 80978488, (190374912, 81118127, 172187492), 1522,
+                   80743586, 20983608, "snap-32GiB"),
+    "winning-post": Counts(370723, 133, 375210, (2549185, 376662, 465300), 985,
+                           284329, 272185, "winning-post/32GiB"),
+}  # fmt: skip
+
+MODEL = memory_model("cuda")
+
+
+@pytest.mark.slow
+def test_pinned_counts_are_the_compiled_circuits(tmp_path) -> None:
+    from cuzk.circuits.catalog import compiled_circuit
+
+    for kind, want in COUNTS_32G.items():
+        assert compiled_circuit(kind, "32GiB", tmp_path, True).counts() == want, kind
+
+
+@pytest.mark.parametrize("kind", list(COUNTS_32G))
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"{b / GIB:.0f}GiB")
+def test_every_32gib_kind_fits_every_budget(kind: str, budget: int) -> None:
+    r = plan(COUNTS_32G[kind], budget, MODEL)
+    assert r.fits, (kind, budget, r)
+    assert r.key_device_bytes + r.in_flight * r.partition_device_bytes <= budget
+    # the load's temporaries borrow the partitions' room
+    assert r.key_device_bytes + r.key_load_bytes <= budget
+    streamed = set(r.streamed_parts)
+    assert streamed == set(QUERIES + MATRICES) - r.resident
+    assert r.key_pinned_bytes == sum(r.parts[p] for p in streamed)
+    if not streamed:
+        assert r.pcie_bytes_per_partition() == 0
+
+
+@pytest.mark.parametrize("kind", list(COUNTS_32G))
+def test_the_h200_keeps_todays_resident_path(kind: str) -> None:
+    """On the H200's default budget every key is resident with whole partitions
+    and the side branch's full share: the path the headline was measured on."""
+    c = COUNTS_32G[kind]
+    r = plan(c, H200_BUDGET, MODEL)
+    assert r.tier == "resident" and not r.lean
+    assert r.fork_share == MODEL.default_fork_share(c.num_constraints, c.num_variables)
+
+
+def test_windowpost_fits_the_h200_with_its_key_made_in_gpu_memory() -> None:
+    """The regression of 2026-12-03: a 32GiB WindowPoSt partition and its key
+    needed 127.9 GiB of the H200's 125.8 when the load's temporaries (staging,
+    the matrices' conversion) were counted in the key for good. They now come
+    out of the first partition's room."""
+    r = plan(COUNTS_32G["window-post"], H200_BUDGET, MODEL)
+    dev_points = 1 << 30  # keystore.store.DEV_POINTS_DEVICE_BYTES
+    assert r.key_device_bytes + r.partition_device_bytes <= H200_BUDGET
+    assert r.key_load_bytes + dev_points <= r.partition_device_bytes
+
+
+@pytest.mark.parametrize("kind", ["porep", "window-post", "snap"])
+def test_less_memory_moves_more_of_the_key(kind: str) -> None:
+    plans = [plan(COUNTS_32G[kind], b, MODEL) for b in sorted(BUDGETS)]
+    traffic = [p.pcie_bytes_per_partition() for p in plans]
+    assert traffic == sorted(traffic, reverse=True)
+    assert plans[0].lean and plans[0].tier in ("streamed", "mixed")
+    assert sum(plans[0].parts.values()) > 16 * GIB  # a 16 GiB card streams most of the key
+
+
+def test_nothing_fits_a_budget_below_a_lean_partition() -> None:
+    r = plan(COUNTS_32G["porep"], 4 * GIB, MODEL)
+    assert not r.fits and r.tier == "none" and r.in_flight == 0
+
+
+def test_a_part_is_resident_only_where_the_rest_still_fits() -> None:
+    """The resident set keeps the most bytes off PCIe that fit beside a lean
+    partition: giving any streamed part a place would not fit."""
+    c = COUNTS_32G["porep"]
+    for budget in (24 * GIB, 48 * GIB):
+        r = plan(c, budget, MODEL)
+        for part in r.streamed_parts:
+            assert r.key_device_bytes + r.partition_device_bytes + r.parts[part] > budget
