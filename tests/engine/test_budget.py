@@ -133,3 +133,26 @@ def test_eviction_is_asked_for_the_devices_shortfall() -> None:
     r.release()
     table.release()
     assert dev.reserved_bytes == 0 and b.reserved == 0
+
+
+def test_a_reservation_splits_off_what_its_inner_holds_do_not_use() -> None:
+    """A key's load draws its temporaries from the room of the partition that
+    follows; once they are given back, that room is split off for it."""
+    vram = DeviceBudget(0, 1000)
+    b = Budget("vram:0", 1000, device_budget=vram)
+    (both,) = b.reserve([(900, "key + partition")])
+    with b.lend(both):
+        kept = vram.acquire(300, "bases")  # the key's data, kept
+        with vram.reserve(500, "staging"):  # the load's temporaries, given back
+            assert both.unused() == 100
+    assert both.unused() == 600
+    with pytest.raises(ValueError, match="unused"):
+        both.split(601, "partition")
+    part = both.split(600, "partition")
+    assert (both.nbytes, part.nbytes, b.reserved, vram.reserved_bytes) == (300, 600, 900, 900)
+    part.release()
+    assert (b.reserved, vram.reserved_bytes) == (300, 300)
+    kept.release()
+    both.release()
+    assert (b.reserved, vram.reserved_bytes) == (0, 0)
+    assert b.reserve([(1000, "all of it")])  # nothing was lost on the way

@@ -46,6 +46,9 @@ def proof_working_bytes(num_constraints: int, num_variables: int) -> int:
 
 class Backend(Protocol):
     name: str
+    # What the backend's keys and proofs take of a device, from a circuit's counts
+    # (cuzk.engine.keystore.residency plans by it; None: a host backend, one tier).
+    memory_model: Any
 
     # --- memory ---------------------------------------------------------
     @staticmethod

@@ -178,6 +178,7 @@ class CpuBackend:
     """The backend contract on the CPU (see the module docstring for the two paths)."""
 
     name = "cpu"
+    memory_model = None  # keys and proofs live in host memory: one tier
 
     def __init__(self, native: bool | None = None) -> None:
         """native: None = the C kernels when built (unless ``CUZK_CPU_NATIVE=0``),

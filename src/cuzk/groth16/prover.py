@@ -149,14 +149,19 @@ class KeyLayout:
                 )
 
 
-def prepare(pk: ProvingKey, r1cs: R1CS, backend: Backend) -> PreparedKey:
-    """Check that a key in memory fits an R1CS and load its bases into a backend."""
+def prepare(
+    pk: ProvingKey, r1cs: R1CS, backend: Backend, resident: Mapping[str, bool] | None = None
+) -> PreparedKey:
+    """Check that a key in memory fits an R1CS and load its bases into a backend
+    (each part resident or streamed as ``resident`` says: see :func:`load`)."""
     layout = KeyLayout.of(r1cs)
     have = {name: len(getattr(pk, name)) for name in QUERIES} | {"ic": len(pk.vk.ic)}
     layout.check(have, "proving key")
 
-    make = _from_arrays(backend, {q: getattr(pk, q) for q in QUERIES})
-    return _prepared(pk.vk, layout.a_select, layout.b_select, r1cs, backend, make)
+    make = _from_arrays(backend, {q: getattr(pk, q) for q in QUERIES}, resident)
+    return _prepared(
+        pk.vk, layout.a_select, layout.b_select, r1cs, backend, make, resident=resident
+    )
 
 
 def load(
@@ -223,12 +228,16 @@ def prepare_parts(
     return _prepared(vk, a_select, b_select, matrices, backend, make, num_inputs, reduction)
 
 
-def _from_arrays(backend: Backend, bases: dict[str, np.ndarray]) -> Callable[[str], Any]:
+def _from_arrays(
+    backend: Backend, bases: dict[str, np.ndarray], resident: Mapping[str, bool] | None = None
+) -> Callable[[str], Any]:
     """make(query): that query's bases in memory, prepared on the backend."""
 
     def make(query: str) -> Any:
         arr = bases[query]
-        return backend.prepare_g2(arr) if query == "b_g2" else backend.prepare_g1(arr)
+        where = None if resident is None else resident.get(query)
+        fn = backend.prepare_g2 if query == "b_g2" else backend.prepare_g1
+        return fn(arr, where)
 
     return make
 
@@ -451,17 +460,19 @@ def prove_many(
         raise ValueError(f"prove_many: {k} assignments, {len(rs)} r and {len(ss)} s")
     g1_before = times.total(_G1_STEPS)
     matrices = key.spmv_operands(r1cs)
-    m = _domain_size(matrices[0].num_rows)
+    lazy = key.reduction is BELLPERSON  # (only bellperson's H takes its inputs lazily)
+    m = len(key.h) + 1  # its H query: m − 1 points for the domain of m
     ws, hs = [], []
     for assignment in assignments:
         t = time.perf_counter()
         w = be.asarray(assignment)
         t = times.mark("upload", t, detail=True)
-        thunks = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
-        if key.reduction is not BELLPERSON:  # (only bellperson's H takes its inputs lazily)
-            thunks = [make() for make in thunks]
-        hs.append(key.reduction.h(be, *thunks))
-        del thunks
+        if lazy:
+            inputs = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
+        else:
+            inputs = [be.spmv(mat, w) for mat in matrices]
+        hs.append(key.reduction.h(be, *inputs))
+        del inputs
         times.mark(key.reduction.step, t)
         ws.append(w)
     t = time.perf_counter()

@@ -459,8 +459,8 @@ def test_stream_chunks_are_bounded_and_fit_the_room():
     )
     from cuzk.backends.cuda.msm.plan import _least
 
-    assert STREAM_CHUNK_BYTES == 384 << 20
-    assert STREAM_CHUNK_MAX == {"G1": 1 << 22, "G2": 1 << 21}
+    assert STREAM_CHUNK_BYTES == 1536 << 20
+    assert STREAM_CHUNK_MAX == {"G1": 1 << 24, "G2": 1 << 23}
     for spec in (G1_SPEC, G2_SPEC):
         c = STREAM_CHUNK_MAX[spec.name]
         work = workspace_bytes(spec, c, False, Tuning())
@@ -472,14 +472,16 @@ def test_stream_chunks_are_bounded_and_fit_the_room():
             workspace_bytes(spec, c, False, tuned) - work
         )
     engine = SimpleNamespace(ctx=SimpleNamespace(budget=DeviceBudget(0, 1 << 40)), tuning=Tuning())
-    assert fit_chunk(engine, G1_SPEC, 1 << 27) == 1 << 22  # the cap, not the whole key
-    assert fit_chunk(engine, G2_SPEC, 1 << 27) == 1 << 21
+    assert fit_chunk(engine, G1_SPEC, 1 << 27) == 1 << 24  # the cap, not the whole key
+    assert fit_chunk(engine, G2_SPEC, 1 << 27) == 1 << 23
     assert fit_chunk(engine, G1_SPEC, 3000) == 3000  # small bases: one chunk
-    room = 1 << 30
+    room = 2 << 30
     chunk = fit_chunk(engine, G1_SPEC, 1 << 27, room=room)
-    least = _least(Tuning())
-    assert chunk < 1 << 22
-    assert streamed_msm_bytes(G1_SPEC, chunk, 1, least, on_host=True) <= room
-    assert streamed_msm_bytes(G1_SPEC, 2 * chunk, 1, least, on_host=True) > room
+    # the chunk keeps the affine method: one window a group fits the room
+    one = Tuning(group_windows=1)
+    assert chunk < 1 << 24
+    assert streamed_msm_bytes(G1_SPEC, chunk, 1, one, on_host=True) <= room
+    assert streamed_msm_bytes(G1_SPEC, 2 * chunk, 1, one, on_host=True) > room
+    assert streamed_msm_bytes(G1_SPEC, 2 * chunk, 1, _least(Tuning()), on_host=True) <= room
     engine.ctx.budget.limit_bytes = room  # the free budget is the default room
     assert fit_chunk(engine, G1_SPEC, 1 << 27) == chunk

@@ -23,6 +23,7 @@ from cuzk.backends.base import proof_working_bytes
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import Cap, DeviceContext
+from cuzk.backends.cuda.model import MODEL
 from cuzk.backends.cuda.ntt import NttEngine
 from cuzk.backends.cuda.spmv import DeviceCsr, SpmvEngine, StreamedCsr
 
@@ -106,6 +107,7 @@ class CudaBackend:
     """
 
     name = "cuda"
+    memory_model = MODEL  # the residency planner's figures (cuzk.backends.cuda.model)
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from cuzk.backends.cuda.msm import (
     G1_SPEC,
     G2_SPEC,
+    LOAD_CHUNK_BYTES,
     load_staging_bytes,
     stream_chunk_max,
     streamed_msm_bytes,
@@ -22,10 +23,11 @@ from cuzk.backends.cuda.msm import (
 from cuzk.backends.cuda.msm.plan import Tuning
 from cuzk.backends.cuda.spmv import pinned_bytes, resident_bytes, streamed_bytes, upload_bytes
 
-# The room a lean partition gives its MSMs at the least (staging and the
-# workspace of one chunk at one window a group): below it the affine method
-# does not fit a chunk and the MSM falls back to the slow XYZZ walk.
-LEAN_MSM_ROOM = 2 << 30
+# The chunk a lean partition's MSMs are sized for at the least (points of
+# G1; half as many of G2): their room is two chunks staged and one chunk's
+# workspace at one window a group, below which the affine method does not
+# fit and an MSM falls back to the slow XYZZ walk.
+LEAN_CHUNK = 1 << 22
 SLACK = 64 << 20  # CuPy's rounding of many arrays, small tables
 
 
@@ -71,10 +73,12 @@ class CudaMemoryModel:
         return 4 * (a_points + b_points)
 
     @staticmethod
-    def key_load_bytes(rows: int, nnz: tuple[int, ...]) -> int:
+    def key_load_bytes(rows: int, nnz: tuple[int, ...], points: int = 1 << 62) -> int:
         """Device bytes a key's load holds only while it runs: the bases' staging
-        and the temporaries of converting the largest matrix."""
-        return load_staging_bytes() + max((upload_bytes(rows, z) for z in nnz), default=0)
+        (a chunk of at most ``points``, the largest query's) and the temporaries
+        of converting the largest matrix."""
+        staging = load_staging_bytes(min(LOAD_CHUNK_BYTES, G2_SPEC.affine_bytes * max(1, points)))
+        return staging + max((upload_bytes(rows, z) for z in nnz), default=0)
 
     # --- a partition ----------------------------------------------------
     @staticmethod
@@ -109,16 +113,24 @@ class CudaMemoryModel:
         num_variables: int,
         max_query: int,
         streamed_matrix: int = 0,
-        msm_room: int = LEAN_MSM_ROOM,
+        msm_room: int | None = None,
     ) -> int:
         """A partition proved lean: the H step within two domain vectors (the
         evaluations made one at a time and transformed in place), then the MSMs
         one at a time in chunks within ``msm_room``; the assignment (n values)
         stays throughout. ``max_query``: the most scalars one query gathers from
         the assignment (its a or b selection); ``streamed_matrix``: the device
-        bytes of a product over a streamed matrix (0 when all are resident)."""
+        bytes of a product over a streamed matrix (0 when all are resident);
+        ``msm_room``: what the MSMs work in (None: a chunk of LEAN_CHUNK, or
+        of the largest query when it is smaller, in G1 or G2)."""
         m = CudaMemoryModel.domain(num_constraints)
         n = max(1, num_variables)
+        if msm_room is None:
+            points = min(LEAN_CHUNK, max(m, max_query))
+            msm_room = max(
+                CudaMemoryModel.msm_room_bytes(points, "G1"),
+                CudaMemoryModel.msm_room_bytes(max(1, points // 2), "G2"),
+            )
         h_step = 64 * m + streamed_matrix
         msm_h = 32 * m + msm_room
         side = 32 * max_query + msm_room

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cuzk.backends import memory_model
 from cuzk.circuits.parameters import file_digest
 from cuzk.engine.budget import Budget, Cancelled, Reservation
 from cuzk.engine.devices import Device
@@ -643,7 +642,7 @@ class KeyStore:
                     r1cs,
                     device.backend,
                     self._progress(e, device),
-                    resident=res.placement() if device.backend.name == "cuda" else None,
+                    resident=res.placement() if device.backend.memory_model else None,
                 )
         except BaseException:
             both.release()
@@ -667,6 +666,7 @@ class KeyStore:
                 device.label,
                 (partition - both.unused()) / 2**30,
             )
+            both.split(both.unused(), f"key {e.circuit_id} (spare)").release()
             try:
                 (working,) = device.budget.reserve(
                     [(partition, f"partition {e.circuit_id}")],
@@ -904,14 +904,16 @@ class KeyStore:
 
 
 def _plan_on(device: Device, e: KeyEntry) -> Residency:
-    """The residency of ``e``'s key on a device with a budget: planned by the
-    CUDA backend's memory model on a GPU; elsewhere (the CPU stand-ins of the
-    tests) every part resident with whole partitions, by the backend's own
-    models of a prepared key and a proof."""
+    """The residency of ``e``'s key on a device with a budget, planned by its
+    backend's memory model (``Backend.memory_model``: the CUDA backend's);
+    a backend without one (the CPU stand-ins of the tests) keeps every part
+    resident with whole partitions, by its own models of a prepared key and
+    a proof."""
     assert device.budget is not None
     counts = e.handler.counts(e.circuit_id)
-    if device.backend.name == "cuda":
-        return residency.plan(counts, device.budget.limit, memory_model("cuda"), witness_bytes=0)
+    model = device.backend.memory_model
+    if model is not None:
+        return residency.plan(counts, device.budget.limit, model, witness_bytes=0)
     r1cs = e.handler.r1cs(e.circuit_id)
     raw = key_raw_bytes(counts.num_constraints, counts.num_aux, counts.a_points, counts.b_points)
     key = device.key_bytes(raw, r1cs)

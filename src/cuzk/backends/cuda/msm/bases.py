@@ -16,6 +16,7 @@ status codes are ``_LOAD_PROBLEMS``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -292,7 +293,7 @@ def _load_chunks(engine: MsmEngine, spec, n, chunk, read, progress, dest, handle
 # Pippenger's window is then 17-18 bits (20 at 2^24), and a pass holds about
 # 5.7 GiB (G1) / 6.0 GiB (G2) at the default tuning (streamed_msm_bytes), less
 # where fit_tuning cuts the workspace down.
-STREAM_CHUNK_BYTES = 384 << 20
+STREAM_CHUNK_BYTES = 1536 << 20
 
 
 def stream_chunk_max(spec: CurveSpec) -> int:
@@ -332,10 +333,15 @@ def streamed_msm_bytes(
 def fit_chunk(engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = None) -> int:
     """Points per streamed chunk of bases of n points: all of them up to
     :func:`stream_chunk_max`, halved (not below 1024) until a pass of one set
-    at the smallest workspace fits in ``room`` bytes (None: the free budget)."""
+    at one window a group (the affine method's least) fits in ``room`` bytes
+    (None: the free budget)."""
     room = engine.ctx.budget.free_bytes if room is None else room
     chunk = max(1, min(n, stream_chunk_max(spec)))
+    # the smallest workspace that keeps the affine method (one window a group):
+    # a chunk half the size costs less than the XYZZ walk over a large one
     least = _least(engine.tuning)
+    if engine.tuning.method == "affine":
+        least = dataclasses.replace(engine.tuning, group_windows=1)
     while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host=True) > room:
         chunk //= 2
     return chunk
@@ -408,7 +414,8 @@ def msm_streamed_many(
     longest = max(lengths, default=0)
     if longest == 0:  # nothing to stream: each sum is the point at infinity
         return [cupy.zeros(xw, dtype=_U32) for _ in range(sets)]
-    chunk = max(1, min(handle.chunk, longest))
+    # the chunk fits the memory free now (a lean partition's room), not at the load
+    chunk = max(1, min(engine.stream_chunk or fit_chunk(engine, spec, longest), longest))
     starts = list(range(0, longest, chunk))
     on_host = any(_on_host(s) for s in scalar_sets)
     budget = engine.ctx.budget

@@ -29,6 +29,35 @@ from cuzk.backends.cuda.msm.plan import (
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
 from cuzk.errors import InputError
 
+# The fewest scalars a resident MSM is sliced to when memory is short.
+SLICE_MIN = 1 << 20
+
+
+class _Slice(Exception):
+    """An MSM that the free memory would cut down to the XYZZ walk runs in
+    slices of ``points`` scalars instead, each with the affine method."""
+
+    def __init__(self, points: int) -> None:
+        self.points = points
+
+
+def _slice_points(
+    spec: CurveSpec, n: int, on_host: bool, counts: tuple[int, int], free: int
+) -> int:
+    """The largest power-of-two slice of n scalars (with the counts found, pro
+    rata) whose affine MSM at one window a group fits ``free`` bytes, at least
+    SLICE_MIN; n when slicing would not help."""
+    if n <= SLICE_MIN:
+        return n
+    one = Tuning(group_windows=1)
+    part = 1 << (n.bit_length() - 1)
+    while part > SLICE_MIN:
+        share = (counts[0] * part // n, counts[1] * part // n)
+        if workspace_bytes(spec, part, on_host, one, share) + classify_bytes(part, on_host) <= free:
+            break
+        part //= 2
+    return part
+
 
 class _CupyKernels:
     def __init__(self, module) -> None:
@@ -162,12 +191,33 @@ class MsmEngine:
             return out
 
     def _msm_resident(self, handle: PreparedBases, scalars, k, timings: dict | None):
-        """One MSM over resident bases, its workspace reserved for the scalars' counts."""
+        """One MSM over resident bases, its workspace reserved for the scalars'
+        counts; in slices summed on the device where the free memory would
+        cut one MSM down to the XYZZ walk (a lean partition's room)."""
         import cupy
 
         spec = handle.spec
         n = int(scalars.shape[0])
         on_host = _bases._on_host(scalars)
+        try:
+            return self._msm_whole(handle, scalars, k, timings, n, on_host)
+        except _Slice as cut:
+            part = cut.points
+        acc = None
+        aw = spec.affine_words
+        for lo in range(0, n, part):
+            hi = min(n, lo + part)
+            view = PreparedBases(spec, hi - lo, device=handle.device[lo * aw : hi * aw])
+            got = self._msm_resident(view, scalars[lo:hi], k, timings)
+            acc = _bases._fold(cupy, k, spec, acc, got)
+        return acc
+
+    def _msm_whole(self, handle: PreparedBases, scalars, k, timings, n: int, on_host: bool):
+        """One pipeline run over all of ``scalars`` (raises :class:`_Slice` when the
+        memory free would cut it down to the XYZZ walk and slices would not be)."""
+        import cupy
+
+        spec = handle.spec
         # Two reservations: the classification's, then the workspace of
         # the counts it found (a witness's L, A and B scalars are mostly
         # zeros and ones: a bound for n full scalars would hold ≈ 17
@@ -197,6 +247,10 @@ class MsmEngine:
                 if tuning.method != chosen.method and budget.await_lift():
                     free = budget.free_bytes + first
                     tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
+                if tuning.method != chosen.method:
+                    part = _slice_points(spec, n, on_host, counts, free)
+                    if part < n:
+                        raise _Slice(part)
                 need = workspace_bytes(spec, n, on_host, tuning, counts) - first
                 return tuning, budget.reserve(need, f"msm_{name} workspace")
 

@@ -1,0 +1,124 @@
+"""The engine proves by each key's residency: on a stand-in GPU planned with the
+CUDA backend's memory model, a budget too small for the whole key loads its
+parts resident or streamed as the plan says and proves lean partitions, every
+proof verified; a roomy budget keeps today's whole, resident path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gpu_stand_ins import BudgetedCpuBackend, VramHandle, engine_config
+
+from cuzk.backends.cpu import CpuBackend
+from cuzk.backends.cuda.memory import DeviceBudget
+from cuzk.backends.cuda.model import MODEL
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.budget import Budget
+from cuzk.engine.devices import Device
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.keystore.residency import plan
+from cuzk.engine.kinds import demo
+
+CIRCUIT = DemoCircuit.with_constraints(1 << 16)
+CID = demo.circuit_id(CIRCUIT.rounds, CIRCUIT.words)
+
+
+class TieredStandIn(BudgetedCpuBackend):
+    """A stand-in GPU planned as the CUDA backend is: VRAM held only by the parts
+    kept resident; what it was told of each part and how each proof ran."""
+
+    memory_model = MODEL
+
+    def __init__(self, vram: DeviceBudget) -> None:
+        super().__init__(vram)
+        self.placed: list[bool | None] = []  # what each part was told, in load order
+        self.padded: list[int | None] = []
+        self.passes: list[int] = []
+
+    def _bases(self, group: str, count, read, progress, resident):
+        self.placed.append(resident)
+        load = CpuBackend.load_g1 if group == "G1" else CpuBackend.load_g2
+        inner = load(self, count, read, progress)
+        held = 0 if resident is False else (96 if group == "G1" else 192) * count
+        return VramHandle(inner, self.vram.acquire(held, f"{group} bases"))
+
+    def load_g1(self, count, read, progress=None, resident=None):
+        return self._bases("G1", count, read, progress, resident)
+
+    def load_g2(self, count, read, progress=None, resident=None):
+        return self._bases("G2", count, read, progress, resident)
+
+    def prepare_matrix(self, m, resident=True):
+        self.placed.append(resident)
+        held = 8 * m.num_rows + 36 * m.nnz if resident else 0  # streamed: pinned host memory
+        return VramHandle(m, self.vram.acquire(held, "CSR"))
+
+    def spmv(self, m, w, rows=None):
+        self.padded.append(rows)
+        return super().spmv(m, w, rows)
+
+    def msm_g1_many(self, bases, scalar_sets, phases=None):
+        self.passes.append(len(scalar_sets))
+        return [self.msm_g1(bases, s, phases) for s in scalar_sets]
+
+    def msm_g2_many(self, bases, scalar_sets, phases=None):
+        self.passes.append(len(scalar_sets))
+        return [self.msm_g2(bases, s, phases) for s in scalar_sets]
+
+
+def _budget_for(want) -> int:
+    """The smallest budget (in 1 MiB steps) whose plan for CID satisfies ``want``."""
+    counts = demo.DemoKind().counts(CID)
+    for mib in range(1, 1 << 14):
+        r = plan(counts, mib << 20, MODEL, witness_bytes=0)
+        if want(r):
+            return mib << 20
+    raise AssertionError("no budget gives the plan asked for")
+
+
+def _prove_on(tmp_path: Path, limit: int) -> tuple[TieredStandIn, list]:
+    vram = DeviceBudget(0, limit)
+    be = TieredStandIn(vram)
+    dev = Device(0, "tiered stand-in", be, limit, Budget("vram:0", limit, vram))
+    e = Engine(engine_config(tmp_path), devices=[dev])
+    e.start()
+    try:
+        ids = [
+            e.submit(
+                ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(CIRCUIT, partitions))
+            ).job_id
+            for partitions in (2, 1)
+        ]
+        jobs = [e.await_job(j, 120)[0] for j in ids]
+    finally:
+        e.stop()
+    return be, jobs
+
+
+@pytest.mark.parametrize("tier", ["streamed", "mixed"])
+def test_a_small_budget_streams_parts_and_proves_lean(tmp_path: Path, tier: str) -> None:
+    limit = _budget_for(lambda r: r.fits and r.tier == tier)
+    counts = demo.DemoKind().counts(CID)
+    want = plan(counts, limit, MODEL, witness_bytes=0)
+    assert want.lean and want.streamed_parts
+    be, jobs = _prove_on(tmp_path, limit)
+    assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+    # each part as the plan placed it: bases in query order, then A, B, C
+    order = ("h", "l", "a", "b_g1", "b_g2", "A", "B", "C")
+    assert be.placed == [p in want.resident for p in order]
+    # lean proofs: the evaluations padded to the domain, the MSMs in passes
+    m = 1 << (counts.num_constraints - 1).bit_length()
+    assert be.padded and set(be.padded) == {m}
+    assert be.passes and set(be.passes) == {1}
+    assert be.vram.overdrawn_by_operation == {}
+
+
+def test_a_roomy_budget_keeps_the_whole_resident_path(tmp_path: Path) -> None:
+    limit = _budget_for(lambda r: r.fits and r.tier == "resident" and not r.lean)
+    be, jobs = _prove_on(tmp_path, limit)
+    assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+    assert be.placed == [True] * 8  # every part resident
+    assert be.padded and set(be.padded) == {None}  # whole proofs: no lazy evaluations
+    assert be.passes == []
