@@ -110,6 +110,7 @@ class KeyEntry:
     prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
     reservations: dict[int, Reservation] = field(default_factory=dict)
     residency: dict[int, Residency] = field(default_factory=dict)  # planned per device
+    pinned: dict[int, Reservation] = field(default_factory=dict)  # host memory of streamed parts
     refs: int = 0  # in-flight partitions using the key
     device_refs: dict[int, int] = field(default_factory=dict)
     last_used: float = 0.0
@@ -626,11 +627,24 @@ class KeyStore:
         made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
         partition = res.partition_device_bytes + extra
         room = max(partition, res.key_load_bytes + made)
-        (both,) = device.budget.reserve(
-            [(res.key_device_bytes + room, f"key {e.circuit_id}")],
-            evict=lambda n: self.evict_idle(n, device),
-            cancelled=cancelled,
-        )
+        # the streamed parts' pinned copy is host memory for as long as the key
+        pinned = None
+        if res.key_pinned_bytes:
+            (pinned,) = self.host_budget.reserve(
+                [(res.key_pinned_bytes, f"key {e.circuit_id} (pinned for {device.label})")],
+                evict=self.evict_idle,
+                cancelled=cancelled,
+            )
+        try:
+            (both,) = device.budget.reserve(
+                [(res.key_device_bytes + room, f"key {e.circuit_id}")],
+                evict=lambda n: self.evict_idle(n, device),
+                cancelled=cancelled,
+            )
+        except BaseException:
+            if pinned is not None:
+                pinned.release()
+            raise
         source = None
         try:
             source = self._source(e, cancelled, device)
@@ -646,10 +660,15 @@ class KeyStore:
                 )
         except BaseException:
             both.release()
+            if pinned is not None:
+                pinned.release()
             self._forget(e)
             raise
         finally:
             self._loaded(e, source)
+        if pinned is not None:
+            with self._lock:
+                e.pinned[device.ordinal] = pinned
         # The matrices are on the device (or pinned for it) now: the key proves
         # with them (prove(key, None, …)) and lets go of the host's, and the kind
         # drops its mapping of them, whose pages the upload read (the next
@@ -794,6 +813,9 @@ class KeyStore:
         prepared = e.prepared.pop(ordinal, None)
         if prepared is not None:
             prepared.close()  # the backend's memory (and holds) for it, before its reservation
+        pinned = e.pinned.pop(ordinal, None)
+        if pinned is not None:
+            pinned.release()
         res = e.reservations.pop(ordinal, None)
         if res is None:
             return 0
