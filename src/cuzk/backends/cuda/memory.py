@@ -96,8 +96,13 @@ class DeviceBudget:
         finally:
             stack.remove(envelope)
 
-    def acquire(self, nbytes: int, what: str, wait: bool = False) -> Hold:
+    def acquire(self, nbytes: int, what: str, wait: bool = False, own: bool = False) -> Hold:
         """Take ``nbytes`` of the budget until the returned hold is released.
+
+        ``own``: from the free budget even inside an envelope (data that
+        outlives the work the envelope was reserved for: a device's NTT power
+        tables, shared by every proof of their size, must not keep a
+        partition's room after it ends).
 
         For memory that outlives one call (resident tables, prepared bases);
         :meth:`reserve` is the scoped form. Raises (or, with ``wait=True``,
@@ -109,7 +114,7 @@ class DeviceBudget:
                 f"the device budget is {self.limit_bytes / 2**30:.2f} GiB"
             )
         with self._cond:
-            env = self._envelope()
+            env = None if own else self._envelope()
             lent = 0 if env is None else min(nbytes, env.nbytes - env.lent)
             outside = nbytes - lent
             while self.reserved_bytes + outside > self.limit_bytes:
@@ -120,7 +125,7 @@ class DeviceBudget:
                         + f", {self.free_bytes / 2**30:.2f} GiB of the budget is free"
                     )
                 self._cond.wait()
-                env = self._envelope()  # an envelope may have been released meanwhile
+                env = None if own else self._envelope()  # (released meanwhile?)
                 lent = 0 if env is None else min(nbytes, env.nbytes - env.lent)
                 outside = nbytes - lent
             self.reserved_bytes += outside

@@ -140,8 +140,12 @@ class NttEngine:
     def _want_full(self, log_n: int) -> bool:
         if self.full_tables is not None:
             return self.full_tables
+        # a full table lives as long as the engine: it takes at most a quarter of
+        # what no reservation (a key, a partition) holds, so a partition's room
+        # is never kept by it (an H200 proving a 32GiB PoRep keeps two of 2^27)
+        budget = self.ctx.budget
         need = (1 << log_n) * 32
-        return log_n >= 12 and need <= self.ctx.budget.free_bytes // 8
+        return log_n >= 12 and need <= (budget.limit_bytes - budget.reserved_bytes) // 4
 
     def pow_table(self, base: int, log_n: int, scale: int = 1) -> PowTable:
         """scale·base^e for e < 2^log_n, cached per (base, log_n, scale)."""
@@ -156,7 +160,7 @@ class NttEngine:
         )
         if self._want_full(log_n):
             n = 1 << log_n
-            hold = self.ctx.budget.acquire(n * 32, f"NTT power table 2^{log_n}")
+            hold = self.ctx.budget.acquire(n * 32, f"NTT power table 2^{log_n}", own=True)
             full = self.cp.empty((n, 4), dtype=self.cp.uint64)
             self.fn("ntt_pow_fill_kernel")(
                 grid_for(n), (THREADS,), (full, np.uint64(n), table.lo, table.hi, np.uint32(lobits))

@@ -678,6 +678,9 @@ class KeyStore:
         e.handler.forget_r1cs(e.circuit_id)
         if both.unused() >= partition:
             working = both.split(partition, f"partition {e.circuit_id}")
+            spare = both.unused()  # the load's room beyond a partition: given back
+            if spare:
+                both.split(spare, f"key {e.circuit_id} (spare)").release()
         else:  # the key holds more than its estimate: the partition waits for room
             log.warning(
                 "key %s on %s holds %.3f GiB beyond its estimate",
