@@ -156,3 +156,16 @@ def test_a_reservation_splits_off_what_its_inner_holds_do_not_use() -> None:
     both.release()
     assert (b.reserved, vram.reserved_bytes) == (0, 0)
     assert b.reserve([(1000, "all of it")])  # nothing was lost on the way
+
+
+def test_work_sized_within_a_final_cap_sees_no_more_and_never_waits() -> None:
+    vram = DeviceBudget(0, 1000)
+    b = Budget("vram:0", 1000, device_budget=vram)
+    with b.sized_within(300):
+        assert vram.free_bytes == 300
+        assert vram.await_lift() is False  # a final cap is never lifted: nothing to wait for
+        with vram.reserve(600, "a reservation is not refused by the cap"):
+            assert vram.free_bytes == 300
+    assert vram.free_bytes == 1000
+    with Budget("host", 1000).sized_within(300):  # no device budget: nothing to cap
+        pass

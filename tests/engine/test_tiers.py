@@ -36,6 +36,7 @@ class TieredStandIn(BudgetedCpuBackend):
         self.placed: list[bool | None] = []  # what each part was told, in load order
         self.padded: list[int | None] = []
         self.passes: list[int] = []
+        self.room_seen: list[int] = []  # the free memory an MSM pass sized itself by
 
     def _bases(self, group: str, count, read, progress, resident):
         self.placed.append(resident)
@@ -61,6 +62,7 @@ class TieredStandIn(BudgetedCpuBackend):
 
     def msm_g1_many(self, bases, scalar_sets, phases=None):
         self.passes.append(len(scalar_sets))
+        self.room_seen.append(self.vram.free_bytes)
         return [self.msm_g1(bases, s, phases) for s in scalar_sets]
 
     def msm_g2_many(self, bases, scalar_sets, phases=None):
@@ -112,6 +114,9 @@ def test_a_small_budget_streams_parts_and_proves_lean(tmp_path: Path, tier: str)
     m = 1 << (counts.num_constraints - 1).bit_length()
     assert be.padded and set(be.padded) == {m}
     assert be.passes and set(be.passes) == {1}
+    # the MSMs sized themselves to the room the plan gave them, not to the
+    # partition's whole reservation (its live vectors hold the rest)
+    assert max(be.room_seen) <= want.msm_room
     assert be.vram.overdrawn_by_operation == {}
 
 

@@ -133,6 +133,14 @@ class Budget:
                 r._token.release()
             self._cond.notify_all()
 
+    def sized_within(self, nbytes: int) -> AbstractContextManager[Any]:
+        """Inside, the backend sizes its work (an MSM's workspace and chunks) to at
+        most ``nbytes`` of free memory on this device (a final cap; a no-op
+        without a device budget or for ``nbytes`` 0)."""
+        if self._device_budget is None or nbytes <= 0:
+            return nullcontext()
+        return self._device_budget.sized_within(nbytes)
+
     def lend(self, r: Reservation) -> AbstractContextManager[Any]:
         """Run the work ``r`` was reserved for: on a device, the backend's
         reservations made by this thread inside come out of ``r`` first."""

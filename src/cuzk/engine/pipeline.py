@@ -426,7 +426,7 @@ class Pipeline:
                 # go of the host's: KeyStore.acquire_device)
                 circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
-                    with _lent(device, lease.working), device.stream("prove"):
+                    with _lent(device, lease.working), _sized(lease), device.stream("prove"):
                         proof = prover.prove(
                             lease.key, circuit, witness.assignment, times=stages, **_mode(lease)
                         )
@@ -500,7 +500,7 @@ class Pipeline:
                 stages.detail["wait_rest"] = time.perf_counter() - t
             try:
                 working = rest if rest is not None else lease.working
-                with _lent(device, working), device.stream("prove"):
+                with _lent(device, working), _sized(lease), device.stream("prove"):
                     return prover.prove(key, circuit, W, times=stages, **_mode(lease))
             finally:
                 if rest is not None:
@@ -718,6 +718,16 @@ def _mode(lease: Any) -> dict[str, Any]:
     if res is None:
         return {}
     return {"lean": res.lean, "fork_share": None if res.fork_share is None else res.fork_share}
+
+
+def _sized(lease: Any) -> Any:
+    """A lean partition's MSMs size their work to the room its estimate gave them:
+    the rest of its reservation is held by its live vectors, which the free
+    memory the backend sees does not show."""
+    res, budget = lease.residency, lease.device.budget
+    if res is None or not res.lean or budget is None:
+        return contextlib.nullcontext()
+    return budget.sized_within(res.msm_room)
 
 
 def _lent(device: Device, res: Any) -> Any:

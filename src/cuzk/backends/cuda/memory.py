@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from cuzk.errors import ResourceError
@@ -64,11 +64,15 @@ class DeviceBudget:
         finally:
             self._local.cap = before
 
+    def sized_within(self, nbytes: int) -> AbstractContextManager[Cap]:
+        """:meth:`capped` by a final cap of ``nbytes`` (never lifted, never waited for)."""
+        return self.capped(Cap(nbytes, final=True))
+
     def await_lift(self) -> bool:
         """Under a cap not lifted yet, wait until it is (work the cap would cut
         down too far waits for its full share instead); True if it waited."""
         cap = getattr(self._local, "cap", None)
-        if cap is None or cap.lifted:
+        if cap is None or cap.lifted or cap.final:
             return False
         cap.wait()
         return True
@@ -202,10 +206,14 @@ class DeviceBudget:
 
 class Cap:
     """A thread's bound on what :attr:`DeviceBudget.free_bytes` tells it, until
-    another thread lifts it (:meth:`DeviceBudget.capped`)."""
+    another thread lifts it (:meth:`DeviceBudget.capped`). A ``final`` cap is
+    never lifted: work under it sizes itself to it and does not wait (a lean
+    partition's MSMs work within the room its estimate gave them, the rest
+    of its reservation being held by its live vectors)."""
 
-    def __init__(self, nbytes: int) -> None:
+    def __init__(self, nbytes: int, final: bool = False) -> None:
         self.nbytes = nbytes
+        self.final = final
         self._lifted = threading.Event()
 
     @property

@@ -126,15 +126,23 @@ class CudaMemoryModel:
         m = CudaMemoryModel.domain(num_constraints)
         n = max(1, num_variables)
         if msm_room is None:
-            points = min(LEAN_CHUNK, max(m, max_query))
-            msm_room = max(
-                CudaMemoryModel.msm_room_bytes(points, "G1"),
-                CudaMemoryModel.msm_room_bytes(max(1, points // 2), "G2"),
-            )
+            msm_room = CudaMemoryModel.lean_msm_room(num_constraints, max_query)
         h_step = 64 * m + streamed_matrix
         msm_h = 32 * m + msm_room
         side = 32 * max_query + msm_room
         return 32 * n + max(h_step, msm_h, side) + SLACK
+
+    @staticmethod
+    def lean_msm_room(num_constraints: int, max_query: int) -> int:
+        """The room a lean partition's MSMs work in: a chunk of LEAN_CHUNK G1
+        points (half as many in G2), or of the largest query when smaller,
+        staged twice, with one chunk's workspace at one window a group."""
+        m = CudaMemoryModel.domain(num_constraints)
+        points = min(LEAN_CHUNK, max(m, max_query))
+        return max(
+            CudaMemoryModel.msm_room_bytes(points, "G1"),
+            CudaMemoryModel.msm_room_bytes(max(1, points // 2), "G2"),
+        )
 
     @staticmethod
     def msm_room_bytes(points: int, group: str = "G1", windows_per_group: int = 1) -> int:

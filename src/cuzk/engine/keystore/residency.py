@@ -29,6 +29,7 @@ cross PCIe once for them all.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -57,6 +58,7 @@ class MemoryModel(Protocol):
     def lean_partition_bytes(
         self, nc: int, nv: int, max_query: int, streamed_matrix: int = 0, msm_room: int = ...
     ) -> int: ...
+    def lean_msm_room(self, nc: int, max_query: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,9 @@ class Residency:
     in_flight: int  # partitions whose working sets fit beside the key at once
     streamed_bytes: int  # key bytes crossing PCIe per pass (0 when nothing streams)
     parts: dict[str, int] = field(default_factory=dict)  # every part's bytes, resident or pinned
+    # what a lean partition's MSMs size their work to (its live vectors hold the
+    # rest of its reservation); 0 for whole partitions
+    msm_room: int = 0
 
     @property
     def fits(self) -> bool:
@@ -173,22 +178,27 @@ def plan(
     streaming = max(
         (model.matrix_streaming_bytes(nc, z, c.distinct_coefficients) for z in c.nnz), default=0
     )
+    room = model.lean_msm_room(nc, max_query)
     best: Residency | None = None
     names = (*QUERIES, *MATRICES)
     for mask in itertools.product((True, False), repeat=len(names)):
         resident = [n for n, keep in zip(names, mask, strict=True) if keep]
         matrix_streams = any(m not in resident for m in MATRICES)
         lean = (
-            model.lean_partition_bytes(nc, nv, max_query, streaming if matrix_streams else 0)
+            model.lean_partition_bytes(nc, nv, max_query, streaming if matrix_streams else 0, room)
             + witness_bytes
         )
-        got = residency(resident, True, 0, lean)
+        got = dataclasses.replace(residency(resident, True, 0, lean), msm_room=room)
         if not got.fits:
             continue
         kept = sum(parts[p] for p in resident)
         if best is None or kept > sum(parts[p] for p in best.resident):
             best = got
-    return best if best is not None else residency((), True, 0, lean)
+    return (
+        best
+        if best is not None
+        else dataclasses.replace(residency((), True, 0, lean), msm_room=room)
+    )
 
 
 def _dictionary(c: Counts) -> int:
