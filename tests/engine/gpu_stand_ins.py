@@ -135,3 +135,16 @@ def wait_for(pred: Callable[[], bool], what: str, timeout: float = 60.0) -> None
     while not pred():
         assert time.monotonic() < end, f"never happened: {what}"
         time.sleep(0.01)
+
+
+def prove_demo_jobs(
+    e, circuit, partitions: tuple[int, ...] = (2, 1), timeout: float = 120.0
+) -> list:
+    """Submit one demo job of ``circuit`` a partition count and wait for them all."""
+    from cuzk.engine.jobs import ProofKind, ProofRequest
+
+    ids = [
+        e.submit(ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(circuit, n))).job_id
+        for n in partitions
+    ]
+    return [e.await_job(j, timeout)[0] for j in ids]

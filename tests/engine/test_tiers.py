@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpu_stand_ins import BudgetedCpuBackend, VramHandle, engine_config
+from gpu_stand_ins import BudgetedCpuBackend, VramHandle, engine_config, prove_demo_jobs
 
 from cuzk.backends.cpu import CpuBackend
 from cuzk.backends.cuda.memory import DeviceBudget
@@ -17,7 +17,7 @@ from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.budget import Budget
 from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
-from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.jobs import JobState
 from cuzk.engine.keystore.residency import plan
 from cuzk.engine.kinds import demo
 
@@ -87,13 +87,7 @@ def _prove_on(tmp_path: Path, limit: int) -> tuple[TieredStandIn, list]:
     e = Engine(engine_config(tmp_path), devices=[dev])
     e.start()
     try:
-        ids = [
-            e.submit(
-                ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(CIRCUIT, partitions))
-            ).job_id
-            for partitions in (2, 1)
-        ]
-        jobs = [e.await_job(j, 120)[0] for j in ids]
+        jobs = prove_demo_jobs(e, CIRCUIT)
     finally:
         e.stop()
     return be, jobs

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gpu_stand_ins import engine_config
+from gpu_stand_ins import engine_config, prove_demo_jobs
 
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.budget import Budget
 from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
-from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.jobs import JobState
 from cuzk.engine.keystore.residency import plan
 from cuzk.engine.kinds import demo
 
@@ -47,13 +47,7 @@ def test_gpu_engine_proves_in_each_tier(tmp_path: Path, limit: int, tier: str, l
     e.start()
     try:
         circuit = DemoCircuit(rounds=ROUNDS, words=WORDS)
-        ids = [
-            e.submit(
-                ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(circuit, parts))
-            ).job_id
-            for parts in (2, 1)
-        ]
-        jobs = [e.await_job(j, 300)[0] for j in ids]
+        jobs = prove_demo_jobs(e, circuit, timeout=300)
         assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
         entry = e.keys.entry(demo.circuit_id(ROUNDS, WORDS))
         got = e.keys.residency(entry, dev)
