@@ -269,7 +269,7 @@ def fake_gpu_manager(tmp_path: Path, monkeypatch, made: list):
     stand-in for the GPU's fixed-base kernels (arkworks on the CPU)."""
     from types import SimpleNamespace
 
-    import cuzk.engine.keystore.store as srs
+    import cuzk.engine.keystore.sources as srs
     from cuzk.groth16.setup_gpu import GpuPoints
 
     gpu = Device(
@@ -298,7 +298,7 @@ def test_dev_keys_are_made_on_the_gpu_when_the_devices_are_cuda(tmp_path: Path, 
 
 
 def test_a_dev_key_too_big_for_the_disk_is_made_in_gpu_memory(tmp_path: Path, monkeypatch):
-    import cuzk.engine.keystore.store as srs
+    import cuzk.engine.keystore.sources as srs
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
     made: list = []
@@ -329,7 +329,7 @@ def test_a_file_less_dev_key_is_made_on_each_gpu_that_loads_it(tmp_path: Path, m
     after the last."""
     import contextlib
 
-    import cuzk.engine.keystore.store as srs
+    import cuzk.engine.keystore.sources as srs
     from cuzk.groth16.setup_gpu import GpuPoints
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
@@ -374,7 +374,7 @@ def test_a_file_less_dev_key_is_made_on_each_gpu_that_loads_it(tmp_path: Path, m
 
 
 def test_a_dev_key_that_fits_neither_disk_nor_a_gpu_is_refused(tmp_path: Path, monkeypatch):
-    import cuzk.engine.keystore.store as srs
+    import cuzk.engine.keystore.sources as srs
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
     m, _ = manager(tmp_path)

@@ -33,7 +33,7 @@ V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
 @pytest.mark.slow
 def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path / "circuits"))
-    import cuzk.engine.keystore.store as srs
+    import cuzk.engine.keystore.sources as srs
 
     made_on_gpu: list[int] = []
     real_gpu_points = srs.gpu_points

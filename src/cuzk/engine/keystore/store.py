@@ -34,141 +34,36 @@ that GPU's memory instead (no file; still never whole on the host).
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cuzk.circuits.parameters import file_digest
 from cuzk.engine.budget import Budget, Cancelled, Reservation
 from cuzk.engine.devices import Device
 from cuzk.engine.jobs import InUse
 from cuzk.engine.keystore import residency
-from cuzk.engine.keystore.devcache import DevKeyCache, dev_key_bytes, managed
-from cuzk.engine.keystore.devfiles import (
-    dev_setup_host_bytes,
-    disk_free,
-    gpu_points,
-    params_file_bytes,
-    write_dev_params,
+from cuzk.engine.keystore.devcache import DevKeyCache
+from cuzk.engine.keystore.entry import (
+    DEV_POINTS_DEVICE_BYTES,
+    DeviceLease,
+    HostLease,
+    KeyEntry,
+    KeyStatus,
 )
-from cuzk.engine.keystore.progress import ProgressLog
 from cuzk.engine.keystore.residency import Residency
+from cuzk.engine.keystore.sources import KeySources
 from cuzk.engine.kinds import KindRegistry
-from cuzk.engine.kinds.base import KeyFiles, ProofKindHandler, key_host_bytes, key_raw_bytes
-from cuzk.errors import InputError, ResourceError
-from cuzk.formats.bellperson import MappedParams, open_params
+from cuzk.engine.kinds.base import key_host_bytes, key_raw_bytes
+from cuzk.formats.bellperson import MappedParams
 from cuzk.groth16 import prover
-from cuzk.groth16.keys import QUERIES, KeySource, VerifyingKey
-from cuzk.groth16.setup import DevParams, ToxicWaste
 
 log = logging.getLogger(__name__)
 
 
-# Device bytes the fixed-base kernels hold while a file-less development key's
-# points are made for a load: one load chunk of G2 points (2^20) with their
-# XYZZ intermediates, scalars and affine output (~700 bytes a point), rounded up.
-DEV_POINTS_DEVICE_BYTES = 1 << 30
-
-
-class Tier(enum.IntEnum):
-    HOT = 0
-    WARM = 1
-    COLD = 2
-
-
-def source_counts(source: KeySource) -> dict[str, int]:
-    """Points per query and the IC count, as :class:`prover.KeyLayout` counts them."""
-    return {q: source.count(q) for q in QUERIES} | {"ic": len(source.vk.ic)}
-
-
-def source_point_bytes(source: KeySource) -> int:
-    """A key's points as raw affine limbs (what a device holds): 96 bytes a G1
-    point, 192 a G2 point."""
-    return sum(source.count(q) * (192 if q == "b_g2" else 96) for q in QUERIES)
-
-
-# --- entries and leases -------------------------------------------------------
-@dataclass
-class KeyEntry:
-    circuit_id: str
-    handler: ProofKindHandler
-    files: KeyFiles
-    path: Path | None = None  # the .params file found or written (None: not yet, or no file)
-    size_bytes: int = 0
-    source: KeySource | None = None  # WARM when set
-    vk: VerifyingKey | None = None  # of the key last opened or made
-    development: bool = False  # not Filecoin's published key (INSECURE)
-    dev_waste: ToxicWaste | None = None  # a file-less development key's, to make it again
-    dev_reservation: Reservation | None = None  # host memory of its scalars while loading
-    dev_users: int = 0  # loads using a file-less development key's scalars now
-    dev_points_on: int | None = None  # the GPU that key's own points are made on
-    prepared: dict[int, prover.PreparedKey] = field(default_factory=dict)  # HOT per device
-    reservations: dict[int, Reservation] = field(default_factory=dict)
-    residency: dict[int, Residency] = field(default_factory=dict)  # planned per device
-    pinned: dict[int, Reservation] = field(default_factory=dict)  # host memory of streamed parts
-    refs: int = 0  # in-flight partitions using the key
-    device_refs: dict[int, int] = field(default_factory=dict)
-    last_used: float = 0.0
-    load_lock: threading.Lock = field(default_factory=threading.Lock)
-    device_locks: dict[int, threading.Lock] = field(default_factory=dict)
-
-    @property
-    def tier(self) -> Tier:
-        if self.prepared:
-            return Tier.HOT
-        if self.source is not None:
-            return Tier.WARM
-        return Tier.COLD
-
-
-@dataclass
-class HostLease:
-    """A pinned key plus a partition's host working set (held synthesis → proof)."""
-
-    entry: KeyEntry
-    working: Reservation
-    load_ms: float
-
-
-@dataclass
-class DeviceLease:
-    entry: KeyEntry
-    device: Device
-    key: prover.PreparedKey
-    working: Reservation | None
-    load_ms: float
-    # bytes of the partition's working set still to reserve (reserve_rest) when
-    # only its witness's share was taken (acquire_device's witness_bytes), and
-    # the device's share slot it holds until then
-    rest: int = 0
-    slot: threading.Lock | None = None
-    residency: Residency | None = None  # where the key and the partition live on the device
-
-    def give_slot(self) -> None:
-        if self.slot is not None:
-            self.slot.release()
-            self.slot = None
-
-
-@dataclass(frozen=True)
-class KeyStatus:
-    circuit_id: str
-    tier: Tier
-    size_bytes: int
-    ref_count: int
-    devices: tuple[int, ...]
-    idle_s: float
-    file: str = ""  # the .params file ("" while none is found, or for a key made in memory)
-    development: bool = False  # INSECURE development parameters, not Filecoin's
-    device_bytes: dict[int, int] = field(default_factory=dict)  # reserved per device holding it
-
-
-class KeyStore:
+class KeyStore(KeySources):
     def __init__(
         self,
         cache_dir: Path,
@@ -214,13 +109,6 @@ class KeyStore:
                 self._entries[circuit_id] = e
             return e
 
-    def _find(self, files: KeyFiles) -> Path | None:
-        for d in self.search_dirs:
-            p = d / files.params
-            if p.is_file():
-                return p
-        return None
-
     def discover_cached(self) -> None:
         """List the keys present in the search folders (COLD) so that status reports them."""
         for d in self.search_dirs:
@@ -259,218 +147,6 @@ class KeyStore:
             else:
                 e.handler.r1cs(circuit_id)
             self._r1cs_ready.add(circuit_id)
-
-    def _dev_allowed(self, e: KeyEntry) -> bool:
-        return e.handler.dev_keys_by_default or self.generate_dev_keys
-
-    def _ensure_available(self, e: KeyEntry, cancelled: Any = None) -> None:
-        """The key exists: its files found (and opened: WARM), or written as
-        development parameters, or a file-less development key decided on."""
-        if e.source is not None or e.dev_waste is not None:
-            return
-        with self._lock:
-            gen_lock = self._gen_locks.setdefault(e.circuit_id, threading.Lock())
-        with gen_lock:
-            if e.source is not None or e.dev_waste is not None:
-                return
-            path = self._find(e.files)
-            if path is None:
-                if not self._dev_allowed(e):
-                    dirs = ", ".join(str(d) for d in self.search_dirs)
-                    raise ResourceError(
-                        f"no parameters for {e.circuit_id}: {e.files.params} (with "
-                        f"{e.files.vk}) is in none of {dirs}; fetch Filecoin's parameters "
-                        f"into one of them, or set [srs] generate_dev_keys = true for "
-                        f"INSECURE development parameters"
-                    )
-                path = self._generate(e, cancelled)
-                if path is None:  # made in GPU memory when a device loads it
-                    return
-            source = self._open(e, path)
-            with self._lock:
-                e.source = source
-                e.vk = source.vk
-
-    def _source(
-        self, e: KeyEntry, cancelled: Any = None, device: Device | None = None
-    ) -> KeySource:
-        """What a device loads the key from: its opened files, or a file-less
-        development key made for the loads under way (its scalars live until the
-        last of them calls :meth:`_loaded`: two GPUs loading it at once share them)."""
-        self._ensure_available(e, cancelled)
-        with self._lock:
-            if e.source is not None:
-                return self._use(e, e.source)
-            gen_lock = self._gen_locks.setdefault(e.circuit_id, threading.Lock())
-        with gen_lock:  # one generator (and one host reservation) at a time
-            with self._lock:
-                if e.source is not None:
-                    return self._use(e, e.source)
-            source = self._dev_source(e, cancelled, device)
-            with self._lock:
-                e.source = source
-                e.vk = source.vk
-                return self._use(e, source)
-
-    @staticmethod
-    def _use(e: KeyEntry, source: KeySource) -> KeySource:
-        """Called with the manager lock held: one more load of a development key."""
-        if isinstance(source, DevParams):
-            e.dev_users += 1
-        return source
-
-    def _device_source(self, e: KeyEntry, source: KeySource, device: Device) -> KeySource:
-        """The source as ``device`` loads it: a file-less development key's points
-        are made on the GPU that loads them (the scalars are shared)."""
-        if (
-            isinstance(source, DevParams)
-            and device.backend.name == "cuda"
-            and e.dev_points_on != device.ordinal
-        ):
-            return source.with_points(gpu_points(device))
-        return source
-
-    def _open(self, e: KeyEntry, path: Path) -> MappedParams:
-        vk_path = path.with_name(e.files.vk)
-        if not vk_path.is_file():
-            raise InputError(
-                str(path),
-                "",
-                f"its verifying key {e.files.vk} is not beside it: every proof is verified "
-                "against the key its parameters came with (fetch both files)",
-            )
-        params = open_params(path, vk_path)
-        development = True
-        if e.files.published:
-            digest = file_digest(vk_path)
-            development = digest != e.files.published_vk_digest
-            if development and not self.generate_dev_keys:
-                raise InputError(
-                    str(vk_path),
-                    "digest",
-                    f"{digest} is not the digest of Filecoin's published {e.files.vk} "
-                    f"({e.files.published_vk_digest}): these are not Filecoin's parameters "
-                    "and the chain would reject every proof made with them; fetch the "
-                    "published files, or set [srs] generate_dev_keys = true to prove with "
-                    "development parameters (INSECURE)",
-                )
-        if development:
-            log.warning("%s: INSECURE development parameters (%s)", e.circuit_id, path)
-        else:
-            log.info("%s: Filecoin's published parameters (%s)", e.circuit_id, path)
-        with self._lock:
-            e.path = path
-            e.size_bytes = params.size
-            e.development = development
-        return params
-
-    def _setup_gpu(self) -> Device | None:
-        """The GPU development keys are made on (the first one), if any."""
-        return next((d for d in self.devices.values() if d.backend.name == "cuda"), None)
-
-    def _dev_points(self) -> Any:
-        gpu = self._setup_gpu()
-        return None if gpu is None else gpu_points(gpu)
-
-    def _generate(self, e: KeyEntry, cancelled: Any) -> Path | None:
-        """Write a development key as files in the cache folder; None when they
-        would not fit its disk and a GPU can take the key straight instead."""
-        self.ensure_r1cs(e.circuit_id, cancelled)
-        r1cs = e.handler.r1cs(e.circuit_id)
-        layout = prover.KeyLayout.of(r1cs)
-        if managed(e.files):  # a demo size's key: within [srs] dev_key_disk_budget
-            self.dev_keys.make_room(e.files, dev_key_bytes(layout.counts), self.let_go)
-        need_disk = params_file_bytes(layout.counts) + (64 << 20)
-        if disk_free(self.cache_dir) < need_disk:
-            if self._setup_gpu() is None:
-                raise ResourceError(
-                    f"development parameters of {e.circuit_id} need "
-                    f"{need_disk / 2**30:.1f} GiB on disk, {self.cache_dir} has "
-                    f"{disk_free(self.cache_dir) / 2**30:.1f} GiB free, and there is no GPU "
-                    "to make them in memory instead"
-                )
-            log.warning(
-                "%s: the development parameters (%.1f GiB) do not fit the disk of %s; the key "
-                "is made straight into GPU memory instead (no file)",
-                e.circuit_id,
-                need_disk / 2**30,
-                self.cache_dir,
-            )
-            e.dev_waste = ToxicWaste.draw()
-            return None
-        (res,) = self.host_budget.reserve(
-            [(dev_setup_host_bytes(r1cs.num_constraints), f"key generation {e.circuit_id}")],
-            evict=self.evict_idle,
-            cancelled=cancelled,
-        )
-        try:
-            return write_dev_params(r1cs, e.files, self.cache_dir, points=self._dev_points())
-        finally:
-            res.release()
-
-    def _dev_source(self, e: KeyEntry, cancelled: Any, device: Device | None) -> DevParams:
-        """A file-less development key, made as a device loads it (same waste each
-        time), its points on that device when it is a GPU (else on the first GPU)."""
-        gpu = device if device is not None and device.backend.name == "cuda" else None
-        gpu = gpu or self._setup_gpu()
-        r1cs = e.handler.r1cs(e.circuit_id)
-        (res,) = self.host_budget.reserve(
-            [(dev_setup_host_bytes(r1cs.num_constraints), f"key generation {e.circuit_id}")],
-            evict=self.evict_idle,
-            cancelled=cancelled,
-        )
-        try:
-            source = DevParams(
-                r1cs,
-                waste=e.dev_waste,
-                points=None if gpu is None else gpu_points(gpu),
-                name=f"development key {e.circuit_id} (in memory)",
-            )
-        except BaseException:
-            res.release()
-            raise
-        with self._lock:
-            e.development = True
-            e.size_bytes = source_point_bytes(source)
-            e.dev_reservation = res  # given back once the key is loaded (_loaded)
-            e.dev_points_on = None if gpu is None else gpu.ordinal
-        return source
-
-    def _loaded(self, e: KeyEntry, source: KeySource | None) -> None:
-        """After a device has taken the key from ``source`` (None: it never got
-        one): the last load of a file-less development key gives its scalars (and
-        their host reservation) back; it is made again if needed."""
-        if not isinstance(source, DevParams):
-            return
-        with self._lock:
-            e.dev_users -= 1
-            if e.dev_users > 0 or e.source is not source:
-                return
-            e.source = None
-            res, e.dev_reservation = e.dev_reservation, None
-        if res is not None:
-            res.release()
-
-    def _forget(self, e: KeyEntry) -> None:
-        """After a failed load: the files are opened afresh next time (the operator
-        may replace a damaged file while the daemon runs)."""
-        with self._lock:
-            if isinstance(e.source, MappedParams):
-                e.source = None
-                e.vk = None
-                e.path = None
-
-    def verifying_key(self, circuit_id: str) -> VerifyingKey:
-        e = self.entry(circuit_id)
-        if e.vk is not None:
-            return e.vk
-        source = self._source(e)
-        vk = source.vk
-        self._loaded(e, source)
-        return vk
-
-    def _progress(self, e: KeyEntry, device: Device) -> ProgressLog:
-        return ProgressLog(f"loading {e.circuit_id} into {device.label}")
 
     # --- leases -------------------------------------------------------------
     def acquire_host(self, circuit_id: str, working_bytes: int, cancelled: Any = None) -> HostLease:
@@ -678,8 +354,9 @@ class KeyStore:
         e.handler.forget_r1cs(e.circuit_id)
         if both.unused() >= partition:
             working = both.split(partition, f"partition {e.circuit_id}")
-            spare = both.unused()  # the load's room beyond a partition: given back
-            if spare:
+            # the load's room beyond a partition and the key's estimate: given back
+            spare = min(both.unused(), both.nbytes - res.key_device_bytes)
+            if spare > 0:
                 both.split(spare, f"key {e.circuit_id} (spare)").release()
         else:  # the key holds more than its estimate: the partition waits for room
             log.warning(
