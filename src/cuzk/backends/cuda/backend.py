@@ -19,7 +19,6 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.backends.base import proof_working_bytes
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import Cap, DeviceContext
@@ -131,51 +130,16 @@ class CudaBackend:
 
     @staticmethod
     def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
-        """Host bytes one proof of this shape holds (assignment included).
-
-        Everything domain-sized lives in VRAM; the host keeps the assignment
-        (32 bytes a variable) and, one MSM at a time, the gathered scalars of
-        the a or b query (at most one more copy), plus staging slack.
-        """
-        return 2 * 32 * num_variables + (64 << 20)
+        """Host bytes one proof of this shape holds (:meth:`CudaMemoryModel.prove_host_bytes`)."""
+        return MODEL.prove_host_bytes(num_constraints, num_variables)
 
     @staticmethod
     def prove_device_bytes(
         num_constraints: int, num_variables: int, fork_share: int | None = None
     ) -> int:
-        """Device bytes one proof of this shape takes beyond its key: the largest
-        of its steps (in 32-byte vectors: m of the domain, n of the assignment).
-
-        ``fork_share`` is the side branch's share (:meth:`fork`; None: the
-        default, :meth:`side_workspace_bytes`; 0: no side branch, the L, A and
-        B MSMs after H's). With a side branch the prover's own line and the
-        branch run together. While H is computed: the assignment, A·w, B·w,
-        C·w and H's four buffers, 7m + n; the side's gathered a and b scalars,
-        2n, and its share. While H's MSM runs: the assignment, h, the gathered
-        scalars, 3n + m, H's workspace and the side's share. After it the side
-        alone, with the workspace of the largest of L, A, B in G1 and B in G2.
-        Without a side branch the gathers come after H's MSM. Each MSM's
-        workspace at the engine's default tuning, which it only ever lowers
-        (:func:`cuzk.backends.cuda.msm.workspace_bytes`). Never less than
-        :func:`cuzk.backends.base.proof_working_bytes`.
-        """
-        from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, workspace_bytes
-
-        m = 1 << max(0, (num_constraints - 1).bit_length())
-        n = max(1, num_variables)
-        side = CudaBackend.side_workspace_bytes(m, n) if fork_share is None else fork_share
-        slack = 64 << 20
-        rest = max(workspace_bytes(G1_SPEC, n, False), workspace_bytes(G2_SPEC, n, False))
-        working = proof_working_bytes(num_constraints, num_variables)
-        if side == 0:
-            h_step = 32 * (7 * m + n) + slack
-            msm_h_step = 32 * (n + m) + workspace_bytes(G1_SPEC, m, False) + slack
-            side_step = 32 * 3 * n + rest + slack
-            return max(working, h_step, msm_h_step, side_step)
-        h_step = 32 * (7 * m + 3 * n) + side + slack
-        msm_h_step = 32 * (3 * n + m) + workspace_bytes(G1_SPEC, m, False) + side + slack
-        side_step = 32 * (3 * n + m) + rest + slack
-        return max(working, h_step, msm_h_step, side_step)
+        """Device bytes one whole proof of this shape takes beyond its key
+        (:meth:`cuzk.backends.cuda.model.CudaMemoryModel.partition_bytes`)."""
+        return MODEL.partition_bytes(num_constraints, num_variables, fork_share)
 
     @staticmethod
     def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:
@@ -278,13 +242,9 @@ class CudaBackend:
 
     @staticmethod
     def side_workspace_bytes(domain_size: int, num_variables: int) -> int:
-        """What a proof's side branch (:meth:`fork`) sizes its MSMs to while the
-        prover's own line still works: two vectors of the larger of the domain
-        and the assignment (:meth:`prove_device_bytes` keeps them). At 32GiB
-        PoRep's size, 8 GiB: the L MSM of its witness (46 % ones, 3 % full
-        scalars) takes 4.6 at the default tuning, B in G2 8.5 (two window
-        groups fit)."""
-        return 64 * max(1, domain_size, num_variables)
+        """What a proof's side branch (:meth:`fork`) sizes its MSMs to
+        (:meth:`CudaMemoryModel.side_workspace_bytes`)."""
+        return MODEL.side_workspace_bytes(domain_size, num_variables)
 
     def fork(self, domain_size: int, num_variables: int, share: int | None = None) -> Branch:
         """A second line of the calling thread's work, to run beside it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cuzk.backends.base import proof_working_bytes
 from cuzk.backends.cuda.msm import (
     G1_SPEC,
     G2_SPEC,
@@ -83,9 +84,13 @@ class CudaMemoryModel:
     # --- a partition ----------------------------------------------------
     @staticmethod
     def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
-        from cuzk.backends.cuda.backend import CudaBackend
+        """Host bytes one proof of this shape holds (assignment included).
 
-        return CudaBackend.prove_host_bytes(num_constraints, num_variables)
+        Everything domain-sized lives in VRAM; the host keeps the assignment
+        (32 bytes a variable) and, one MSM at a time, the gathered scalars of
+        the a or b query (at most one more copy), plus staging slack.
+        """
+        return 2 * 32 * num_variables + (64 << 20)
 
     @staticmethod
     def domain(num_constraints: int) -> int:
@@ -93,19 +98,52 @@ class CudaMemoryModel:
 
     @staticmethod
     def partition_bytes(num_constraints: int, num_variables: int, fork_share: int | None) -> int:
-        """A partition proved with every vector of the H step at once and the L, A,
-        B MSMs beside it on a share of ``fork_share`` bytes (None: the default
-        share; 0: no side branch) (:meth:`CudaBackend.prove_device_bytes`)."""
-        from cuzk.backends.cuda.backend import CudaBackend
+        """Device bytes one whole proof of this shape takes beyond its key: the largest
+        of its steps (in 32-byte vectors: m of the domain, n of the assignment).
 
-        return CudaBackend.prove_device_bytes(num_constraints, num_variables, fork_share)
+        ``fork_share`` is the side branch's share (``CudaBackend.fork``; None: the
+        default, :meth:`side_workspace_bytes`; 0: no side branch, the L, A and
+        B MSMs after H's). With a side branch the prover's own line and the
+        branch run together. While H is computed: the assignment, A·w, B·w,
+        C·w and H's four buffers, 7m + n; the side's gathered a and b scalars,
+        2n, and its share. While H's MSM runs: the assignment, h, the gathered
+        scalars, 3n + m, H's workspace and the side's share. After it the side
+        alone, with the workspace of the largest of L, A, B in G1 and B in G2.
+        Without a side branch the gathers come after H's MSM. Each MSM's
+        workspace at the engine's default tuning, which it only ever lowers
+        (:func:`cuzk.backends.cuda.msm.workspace_bytes`). Never less than
+        :func:`cuzk.backends.base.proof_working_bytes`.
+        """
+        m = 1 << max(0, (num_constraints - 1).bit_length())
+        n = max(1, num_variables)
+        side = CudaMemoryModel.side_workspace_bytes(m, n) if fork_share is None else fork_share
+        slack = 64 << 20
+        rest = max(workspace_bytes(G1_SPEC, n, False), workspace_bytes(G2_SPEC, n, False))
+        working = proof_working_bytes(num_constraints, num_variables)
+        if side == 0:
+            h_step = 32 * (7 * m + n) + slack
+            msm_h_step = 32 * (n + m) + workspace_bytes(G1_SPEC, m, False) + slack
+            side_step = 32 * 3 * n + rest + slack
+            return max(working, h_step, msm_h_step, side_step)
+        h_step = 32 * (7 * m + 3 * n) + side + slack
+        msm_h_step = 32 * (3 * n + m) + workspace_bytes(G1_SPEC, m, False) + side + slack
+        side_step = 32 * (3 * n + m) + rest + slack
+        return max(working, h_step, msm_h_step, side_step)
+
+    @staticmethod
+    def side_workspace_bytes(domain_size: int, num_variables: int) -> int:
+        """What a proof's side branch (``CudaBackend.fork``) sizes its MSMs to
+        while the prover's own line still works: two vectors of the larger of
+        the domain and the assignment (:meth:`partition_bytes` keeps them). At
+        32GiB PoRep's size, 8 GiB: the L MSM of its witness (46 % ones, 3 %
+        full scalars) takes 4.6 at the default tuning, B in G2 8.5 (two window
+        groups fit)."""
+        return 64 * max(1, domain_size, num_variables)
 
     @staticmethod
     def default_fork_share(num_constraints: int, num_variables: int) -> int:
-        from cuzk.backends.cuda.backend import CudaBackend
-
         m = CudaMemoryModel.domain(num_constraints)
-        return CudaBackend.side_workspace_bytes(m, num_variables)
+        return CudaMemoryModel.side_workspace_bytes(m, num_variables)
 
     @staticmethod
     def lean_partition_bytes(
