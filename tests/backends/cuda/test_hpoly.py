@@ -273,8 +273,8 @@ def test_lean_h_poly_memory(backend, cpu, monkeypatch, full_tables, log_m):
     high = [start]
     acquire = budget.acquire
 
-    def tracking(nbytes, what, wait=False):
-        hold = acquire(nbytes, what, wait)
+    def tracking(nbytes, what, wait=False, own=False):
+        hold = acquire(nbytes, what, wait, own)
         high.append(budget.reserved_bytes)
         return hold
 
