@@ -20,9 +20,10 @@
 # processes (with the witness on the GPU they check vanilla proofs and make hint
 # tables, ≈ 7 s a 32GiB partition); CUZK_HOST_BUDGET (80 % of the host's memory);
 # CUZK_LOOKAHEAD ([pipeline] synthesis_lookahead, 1); CUZK_FAIL_AFTER (3);
-# CUZK_BATCH_LIMIT (560 s, the batch's time limit). The key is a development key
+# CUZK_BATCH_LIMIT (560 s, the batch's time limit); CUZK_VRAM_BUDGET ([gpus]
+# vram_budget, e.g. 16GiB: a smaller card's tier on the H200). The key is a development key
 # (INSECURE), written as a .params file when the disk has room for it beside the
-# matrices, else made straight into each GPU's memory (engine/srs.py).
+# matrices, else made straight into each GPU's memory (engine/keystore/sources.py).
 # Logs, /status and /metrics snapshots and multigpu.txt (the figures) go to $OUT.
 set -uo pipefail
 # shellcheck source=scripts/device-env.sh
@@ -53,6 +54,7 @@ journal = "$home/$1-journal.sqlite"
 backend = "cuda"
 devices = $2
 gpu_workers_per_device = 2
+${CUZK_VRAM_BUDGET:+vram_budget = \"$CUZK_VRAM_BUDGET\"}
 [memory]
 total_budget = "${CUZK_HOST_BUDGET:-$(awk '/MemTotal/{printf "%dGiB", $2 * 0.8 / 1048576}' /proc/meminfo)}"
 [pipeline]
