@@ -91,6 +91,19 @@ def test_registry_reports_unregistered_kinds_clearly() -> None:
     assert reg.for_circuit(CID).kind == ProofKind.DEMO
 
 
+@pytest.mark.parametrize(
+    "cid", ["demo-r010-w1", "demo-r10-w01", "demo-r0-w1", "demo-r" + "9" * 4400 + "-w1"]
+)
+def test_a_demo_size_has_one_spelling_and_a_bounded_one(cid: str) -> None:
+    """Leading zeros would name a second key of the same circuit; thousands of
+    digits reached the file system as a name too long (Preload, Evict)."""
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    with pytest.raises(InputError, match="no registered proof kind"):
+        reg.for_circuit(cid)
+    assert reg.for_circuit("demo-r10-w1").kind == ProofKind.DEMO
+
+
 def test_default_registry_skips_modules_not_written_yet() -> None:
     reg = default_registry()
     assert ProofKind.DEMO in reg.kinds()

@@ -39,7 +39,10 @@ from cuzk.r1cs.system import R1CS
 MAX_ROUNDS = 1 << 16
 MAX_WORDS = 256
 MAX_PARTITIONS = 64
-_CIRCUIT_ID = re.compile(r"demo-r(\d+)-w(\d+)")
+# One spelling a size (no leading zeros: "demo-r010-w1" made a second key of
+# "demo-r10-w1"), and no more digits than MAX_ROUNDS has (a 4,400-digit id
+# reached the file system as a name too long)
+_CIRCUIT_ID = re.compile(r"demo-r([1-9][0-9]{0,5})-w([1-9][0-9]{0,2})")
 _DECIMAL = re.compile(rf"[0-9]{{1,{jsondoc.MAX_DIGITS}}}")  # ASCII digits only: not "²" or "١"
 SOURCE = "demo vanilla proof"
 # The largest body of valid content: 64 instances of 256 words of 20 digits, an x of
