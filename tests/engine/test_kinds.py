@@ -147,6 +147,16 @@ def test_valid_c1_envelope() -> None:
         (b"[]", 0, "expected a JSON object"),
         (b'{"Phase1Out": "", "SectorSize": 2048}', 0, "SectorNum: is missing"),
         (b'{"SectorNum": "1", "Phase1Out": "", "SectorSize": 2048}', 0, "SectorNum: expected int"),
+        (
+            b'{"SectorNum": -1, "Phase1Out": "", "SectorSize": 2048}',
+            0,
+            "SectorNum: expected a sector",
+        ),
+        (
+            b'{"SectorNum": 18446744073709551616, "Phase1Out": "", "SectorSize": 2048}',
+            0,
+            "SectorNum: expected a sector number",
+        ),
         (c1(b64="abc$"), 0, r"Phase1Out: not valid base64: character '\$' at offset 3"),
         (c1(b64="abcde"), 0, "Phase1Out: not valid base64 .*multiple of 4"),
         (c1(b64=base64.b64encode(b"{nope").decode()), 0, "Phase1Out: not valid JSON"),

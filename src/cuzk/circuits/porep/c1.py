@@ -414,6 +414,16 @@ def dumps_c1(c1: SealCommitPhase1Output) -> bytes:
 # --------------------------------------------------------------------------
 
 _WRAPPER_FIELDS = ("SectorNum", "Phase1Out", "SectorSize")
+
+
+def check_sector_number(num: Any, source: str) -> int:
+    """A c1.json's SectorNum: an integer from 0 to 2^63 − 1 (a Filecoin sector
+    number; -1 and 2^64 are not); InputError naming the field otherwise."""
+    if type(num) is not int or not 0 <= num < 1 << 63:
+        raise InputError(source, "SectorNum", f"expected a sector number, got {_short(num)}")
+    return num
+
+
 _NOT_B64 = re.compile(rb"[^A-Za-z0-9+/=\r\n]")
 
 
@@ -448,8 +458,7 @@ def _wrapper_from_json(doc: Any, source: str) -> C1Wrapper:
         if name not in found:
             raise InputError(source, name, "missing field")
     num, out, size = (found[n] for n in _WRAPPER_FIELDS)
-    if type(num) is not int or not 0 <= num < 1 << 63:
-        raise InputError(source, "SectorNum", f"expected a sector number, got {_short(num)}")
+    check_sector_number(num, source)
     if type(size) is not int or not 0 < size <= U64_MAX:
         raise InputError(source, "SectorSize", f"expected a size in bytes, got {_short(size)}")
     if not isinstance(out, str):

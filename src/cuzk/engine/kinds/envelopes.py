@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuzk.circuits import jsondoc
+from cuzk.circuits.porep.c1 import check_sector_number
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
 
@@ -85,6 +86,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
             raise InputError(source, key, "is missing")
         if not isinstance(doc[key], typ) or isinstance(doc[key], bool):
             raise InputError(source, key, f"expected {typ.__name__}, got {type(doc[key]).__name__}")
+    check_sector_number(doc["SectorNum"], source)
     size = doc["SectorSize"]
     _check_sector_size(size, source, "SectorSize")
     if request.sector_size and request.sector_size != size:
