@@ -159,3 +159,18 @@ def test_text_log_lines_cannot_be_forged(capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.endswith("\n")
     assert "accepted" in err and "\\n2026-12-01" in err and "\\r\\x1b[2J" in err
+
+
+def test_a_token_file_others_can_read_is_used_with_a_warning(tmp_path: Path, caplog) -> None:
+    from cuzk.service.server import read_token
+
+    token = tmp_path / "token"
+    token.write_text("a" * 32 + "\n")
+    token.chmod(0o600)
+    with caplog.at_level("WARNING"):
+        assert read_token(str(token)) == "a" * 32
+    assert not caplog.records
+    token.chmod(0o644)
+    with caplog.at_level("WARNING"):
+        assert read_token(str(token)) == "a" * 32
+    assert "can be read by other users (mode 644)" in caplog.text and "chmod 600" in caplog.text

@@ -137,3 +137,20 @@ def http_client_errors() -> type[Exception]:
     import http.client
 
     return http.client.HTTPException
+
+
+def test_the_status_page_may_not_be_framed_or_load_from_elsewhere(tmp_path: Path) -> None:
+    """Every answer carries a Content-Security-Policy (the page's own inline
+    script and style, data from this origin only) and X-Frame-Options: DENY."""
+    with running_daemon(tmp_path) as d:
+        server = StatusServer(d.engine, "127.0.0.1:0", None)
+        server.start()
+        try:
+            for path in ("/", "/status", "/metrics"):
+                with urllib.request.urlopen(f"http://{server.address}{path}", timeout=30) as r:
+                    csp = r.headers["Content-Security-Policy"]
+                    assert r.headers["X-Frame-Options"] == "DENY", path
+                    assert "frame-ancestors 'none'" in csp and "default-src 'none'" in csp
+                    assert "connect-src 'self'" in csp
+        finally:
+            server.stop()

@@ -340,10 +340,18 @@ def check_access(d: DaemonConfig, source: str = "config") -> list[str]:
 def read_token(path: str) -> str:
     try:
         token = Path(path).read_text().strip()
+        mode = Path(path).stat().st_mode
     except OSError as e:
         raise InputError(path, "auth_token_file", f"cannot read: {e.strerror}") from e
     if len(token) < 16:
         raise InputError(path, "auth_token_file", "the token must be at least 16 characters")
+    if mode & 0o077:
+        log.warning(
+            "%s (auth_token_file) can be read by other users (mode %o): anyone on this "
+            "host can then act as Curio; chmod 600 it",
+            path,
+            mode & 0o777,
+        )
     return token
 
 
