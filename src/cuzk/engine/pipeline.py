@@ -717,7 +717,7 @@ def _mode(lease: Any) -> dict[str, Any]:
     res = lease.residency
     if res is None:
         return {}
-    return {"lean": res.lean, "fork_share": None if res.fork_share is None else res.fork_share}
+    return {"lean": res.lean, "fork_share": res.fork_share}
 
 
 def _sized(lease: Any) -> Any:

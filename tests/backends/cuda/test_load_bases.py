@@ -21,7 +21,7 @@ from cuzk.algebra.arrays import fr_random, to_zcash
 from cuzk.algebra.curves import G1, G2
 from cuzk.algebra.fields import Q
 from cuzk.backends.cpu import CpuBackend
-from cuzk.errors import BadPoint, EncodingError
+from cuzk.errors import BadPoint, EncodingError, InputError
 
 GROUPS = [pytest.param(G1, id="G1"), pytest.param(G2, id="G2")]
 
@@ -148,6 +148,18 @@ def test_twin_load_names_the_first_bad_point(group, how, twin_engine):
         load(engine, group, corrupt(raw, 9, how))
     assert (e.value.index, e.value.reason) == (9, EXPECTED_REASON[how])
     assert engine.ctx.budget.reserved_bytes == 0  # nothing of the failed load stays
+
+
+def test_twin_msm_many_refuses_bases_of_the_other_group(twin_engine):
+    from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC
+
+    limbs, raw = stream(G1, 20, seed=16)
+    engine = twin_engine(load_chunk=8)
+    h = load(engine, G1, raw)
+    scalars = fr_random(20, np.random.default_rng(17))
+    with pytest.raises(InputError, match="G2 MSM: bases: prepared for G1"):
+        engine.msm_many(h, [scalars], spec=G2_SPEC)
+    assert engine.msm_many(h, [scalars], spec=G1_SPEC) == [reference(G1, limbs, scalars)]
 
 
 def test_twin_loaded_bases_give_the_msm_streamed_or_resident(twin_engine):

@@ -359,12 +359,16 @@ class CudaBackend:
             return self._msm_engine().msm_g2(bases, scalars, phases)
 
     def msm_g1_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
+        from cuzk.backends.cuda.msm import G1_SPEC
+
         with self._device():
-            return self._msm_engine().msm_many(bases, scalar_sets, phases)
+            return self._msm_engine().msm_many(bases, scalar_sets, phases, G1_SPEC)
 
     def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
+        from cuzk.backends.cuda.msm import G2_SPEC
+
         with self._device():
-            return self._msm_engine().msm_many(bases, scalar_sets, phases)
+            return self._msm_engine().msm_many(bases, scalar_sets, phases, G2_SPEC)
 
     # --- reporting --------------------------------------------------------
     def peak_bytes_by_operation(self) -> dict[str, int]:

@@ -17,7 +17,6 @@ from cuzk.backends.cuda.msm import (
     G2_SPEC,
     LOAD_CHUNK_BYTES,
     load_staging_bytes,
-    stream_chunk_max,
     streamed_msm_bytes,
     workspace_bytes,
 )
@@ -183,20 +182,11 @@ class CudaMemoryModel:
         )
 
     @staticmethod
-    def msm_room_bytes(points: int, group: str = "G1", windows_per_group: int = 1) -> int:
-        """The room of an MSM over chunks of ``points`` bases: two chunks staged and
-        the workspace of one chunk at ``windows_per_group`` windows a group."""
+    def msm_room_bytes(points: int, group: str = "G1") -> int:
+        """The room of an MSM over chunks of ``points`` bases: a pass of one
+        scalar set at one window a group (:func:`~cuzk.backends.cuda.msm.streamed_msm_bytes`)."""
         spec = G2_SPEC if group == "G2" else G1_SPEC
-        tuning = Tuning(group_windows=windows_per_group)
-        return 2 * points * spec.affine_bytes + workspace_bytes(spec, points, False, tuning)
-
-    @staticmethod
-    def streamed_pass_bytes(group: str, sets: int = 1) -> int:
-        """A pass over streamed bases serving ``sets`` scalar sets, at its largest
-        chunk and one window a group."""
-        spec = G2_SPEC if group == "G2" else G1_SPEC
-        chunk = stream_chunk_max(spec)
-        return streamed_msm_bytes(spec, chunk, sets, Tuning(group_windows=1))
+        return streamed_msm_bytes(spec, points, 1, Tuning(group_windows=1))
 
 
 MODEL = CudaMemoryModel()

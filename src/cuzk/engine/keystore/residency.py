@@ -34,10 +34,10 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from cuzk.groth16.keys import QUERIES
+from cuzk.groth16.prover import MATRICES
 from cuzk.r1cs.counts import Counts
 
-QUERIES = ("h", "l", "a", "b_g1", "b_g2")
-MATRICES = ("A", "B", "C")
 # The static witness plan and one run of it on the device (measured: 56 MB and
 # at most 24 MB of registers at 32GiB PoRep; docs/device-notes/witness.md).
 WITNESS_ALLOWANCE = 256 << 20
@@ -75,7 +75,6 @@ class Residency:
     key_pinned_bytes: int  # its streamed parts in pinned host memory
     partition_device_bytes: int  # one partition's working set
     in_flight: int  # partitions whose working sets fit beside the key at once
-    streamed_bytes: int  # key bytes crossing PCIe per pass (0 when nothing streams)
     parts: dict[str, int] = field(default_factory=dict)  # every part's bytes, resident or pinned
     # what a lean partition's MSMs size their work to (its live vectors hold the
     # rest of its reservation); 0 for whole partitions
@@ -84,9 +83,6 @@ class Residency:
     @property
     def fits(self) -> bool:
         return self.in_flight >= 1
-
-    def is_resident(self, part: str) -> bool:
-        return part in self.resident
 
     def placement(self) -> dict[str, bool]:
         """Each part's residency, as :func:`cuzk.groth16.prover.load` takes it."""
@@ -126,12 +122,11 @@ def plan(
     budget: int,
     model: MemoryModel,
     witness_bytes: int = WITNESS_ALLOWANCE,
-    allow_lean: bool = True,
 ) -> Residency:
     """The residency of a circuit with counts ``c`` on a GPU budget of ``budget``
     bytes (see the module docstring); ``witness_bytes``: what a partition's
     witness holds on the device beside the assignment (its static plan and one
-    run); ``allow_lean``: False plans whole partitions only (the CPU stand-ins)."""
+    run)."""
     nc, nv = c.num_constraints, c.num_variables
     parts = part_bytes(c, model)
     pinned = {
@@ -144,7 +139,8 @@ def plan(
 
     def residency(resident, lean, share, partition) -> Residency:
         key = sum(parts[p] for p in resident) + index
-        key += sum(_dictionary(c) for m in MATRICES if m not in resident)
+        # a streamed matrix keeps its dictionary of coefficients on the device
+        key += sum(parts[m] - pinned[m] for m in MATRICES if m not in resident)
         spare = budget - key
         # the load's temporaries come out of the room of the partitions to come
         in_flight = spare // partition if spare >= max(partition, load) else 0
@@ -161,7 +157,6 @@ def plan(
             key_pinned_bytes=sum(pinned[p] for p in streamed),
             partition_device_bytes=partition,
             in_flight=int(in_flight),
-            streamed_bytes=sum(parts[p] for p in streamed if p in QUERIES),
             parts={p: (parts[p] if p in resident else pinned[p]) for p in parts},
         )
 
@@ -171,8 +166,6 @@ def plan(
         got = residency(everything, False, share, whole)
         if got.fits:
             return got
-    if not allow_lean:
-        return got
 
     max_query = max(c.a_points, c.b_points, c.num_aux)
     streaming = max(
@@ -199,8 +192,3 @@ def plan(
         if best is not None
         else dataclasses.replace(residency((), True, 0, lean), msm_room=room)
     )
-
-
-def _dictionary(c: Counts) -> int:
-    """A streamed matrix's dictionary of coefficients, kept on the device."""
-    return 32 * max(c.distinct_coefficients, (1 << 16) + 1)

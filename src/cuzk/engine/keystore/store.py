@@ -1,4 +1,4 @@
-"""The SRS manager: proving keys per circuit id, in tiers, within the budgets.
+"""The key store: proving keys per circuit id, in tiers, within the budgets.
 
 Tiers (the values of cuzk.v1.SRSStatus.Tier):
 
@@ -244,14 +244,14 @@ class KeyStore(KeySources):
                 key = e.prepared[device.ordinal]  # prepared by acquire_host
             return DeviceLease(e, device, key, None, 0.0)
         assert device.budget is not None
-        r1cs = e.handler.r1cs(e.circuit_id)
         with self._lock:
             e.device_refs[device.ordinal] = e.device_refs.get(device.ordinal, 0) + 1
             lock = e.device_locks.setdefault(device.ordinal, threading.Lock())
         try:
+            res = self.residency(e, device)
             with lock:
                 if device.ordinal in e.prepared:
-                    whole = self.residency(e, device).partition_device_bytes + extra
+                    whole = res.partition_device_bytes + extra
                     first = witness_bytes + extra
                     share = None
                     if 0 < witness_bytes < whole - extra:
@@ -267,15 +267,13 @@ class KeyStore(KeySources):
                         rest, slot = 0, None
                 else:
                     self._ensure_available(e, cancelled)
-                    working, rest, slot = self._load(e, device, r1cs, extra, cancelled), 0, None
-                    del r1cs
+                    working, rest, slot = self._load(e, device, res, extra, cancelled), 0, None
                 with self._lock:
                     key = e.prepared[device.ordinal]
         except BaseException:
             with self._lock:
                 e.device_refs[device.ordinal] -= 1
             raise
-        res = self.residency(e, device)
         ms = (time.perf_counter() - t) * 1000
         return DeviceLease(e, device, key, working, ms, rest, slot, res)
 
@@ -291,14 +289,14 @@ class KeyStore(KeySources):
         return got
 
     def _load(
-        self, e: KeyEntry, device: Device, r1cs: Any, extra: int, cancelled: Any
+        self, e: KeyEntry, device: Device, res: Residency, extra: int, cancelled: Any
     ) -> Reservation:
-        """Load ``e``'s key onto ``device`` as its residency says, within one
-        reservation of the key and a partition's working set: the load's
+        """Load ``e``'s key onto ``device`` as its residency ``res`` says, within
+        one reservation of the key and a partition's working set: the load's
         temporaries come out of the partition's room, which is split off for
         the partition once the key is in. Returns the partition's reservation."""
         assert device.budget is not None
-        res = self.residency(e, device)
+        r1cs = e.handler.r1cs(e.circuit_id)
         # a file-less development key's points are made on this device as it loads
         made = DEV_POINTS_DEVICE_BYTES if e.dev_waste is not None else 0
         partition = res.partition_device_bytes + extra
@@ -351,35 +349,31 @@ class KeyStore(KeySources):
         # r1cs() maps the cache file again; its checks read it a chunk at a time
         # and release each: sparse.released_spans).
         prepared.r1cs = None
+        del r1cs
         e.handler.forget_r1cs(e.circuit_id)
-        if both.unused() >= partition:
-            working = both.split(partition, f"partition {e.circuit_id}")
-            # the load's room beyond a partition and the key's estimate: given back
-            spare = min(both.unused(), both.nbytes - res.key_device_bytes)
-            if spare > 0:
-                both.split(spare, f"key {e.circuit_id} (spare)").release()
-        else:  # the key holds more than its estimate: the partition waits for room
-            log.warning(
-                "key %s on %s holds %.3f GiB beyond its estimate",
-                e.circuit_id,
-                device.label,
-                (partition - both.unused()) / 2**30,
-            )
-            both.split(both.unused(), f"key {e.circuit_id} (spare)").release()
-            try:
-                (working,) = device.budget.reserve(
-                    [(partition, f"partition {e.circuit_id}")],
-                    evict=lambda n: self.evict_idle(n, device),
-                    cancelled=cancelled,
-                )
-            except BaseException:
-                with self._lock:
-                    e.prepared[device.ordinal] = prepared
-                    e.reservations[device.ordinal] = both
-                raise
+        fits = both.unused() >= partition
+        working = both.split(partition, f"partition {e.circuit_id}") if fits else None
+        # the load's room beyond a partition and the key's estimate is given back
+        # (all of it when the key holds more than its estimate)
+        spare = min(both.unused(), both.nbytes - res.key_device_bytes) if fits else both.unused()
+        if spare > 0:
+            both.split(spare, f"key {e.circuit_id} (spare)").release()
         with self._lock:
             e.prepared[device.ordinal] = prepared
             e.reservations[device.ordinal] = both
+        if working is not None:
+            return working
+        log.warning(
+            "key %s on %s holds %.3f GiB beyond its estimate: the partition waits for room",
+            e.circuit_id,
+            device.label,
+            (both.nbytes - res.key_device_bytes) / 2**30,
+        )
+        (working,) = device.budget.reserve(
+            [(partition, f"partition {e.circuit_id}")],
+            evict=lambda n: self.evict_idle(n, device),
+            cancelled=cancelled,
+        )
         return working
 
     def _take_share(
@@ -452,14 +446,12 @@ class KeyStore(KeySources):
                 in_use = e.refs if device.host_resident else e.device_refs.get(device.ordinal, 0)
                 if in_use:
                     continue
+                res = e.reservations.get(device.ordinal)
                 try:
                     freed += self._drop(e, device.ordinal)
-                except Exception as err:  # a lost device may fail to free; its budget still does
+                except Exception as err:  # _drop released the budgets all the same
                     log.warning("dropping key %s from %s: %s", e.circuit_id, device.label, err)
-                    res = e.reservations.pop(device.ordinal, None)
-                    if res is not None:
-                        res.release()
-                        freed += res.nbytes
+                    freed += 0 if res is None else res.nbytes
                 log.info("dropped key %s from %s (device failed)", e.circuit_id, device.label)
         return freed
 
@@ -491,16 +483,17 @@ class KeyStore(KeySources):
     def _drop(self, e: KeyEntry, ordinal: int) -> int:
         """Called with the manager lock held."""
         prepared = e.prepared.pop(ordinal, None)
-        if prepared is not None:
-            prepared.close()  # the backend's memory (and holds) for it, before its reservation
         pinned = e.pinned.pop(ordinal, None)
-        if pinned is not None:
-            pinned.release()
         res = e.reservations.pop(ordinal, None)
-        if res is None:
-            return 0
-        res.release()
-        return res.nbytes
+        try:
+            if prepared is not None:
+                prepared.close()  # the backend's memory (and holds) for it, before its reservation
+        finally:  # a lost device may fail to free: its budgets still do
+            if pinned is not None:
+                pinned.release()
+            if res is not None:
+                res.release()
+        return 0 if res is None else res.nbytes
 
     def evict_idle(self, shortfall: int, device: Device | None = None) -> bool:
         """Evict least-recently-used idle HOT keys from a budget until ``shortfall`` is freed.
@@ -632,5 +625,4 @@ def _plan_on(device: Device, e: KeyEntry) -> Residency:
         key_pinned_bytes=0,
         partition_device_bytes=partition,
         in_flight=max(0, spare // max(1, partition)),
-        streamed_bytes=0,
     )

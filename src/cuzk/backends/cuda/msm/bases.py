@@ -330,11 +330,14 @@ def streamed_msm_bytes(
     return _pass_fixed_bytes(spec, chunk, sets) + work
 
 
-def fit_chunk(engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = None) -> int:
+def fit_chunk(
+    engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = None, on_host: bool = True
+) -> int:
     """Points per streamed chunk of bases of n points: all of them up to
     :func:`stream_chunk_max`, halved (not below 1024) until a pass of one set
     at one window a group (the affine method's least) fits in ``room`` bytes
-    (None: the free budget)."""
+    (None: the free budget); ``on_host``: its scalars uploaded from the host a
+    chunk at a time."""
     room = engine.ctx.budget.free_bytes if room is None else room
     chunk = max(1, min(n, stream_chunk_max(spec)))
     # the smallest workspace that keeps the affine method (one window a group):
@@ -342,7 +345,7 @@ def fit_chunk(engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = Non
     least = _least(engine.tuning)
     if engine.tuning.method == "affine":
         least = dataclasses.replace(engine.tuning, group_windows=1)
-    while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host=True) > room:
+    while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host) > room:
         chunk //= 2
     return chunk
 
@@ -414,10 +417,11 @@ def msm_streamed_many(
     longest = max(lengths, default=0)
     if longest == 0:  # nothing to stream: each sum is the point at infinity
         return [cupy.zeros(xw, dtype=_U32) for _ in range(sets)]
-    # the chunk fits the memory free now (a lean partition's room), not at the load
-    chunk = max(1, min(engine.stream_chunk or fit_chunk(engine, spec, longest), longest))
-    starts = list(range(0, longest, chunk))
     on_host = any(_on_host(s) for s in scalar_sets)
+    # the chunk fits the memory free now (a lean partition's room), not at the load
+    fitted = engine.stream_chunk or fit_chunk(engine, spec, longest, on_host=on_host)
+    chunk = max(1, min(fitted, longest))
+    starts = list(range(0, longest, chunk))
     budget = engine.ctx.budget
     fixed = _pass_fixed_bytes(spec, chunk, sets)
     tuning = fit_tuning(spec, chunk, engine.tuning, budget.free_bytes - fixed, on_host)

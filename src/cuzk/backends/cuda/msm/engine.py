@@ -146,7 +146,11 @@ class MsmEngine:
             return self._msm_resident(handle, scalars, k, timings)
 
     def msm_many(
-        self, handle: PreparedBases, scalar_sets: list, timings: dict | None = None
+        self,
+        handle: PreparedBases,
+        scalar_sets: list,
+        timings: dict | None = None,
+        spec: CurveSpec | None = None,
     ) -> list[Affine]:
         """Σ sᵢ·Pᵢ for each scalar set over the same bases (G1 or G2 by ``handle.spec``).
 
@@ -155,8 +159,11 @@ class MsmEngine:
         the chunks serves every set, each chunk crossing PCIe once
         (:func:`.bases.msm_streamed_many`). ``timings``, when given, receives
         milliseconds per phase summed over the sets (``upload_wait`` and
-        ``arithmetic`` among them).
+        ``arithmetic`` among them). ``spec``, when given, is the group the caller
+        means: InputError when the bases are the other one's.
         """
+        if spec is not None:
+            _check_group(handle, spec)
         spec = handle.spec
         return [
             xyzz_to_affine(_to_host(w), spec)
@@ -272,8 +279,7 @@ class MsmEngine:
     def _msm(
         self, handle: PreparedBases, scalars, spec: CurveSpec, timings: dict | None = None
     ) -> Affine:
-        if handle.spec is not spec:
-            raise InputError(f"{spec.name} MSM", "bases", f"prepared for {handle.spec.name}")
+        _check_group(handle, spec)
         return xyzz_to_affine(_to_host(self.msm_xyzz(handle, scalars, timings)), spec)
 
     # --- fixed-base multiples (parameter generation) -------------------------------
@@ -284,3 +290,9 @@ class MsmEngine:
     def fixed_base_g2(self, point: Affine, scalars, to_host: bool = True):
         """sᵢ·Q for every scalar: an (n, 2, 2, 6) uint64 array."""
         return fixed_base_multiples(self, G2_SPEC, point, scalars, to_host)
+
+
+def _check_group(handle: PreparedBases, spec: CurveSpec) -> None:
+    """InputError unless the bases were prepared for ``spec``'s group."""
+    if handle.spec is not spec:
+        raise InputError(f"{spec.name} MSM", "bases", f"prepared for {handle.spec.name}")
