@@ -21,7 +21,9 @@
 # tables, ≈ 7 s a 32GiB partition); CUZK_HOST_BUDGET (80 % of the host's memory);
 # CUZK_LOOKAHEAD ([pipeline] synthesis_lookahead, 1); CUZK_FAIL_AFTER (3);
 # CUZK_BATCH_LIMIT (560 s, the batch's time limit); CUZK_VRAM_BUDGET ([gpus]
-# vram_budget, e.g. 16GiB: a smaller card's tier on the H200). The key is a development key
+# vram_budget, e.g. 16GiB: a smaller card's tier on the H200); CUZK_KEY_FILE=0: no key
+# file for `headline` (the daemon makes the key in memory: a streamed tier's pinned
+# copy and a key file in /dev/shm do not fit a 128 GiB host together). The key is a development key
 # (INSECURE), written as a .params file when the disk has room for it beside the
 # matrices, else made straight into each GPU's memory (engine/keystore/sources.py).
 # Logs, /status and /metrics snapshots and multigpu.txt (the figures) go to $OUT.
@@ -223,7 +225,7 @@ case "$phase" in
   two) batch_run two "[0, 1]" || status=1 ;;
   one) batch_run one "[0]" || status=1; ratio ;;
   fail) fail_run || status=1 ;;
-  headline) gen_c1; gen_key; batch_run one "[0]" || status=1 ;;
+  headline) gen_c1; [ "${CUZK_KEY_FILE:-1}" = 1 ] && gen_key; batch_run one "[0]" || status=1 ;;
   all) prep && batch_run two "[0, 1]" && batch_run one "[0]"; status=$?; ratio; fail_run || status=1 ;;
   *) echo "usage: $0 prep|two|one|fail|all|headline"; exit 2 ;;
 esac

@@ -10,9 +10,10 @@ Rows (each checked equal to its resident twin on the same inputs):
   peak reservation.
 
 ``python3 -m cuzk.bench.tiers [--log-g1 26] [--log-g2 24] [--log-h 27] [--room 4]
-[--json PATH]`` prints a table last. The ratios are the cost of each tier on
-the prover's line; PCIe's rate is the bases' bytes over the streamed pass's
-upload time.
+[--json PATH]`` prints a table last; ``--stream-rooms 1.6,3.2`` times only the
+streamed G1 MSM with that much room free (a lean partition's H). The ratios
+are the cost of each tier on the prover's line; PCIe's rate is the bases'
+bytes over the streamed pass's upload time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,49 @@ GIB = 1 << 30
 
 def _ms(fn, reps: int = 3) -> float:
     return statistics.median(timing.time_ms(fn, warmup=1, reps=reps))
+
+
+def stream_room_rows(be: Any, group: str, log_n: int, rooms_gib: list[float]) -> list[dict]:
+    """One set's MSM over streamed bases of 2^log_n points with only ``room``
+    GiB of the device free beside its scalars (a lean partition's room for
+    H's MSM): the chunk and the window the pass fits to that room decide its
+    time. Each row is checked equal to the first room's result."""
+    import cupy
+
+    from cuzk.backends.cuda.memory import DeviceContext
+    from cuzk.backends.cuda.msm import MsmEngine
+    from cuzk.backends.cuda.msm.bases import fit_chunk
+
+    n = 1 << log_n
+    eng = be._msm_engine()
+    dev_bases = make_bases(eng, group, n, seed=log_n)
+    prepare = eng.prepare_g1 if group == "G1" else eng.prepare_g2
+    streamed = prepare(dev_bases, resident=False)
+    del dev_bases
+    cupy.get_default_memory_pool().free_all_blocks()
+    s1 = random_scalars_device(n, seed=1)
+    rows, first = [], None
+    for room in rooms_gib:
+        ctx = DeviceContext(be.ctx.device_id, limit_bytes=int(s1.nbytes + room * GIB))
+        small = MsmEngine(ctx)
+        hold = ctx.budget.acquire(int(s1.nbytes), f"{group} scalars")
+        got = small.msm_many(streamed, [s1])
+        first = got if first is None else first
+        chunk = fit_chunk(small, streamed.spec, n, on_host=False)
+        t = _ms(lambda e=small: e.msm_many(streamed, [s1]), reps=2)
+        rows.append(
+            {
+                "row": f"msm_{group.lower()} 2^{log_n} streamed, {room:g} GiB room "
+                f"(chunks of 2^{chunk.bit_length() - 1})",
+                "ms": t,
+                "ratio": t / rows[0]["ms"] if rows else 1.0,
+                "ok": got == first,
+            }
+        )
+        hold.release()
+        cupy.get_default_memory_pool().free_all_blocks()
+    streamed.close()
+    return rows
 
 
 def msm_rows(be: Any, group: str, log_n: int, room_gib: float) -> list[dict]:
@@ -144,15 +188,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log-g2", type=int, default=24)
     p.add_argument("--log-h", type=int, default=27)
     p.add_argument("--room", type=float, default=4.0, help="GiB free beside resident bases")
+    p.add_argument(
+        "--stream-rooms",
+        default=None,
+        help="only the streamed G1 MSM at these rooms (GiB, comma-separated: 1.6,3.2)",
+    )
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     from cuzk.backends.cuda import CudaBackend
 
     be = CudaBackend()
-    rows = hpoly_rows(be, args.log_h)
-    be.ntt_engine.release_tables()
-    rows += msm_rows(be, "G1", args.log_g1, args.room)
-    rows += msm_rows(CudaBackend(), "G2", args.log_g2, args.room)
+    if args.stream_rooms:
+        rooms = [float(r) for r in args.stream_rooms.split(",")]
+        rows = stream_room_rows(be, "G1", args.log_g1, rooms)
+    else:
+        rows = hpoly_rows(be, args.log_h)
+        be.ntt_engine.release_tables()
+        rows += msm_rows(be, "G1", args.log_g1, args.room)
+        rows += msm_rows(CudaBackend(), "G2", args.log_g2, args.room)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
