@@ -64,6 +64,7 @@ class Plan:
     lean: bool = False  # lean partitions (the H step in two vectors, chunked MSMs)
     streamed_parts: tuple[str, ...] = ()  # what crosses PCIe from pinned host memory
     pcie_bytes_per_partition: int = 0  # key bytes a partition moves across PCIe
+    msm_room_bytes: int = 0  # what a lean partition's MSMs work in (chunks, window groups)
     host_needed_bytes: int = 0  # pinned key + partitions in flight on the host
 
     def as_dict(self) -> dict:
@@ -156,6 +157,7 @@ def plan(
         lean=bool(res and res.lean),
         streamed_parts=res.streamed_parts if res is not None else (),
         pcie_bytes_per_partition=res.pcie_bytes_per_partition() if res is not None else 0,
+        msm_room_bytes=res.msm_room if res is not None else 0,
         host_needed_bytes=pinned + max(1, at_once_gpu or 1) * part_host,
     )
 
@@ -187,7 +189,8 @@ def render(p: Plan) -> str:
             + (" (lean partitions)" if p.lean else " (whole partitions)")
             + f"; streamed: {streamed}",
             f"GPU, key           {gib(p.key_device_bytes)}",
-            f"GPU, per partition {gib(p.partition_device_bytes)}",
+            f"GPU, per partition {gib(p.partition_device_bytes)}"
+            + (f" (its MSMs' room {gib(p.msm_room_bytes)})" if p.lean else ""),
             f"PCIe, per partition {gib(p.pcie_bytes_per_partition)} of the key",
             f"GPU budget         {gib(p.gpu_budget_bytes)}: "
             + (

@@ -466,10 +466,12 @@ def test_stream_chunks_are_bounded_and_fit_the_room():
         STREAM_CHUNK_MAX,
         Tuning,
         fit_chunk,
+        fit_tuning,
         streamed_msm_bytes,
         workspace_bytes,
     )
-    from cuzk.backends.cuda.msm.plan import _least
+    from cuzk.backends.cuda.msm.bases import _pass_fixed_bytes
+    from cuzk.backends.cuda.msm.plan import _least, entries_per_group
 
     assert STREAM_CHUNK_BYTES == 1536 << 20
     assert STREAM_CHUNK_MAX == {"G1": 1 << 24, "G2": 1 << 23}
@@ -489,11 +491,40 @@ def test_stream_chunks_are_bounded_and_fit_the_room():
     assert fit_chunk(engine, G1_SPEC, 3000) == 3000  # small bases: one chunk
     room = 2 << 30
     chunk = fit_chunk(engine, G1_SPEC, 1 << 27, room=room)
-    # the chunk keeps the affine method: one window a group fits the room
+    # the largest chunk whose pass fits at one window a group (the affine
+    # method's least), or half / a quarter of it when that one's MSM is cut
+    # down to one-window groups and the smaller one's sums several
     one = Tuning(group_windows=1)
-    assert chunk < 1 << 24
+    top = 1 << 24
+    while streamed_msm_bytes(G1_SPEC, top, 1, one, on_host=True) > room:
+        top //= 2
+    assert streamed_msm_bytes(G1_SPEC, 2 * top, 1, _least(Tuning()), on_host=True) <= room
+    assert chunk in (top, top // 2, top // 4) and chunk < 1 << 24
+
+    def windows(c: int) -> int:
+        t = fit_tuning(G1_SPEC, c, Tuning(), room - _pass_fixed_bytes(G1_SPEC, c, 1), quiet=True)
+        return entries_per_group(G1_SPEC, c, t) // c if t.method == "affine" else 0
+
     assert streamed_msm_bytes(G1_SPEC, chunk, 1, one, on_host=True) <= room
-    assert streamed_msm_bytes(G1_SPEC, 2 * chunk, 1, one, on_host=True) > room
-    assert streamed_msm_bytes(G1_SPEC, 2 * chunk, 1, _least(Tuning()), on_host=True) <= room
+    if chunk < top:
+        assert windows(top) <= 1 < windows(chunk)
     engine.ctx.budget.limit_bytes = room  # the free budget is the default room
     assert fit_chunk(engine, G1_SPEC, 1 << 27) == chunk
+
+
+def test_a_short_room_takes_a_smaller_chunk_in_wider_window_groups():
+    """The case measured on the H200 (G1 2^26 over streamed bases, device
+    scalars, 2026-12-04): in 3.2 GiB a chunk of 2^23 fits only one-window
+    groups (101 ms per 2^22 points), one of 2^22 groups of three (83 ms)."""
+    from types import SimpleNamespace
+
+    from cuzk.backends.cuda.memory import DeviceBudget
+    from cuzk.backends.cuda.msm import G1_SPEC, Tuning, fit_chunk
+
+    engine = SimpleNamespace(ctx=SimpleNamespace(budget=DeviceBudget(0, 1 << 40)), tuning=Tuning())
+    gib = 1 << 30
+    assert fit_chunk(engine, G1_SPEC, 1 << 26, room=int(3.2 * gib), on_host=False) == 1 << 22
+    assert fit_chunk(engine, G1_SPEC, 1 << 26, room=int(1.6 * gib), on_host=False) == 1 << 22
+    # with room to spare the largest chunk stays
+    assert fit_chunk(engine, G1_SPEC, 1 << 26, room=12 * gib, on_host=False) == 1 << 24
+    assert fit_chunk(engine, G1_SPEC, 1 << 26, room=40 * gib, on_host=False) == 1 << 24

@@ -182,6 +182,16 @@ class CudaMemoryModel:
         )
 
     @staticmethod
+    def lean_free_room(num_constraints: int, max_query: int, streamed_matrix: int = 0) -> int:
+        """The most room a lean partition's MSMs can have without growing its
+        working set: its H step's two domain vectors (and a streamed product)
+        less the largest vector an MSM keeps beside its room (h, or a query's
+        gathered scalars). What the plan gives them at least
+        (:func:`cuzk.engine.keystore.residency.plan`)."""
+        m = CudaMemoryModel.domain(num_constraints)
+        return 64 * m + streamed_matrix - 32 * max(m, max_query)
+
+    @staticmethod
     def msm_room_bytes(points: int, group: str = "G1") -> int:
         """The room of an MSM over chunks of ``points`` bases: a pass of one
         scalar set at one window a group (:func:`~cuzk.backends.cuda.msm.streamed_msm_bytes`)."""

@@ -59,6 +59,7 @@ class MemoryModel(Protocol):
         self, nc: int, nv: int, max_query: int, streamed_matrix: int = 0, msm_room: int = ...
     ) -> int: ...
     def lean_msm_room(self, nc: int, max_query: int) -> int: ...
+    def lean_free_room(self, nc: int, max_query: int, streamed_matrix: int = 0) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -171,24 +172,36 @@ def plan(
     streaming = max(
         (model.matrix_streaming_bytes(nc, z, c.distinct_coefficients) for z in c.nnz), default=0
     )
-    room = model.lean_msm_room(nc, max_query)
+    least = model.lean_msm_room(nc, max_query)
     best: Residency | None = None
     names = (*QUERIES, *MATRICES)
     for mask in itertools.product((True, False), repeat=len(names)):
         resident = [n for n, keep in zip(names, mask, strict=True) if keep]
-        matrix_streams = any(m not in resident for m in MATRICES)
-        lean = (
-            model.lean_partition_bytes(nc, nv, max_query, streaming if matrix_streams else 0, room)
-            + witness_bytes
-        )
+        streamed_matrix = streaming if any(m not in resident for m in MATRICES) else 0
+        # the MSMs work in what the H step's peak leaves them, at least a chunk's pass
+        room = max(least, model.lean_free_room(nc, max_query, streamed_matrix))
+        lean = model.lean_partition_bytes(nc, nv, max_query, streamed_matrix, room) + witness_bytes
         got = dataclasses.replace(residency(resident, True, 0, lean), msm_room=room)
         if not got.fits:
             continue
         kept = sum(parts[p] for p in resident)
         if best is None or kept > sum(parts[p] for p in best.resident):
             best = got
-    return (
-        best
-        if best is not None
-        else dataclasses.replace(residency((), True, 0, lean), msm_room=room)
+    if best is None:
+        lean = model.lean_partition_bytes(nc, nv, max_query, streaming, least) + witness_bytes
+        return dataclasses.replace(residency((), True, 0, lean), msm_room=least)
+    return _grown(best)
+
+
+def _grown(r: Residency) -> Residency:
+    """A lean plan whose budget has room left beside its key and partitions:
+    half of what is left goes to each partition's MSM room (an MSM's chunks
+    and window groups grow with it: BENCHMARKS.md "Residency tiers"), the
+    other half stays unreserved for the device's own holds (NTT tables)."""
+    spare = r.budget - r.key_device_bytes - r.in_flight * r.partition_device_bytes
+    extra = (spare // (2 * r.in_flight)) & ~((1 << 20) - 1)  # whole MiB
+    if extra <= 0:
+        return r
+    return dataclasses.replace(
+        r, partition_device_bytes=r.partition_device_bytes + extra, msm_room=r.msm_room + extra
     )

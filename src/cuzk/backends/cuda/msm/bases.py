@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuzk.backends.cuda.msm.pipeline import Kernels, msm_xyzz
-from cuzk.backends.cuda.msm.plan import Tuning, _least, fit_tuning, workspace_bytes
+from cuzk.backends.cuda.msm.plan import (
+    Tuning,
+    _least,
+    entries_per_group,
+    fit_tuning,
+    workspace_bytes,
+)
 from cuzk.backends.cuda.msm.spec import _U32, G1_SPEC, G2_SPEC, CurveSpec
 from cuzk.errors import BadPoint, EncodingError, InputError, ResourceError
 
@@ -330,14 +336,26 @@ def streamed_msm_bytes(
     return _pass_fixed_bytes(spec, chunk, sets) + work
 
 
+# How far fit_chunk goes below the largest chunk that fits: a quarter of it.
+CHUNK_CHOICES = 4
+
+
 def fit_chunk(
     engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = None, on_host: bool = True
 ) -> int:
-    """Points per streamed chunk of bases of n points: all of them up to
-    :func:`stream_chunk_max`, halved (not below 1024) until a pass of one set
-    at one window a group (the affine method's least) fits in ``room`` bytes
-    (None: the free budget); ``on_host``: its scalars uploaded from the host a
-    chunk at a time."""
+    """Points per streamed chunk of bases of n points, for a pass of one set in
+    ``room`` bytes (None: the free budget); ``on_host``: its scalars uploaded
+    from the host a chunk at a time.
+
+    The largest chunk up to :func:`stream_chunk_max` whose pass fits at one
+    window a group (the affine method's least; halved, not below 1024, until
+    it does). When the room cuts that chunk's MSM down to one window a group
+    (or to the XYZZ walk), half the chunk (then a quarter) is taken instead if
+    its MSM sums several windows a group: measured on the H200 (G1 2^26
+    streamed, 2026-12-04, BENCHMARKS.md "Residency tiers"), chunks of 2^23 in
+    one-window groups took 101 ms per 2^22 points, chunks of 2^22 in groups
+    of three 83 ms, in the same 3.2 GiB of room.
+    """
     room = engine.ctx.budget.free_bytes if room is None else room
     chunk = max(1, min(n, stream_chunk_max(spec)))
     # the smallest workspace that keeps the affine method (one window a group):
@@ -346,6 +364,18 @@ def fit_chunk(
     if engine.tuning.method == "affine":
         least = dataclasses.replace(engine.tuning, group_windows=1)
     while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host) > room:
+        chunk //= 2
+
+    def windows_a_group(c: int) -> int:
+        """Windows a group of this chunk's MSM sums in the room (0: XYZZ walk)."""
+        free = room - _pass_fixed_bytes(spec, c, 1)
+        t = fit_tuning(spec, c, engine.tuning, free, on_host, quiet=True)
+        if t.method != "affine" or streamed_msm_bytes(spec, c, 1, t, on_host) > room:
+            return 0
+        return entries_per_group(spec, c, t) // c
+
+    floor = max(1024, chunk // CHUNK_CHOICES)
+    while chunk // 2 >= floor and windows_a_group(chunk) <= 1 < windows_a_group(chunk // 2):
         chunk //= 2
     return chunk
 

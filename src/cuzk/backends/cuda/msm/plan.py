@@ -267,11 +267,13 @@ def fit_tuning(
     free_bytes: int,
     scalars_on_host: bool = True,
     counts: tuple[int, int] | None = None,
+    quiet: bool = False,
 ) -> Tuning:
     """`tuning`, with a smaller workspace cap (more window groups) or at last
     the XYZZ method, until one MSM of n scalars (of ``counts``, see
     :func:`workspace_bytes`) fits in free_bytes. When nothing fits, the
-    smallest: the reservation then says what is missing."""
+    smallest: the reservation then says what is missing. ``quiet``: no log
+    line for a lowered cap (a planner weighing choices, not an MSM)."""
 
     def need(t: Tuning) -> int:
         return workspace_bytes(spec, n, scalars_on_host, t, counts)
@@ -280,7 +282,7 @@ def fit_tuning(
     for _ in range(8):
         t = dataclasses.replace(tuning, workspace_cap=cap)
         if need(t) <= free_bytes:
-            if t != tuning:
+            if t != tuning and not quiet:
                 log.info(
                     "%s MSM of %d: workspace cap lowered to %.1f GiB", spec.name, n, cap / 2**30
                 )
@@ -289,6 +291,17 @@ def fit_tuning(
     xyzz = dataclasses.replace(tuning, method="xyzz", sort_points=False)
     for t in (xyzz, _least(tuning)):
         if need(t) <= free_bytes:
-            log.info("%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n)
+            if not quiet:
+                log.info(
+                    "%s MSM of %d: XYZZ accumulation, too little memory for affine", spec.name, n
+                )
             return t
     return _least(tuning)
+
+
+def entries_per_group(spec: CurveSpec, n: int, tuning: Tuning) -> int:
+    """Sorted entries one window group of an MSM of n full scalars sums at
+    ``tuning``: n times the windows summed together. What a streamed MSM's
+    time follows when its room is short (:func:`.bases.fit_chunk`)."""
+    c = tuning.window or choose_window(n, spec)
+    return n * group_windows(spec, n, c, tuning)
