@@ -108,8 +108,9 @@ def parse_gpus(text: str) -> tuple[Gpu, ...]:
     return tuple(out)
 
 
-def probe(run: Runner = run_command) -> DriverInfo:
+def probe(run: Runner | None = None) -> DriverInfo:
     """What ``nvidia-smi`` says of this host (``run``: a stand-in in tests)."""
+    run = run or run_command
     header = run(["nvidia-smi"])
     if header is None:
         return DriverInfo(False)
