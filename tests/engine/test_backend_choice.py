@@ -80,7 +80,7 @@ def test_discover_on_the_three_hosts(monkeypatch, caplog):
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert cpu.name == "cpu" and any(w.endswith(PIP13) for w in warnings)
     assert any("[gpus] devices [0] is ignored" in w for w in warnings)
-    with pytest.raises(RuntimeError, match="cupy-cuda13x==14.2.0"):
+    with pytest.raises(RuntimeError, match=r"cupy-cuda13x==14\.2\.0"):
         devices.discover(GpusConfig(backend="cuda"))
     # a GPU with CuPy: the GPU
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(1))

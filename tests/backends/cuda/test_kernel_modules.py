@@ -93,11 +93,9 @@ def test_after_load_kernels_a_proof_loads_nothing_new():
     be.load_kernels(lambda *a: seen.append(a))
     assert [s[2] for s in seen] == list(kernels.backend_modules())
     before = loader.load_module.cache_info().currsize
-    msm = be.msm_engine if hasattr(be, "msm_engine") else None
-    if msm is None:
-        from cuzk.backends.cuda.msm.engine import MsmEngine
+    from cuzk.backends.cuda.msm.engine import MsmEngine
 
-        msm = MsmEngine(be.ctx)
+    msm = MsmEngine(be.ctx)
     msm.kernels(G1_SPEC)
     msm.kernels(G2_SPEC)
     CudaWitness(be.ctx)
