@@ -79,13 +79,8 @@ def prebuilt_path(name: str, extra: tuple[str, ...], arch: str) -> Path | None:
 
 
 def kernel_cache_dir() -> Path:
-    """Where NVRTC's builds are cached: ``CUZK_KERNEL_CACHE``, else CuPy's
-    ``CUPY_CACHE_DIR``, else CuPy's default."""
-    folder = environment.kernel_cache()
-    if folder is not None:
-        return folder
-    env = os.environ.get("CUPY_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cupy" / "kernel_cache"
+    """Where NVRTC's builds are cached (:func:`cuzk.environment.kernel_cache_dir`)."""
+    return environment.kernel_cache_dir()
 
 
 @cache
