@@ -23,6 +23,7 @@ from pathlib import Path
 
 from cuzk.circuits.parameters import file_digest, parameter_files
 from cuzk.circuits.post.config import format_sector_size, parse_sector_size
+from cuzk.cli._progress import Ticker
 from cuzk.engine.config import load_config
 from cuzk.engine.keystore.devfiles import write_dev_params
 from cuzk.engine.kinds import default_registry
@@ -135,8 +136,10 @@ def run_gen(args: argparse.Namespace) -> int:
                 raise InputError(str(path), "", "is Filecoin's published key: never replaced")
         points = _points(args.backend)
         t = time.perf_counter()
-        r1cs = handler.r1cs(cid)
-        path = write_dev_params(r1cs, files, out, seed=args.seed, points=points)
+        with Ticker(f"compiling the {cid} circuit"):
+            r1cs = handler.r1cs(cid)
+        with Ticker(f"generating {cid} development parameters into {out}"):
+            path = write_dev_params(r1cs, files, out, seed=args.seed, points=points)
     except (CuzkError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
