@@ -106,12 +106,35 @@ def test_progress_lines_on_a_terminal_only() -> None:
 
 
 def test_gen_params_shows_progress_on_a_terminal(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Its two long steps (the circuit's compile, the parameters' generation)
+    each show a progress line; stand-ins for both keep the test fast."""
     import sys
+    from types import SimpleNamespace
 
+    from cuzk.cli import cmd_params
+    from cuzk.engine.kinds import default_registry
+
+    real = default_registry().for_circuit("winning-2k")
+
+    def r1cs(cid):
+        time.sleep(0.05)
+        return "r1cs"
+
+    def write(r1cs, files, out, seed, points):
+        time.sleep(0.05)
+        (out / files.params).write_bytes(b"p")
+        return out / files.params
+
+    handler = SimpleNamespace(key_files=real.key_files, r1cs=r1cs)
+    monkeypatch.setattr(
+        cmd_params, "default_registry", lambda: SimpleNamespace(for_circuit=lambda cid: handler)
+    )
+    monkeypatch.setattr(cmd_params, "write_dev_params", write)
+    monkeypatch.setattr(cmd_params, "Ticker", lambda what: Ticker(what, term, interval=0.01))
     term = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", term)
     argv = ["gen-params", "winning-post", "--sector-size", "2KiB", "--out", str(tmp_path)]
-    assert cuzk_main([*argv, "--seed", "1", "--backend", "cpu"]) == 0
+    assert cuzk_main([*argv, "--backend", "cpu"]) == 0
     assert "  … compiling the winning-2k circuit: 0 s" in term.getvalue()
     assert f"  … generating winning-2k development parameters into {tmp_path}" in term.getvalue()
     assert "INSECURE development parameters written" in capsys.readouterr().out
