@@ -26,26 +26,14 @@ import grpc
 
 from cuzk.bench.load import STATUS, ProofTemplate, run_batch, run_stress
 from cuzk.cli._progress import Ticker
-from cuzk.engine.jobs import Priority, ProofKind
+from cuzk.engine.jobs import KIND_ALIASES, KIND_NAMES, Priority, ProofKind
 from cuzk.engine.kinds import demo
+from cuzk.errors import InputError
 from cuzk.service.client import Client, default_address
 from cuzk.service.proto import proving_pb2 as pb
 
-TYPES = {
-    "porep": ProofKind.POREP_SEAL_COMMIT,
-    "porep-c2": ProofKind.POREP_SEAL_COMMIT,
-    "seal-commit": ProofKind.POREP_SEAL_COMMIT,
-    "snap": ProofKind.SNAP_DEALS_UPDATE,
-    "snap-deals": ProofKind.SNAP_DEALS_UPDATE,
-    "update": ProofKind.SNAP_DEALS_UPDATE,
-    "wpost": ProofKind.WINDOW_POST_PARTITION,
-    "window-post": ProofKind.WINDOW_POST_PARTITION,
-    "windowpost": ProofKind.WINDOW_POST_PARTITION,
-    "winning": ProofKind.WINNING_POST,
-    "winning-post": ProofKind.WINNING_POST,
-    "winningpost": ProofKind.WINNING_POST,
-    "demo": ProofKind.DEMO,
-}
+# -t: a kind's name or an old spelling of it (cuzk.engine.jobs.KIND_ALIASES)
+TYPES = {name: ProofKind.from_name(name) for name in (*KIND_NAMES, *KIND_ALIASES)}
 TIERS = {0: "HOT", 1: "WARM", 2: "COLD"}
 # Filecoin's proof type numbers (go-state-types abi), as the daemon reads them.
 REGISTERED_PROOF_HELP = (
@@ -84,7 +72,12 @@ def connection_options(p: argparse.ArgumentParser) -> None:
 
 
 def _proof_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--type", required=True, help="porep, snap, wpost, winning or demo")
+    p.add_argument(
+        "-t",
+        "--type",
+        required=True,
+        help=f"{', '.join(KIND_NAMES)} (old spellings such as winning-post accepted)",
+    )
     p.add_argument("--c1", type=Path, help="c1.json (PoRep)")
     p.add_argument("--vanilla", type=Path, help="vanilla proofs: JSON array of base64, or raw")
     p.add_argument(
@@ -219,10 +212,10 @@ def _load_vanilla(path: Path, flag: str = "--vanilla") -> list[bytes]:
 
 
 def build_template(args: argparse.Namespace) -> ProofTemplate:
-    type_name = args.type.lower()
-    if type_name not in TYPES:
-        raise UsageError(f"unknown proof type: {args.type}. Use: porep, snap, wpost, winning, demo")
-    kind = TYPES[type_name]
+    try:
+        kind = ProofKind.from_name(args.type)
+    except InputError:
+        raise UsageError(f"unknown proof type: {args.type}. Use: {', '.join(KIND_NAMES)}") from None
     m = pb.SubmitProofRequest(
         proof_kind=int(kind),
         registered_proof=args.registered_proof,
