@@ -11,7 +11,7 @@ from cuzk.cli import bench_service
 from cuzk.cli._kinds import circuit_kind, post_kind
 from cuzk.cli.cmd_params import circuit_id
 from cuzk.engine.jobs import KIND_ALIASES, KIND_NAMES, ProofKind
-from cuzk.engine.metrics import CURIO_STATUS_NAMES
+from cuzk.engine.metrics import CURIO_METRIC_LABELS, CURIO_STATUS_NAMES
 from cuzk.errors import InputError
 
 
@@ -26,6 +26,7 @@ def test_the_names_are_the_labels_and_the_circuit_id_prefixes():
         )
     # Curio's status names are aliases too, and stay Curio's on its wire
     assert all(ProofKind.from_name(c).label == ours for ours, c in CURIO_STATUS_NAMES.items())
+    assert all(ProofKind.from_name(c).label == ours for ours, c in CURIO_METRIC_LABELS.items())
     with pytest.raises(InputError, match="the kinds: porep, snap, wpost, winning, demo"):
         ProofKind.from_name("zk")
     with pytest.raises(InputError):

@@ -79,7 +79,7 @@ _KIND_LABELS = {
 # need them (cuzk.engine.metrics.CURIO_STATUS_NAMES); they and the other old
 # spellings are accepted wherever a kind is given by name.
 KIND_NAMES = ("porep", "snap", "wpost", "winning", "demo")
-KIND_ALIASES = {
+KIND_ALIASES = {  # "_" is read as "-": Curio's metric labels (porep_c2 …) are here too
     "porep-c2": "porep",
     "seal-commit": "porep",
     "snap-deals": "snap",
