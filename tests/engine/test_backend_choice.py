@@ -131,3 +131,23 @@ def test_a_kernel_that_does_not_load_stops_the_start(tmp_path: Path):
     with pytest.raises(RuntimeError, match=r"kernels: cannot load the CUDA kernels on cpu:0"):
         devices.prepare_kernels([Device(0, "x", Broken([]), 0, None)])
     assert devices.prepare_kernels([Device(0, "cpu", CpuBackend(), 0, None)]) == 0.0
+
+
+def test_the_daemon_exits_2_naming_the_command_for_cuda_without_cupy(
+    tmp_path: Path, monkeypatch, caplog
+):
+    from cuzk.service.daemon_main import run
+
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setattr(driver, "run_command", smi(H200))
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": [f"unix://{tmp_path}/s"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        gpus={"backend": "cuda"},
+        memory={"total_budget": "1GiB"},
+    )
+    with caplog.at_level(logging.INFO):
+        assert run(cfg, "cuzk.toml") == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].endswith(PIP13), errors
+    assert "cannot start the engine" in errors[0] and "ready" not in caplog.text
