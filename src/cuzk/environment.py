@@ -73,7 +73,7 @@ VARIABLES = (
         "CUZK_KERNEL_PREBUILT",
         "none",
         "a folder of cubins built ahead of time "
-        "(`python -m cuzk.backends.cuda.loader DEST`), loaded instead of compiling",
+        "(`cuzk kernels --nvcc DEST`), loaded instead of compiling",
     ),
     Variable(
         "CUZK_FAIL_DEVICE",
@@ -135,6 +135,12 @@ def circuit_cache() -> Path | None:
 def kernel_cache() -> Path | None:
     """``CUZK_KERNEL_CACHE``: where NVRTC's compiled kernels are cached, when set."""
     return _folder("CUZK_KERNEL_CACHE")
+
+
+def kernel_cache_dir() -> Path:
+    """Where NVRTC's compiled kernels are: ``CUZK_KERNEL_CACHE``, else CuPy's
+    ``CUPY_CACHE_DIR``, else CuPy's default ``~/.cupy/kernel_cache``."""
+    return kernel_cache() or _folder("CUPY_CACHE_DIR") or Path.home() / ".cupy" / "kernel_cache"
 
 
 def kernel_prebuilt() -> Path | None:

@@ -133,3 +133,35 @@ def test_counts_from_the_templates_are_the_matrices(kind: ProofKind, module_circ
     assert handler.query_sizes(cid) == (a_points, int(r1cs.b.column_mask().sum()))
     with pytest.raises(InputError, match="not a"):
         handler.r1cs("porep-2k")
+
+
+def test_vanilla_proofs_of_another_size_are_refused_at_submission(tmp_path: Path) -> None:
+    """A 2KiB WinningPoSt sent as 32GiB (cuzk-bench without --sector-size): refused
+    when it is submitted, naming both sizes, before any key is made."""
+    cfg2k = config_for_registered_proof(WINNING_2K)
+    proof = write_sector_proof(generate_sector_proof(cfg2k, RND, 7, 0))
+    req = ProofRequest(
+        ProofKind.WINNING_POST, sector_size=32 << 30, vanilla_proofs=(proof,), randomness=RND
+    )
+    with pytest.raises(
+        InputError,
+        match=r"vanilla_proofs\[0\].*a path of a 2KiB sector; "
+        r"the winning-post/32GiB circuit is for 32GiB sectors",
+    ):
+        PoStKind(ProofKind.WINNING_POST).parse(req)
+    cfg = Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params"), "generate_dev_keys": True},
+        memory={"total_budget": "1GiB"},
+        gpus={"backend": "cpu"},
+    )
+    e = Engine(cfg)
+    e.start()
+    try:
+        with pytest.raises(InputError, match="the winning-post/32GiB circuit is for 32GiB"):
+            e.submit(req)
+        params = tmp_path / "params"
+        assert not params.exists() or not any(params.iterdir())  # no key generated
+        assert e.keys.status() == []
+    finally:
+        e.stop()

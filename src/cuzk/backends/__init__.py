@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from cuzk.backends.base import Backend
+from cuzk.backends.cuda import driver as _driver
 
 
 def get_backend(name: str = "auto") -> Backend:
@@ -21,7 +24,7 @@ def get_backend(name: str = "auto") -> Backend:
             if cuda_available():
                 return CudaBackend()
             if name == "cuda":
-                raise RuntimeError("the CUDA backend needs an NVIDIA GPU and CuPy")
+                raise RuntimeError(choose_backend("cuda").error)
         from cuzk.backends.cpu import CpuBackend
 
         return CpuBackend()
@@ -44,4 +47,62 @@ def memory_model(name: str):
     raise ValueError(f"unknown backend {name!r}: expected cpu or cuda")
 
 
-__all__ = ["Backend", "get_backend", "memory_model"]
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend a ``[gpus] backend`` setting gives on this host, and why."""
+
+    name: str  # "cuda" or "cpu"
+    reason: str
+    warning: str | None = None  # said at WARNING when the daemon starts
+    error: str | None = None  # the setting cannot be met: why, and the command that fixes it
+
+
+def choose_backend(
+    requested: str,
+    cupy_gpus: int | None = -1,
+    driver: _driver.DriverInfo | None = None,
+) -> BackendChoice:
+    """``requested`` ("auto", "cuda" or "cpu") on this host. ``cupy_gpus``: the
+    GPUs CuPy sees (None: CuPy is not installed; -1, the default: asked here);
+    ``driver``: what nvidia-smi shows (default: asked here, only when CuPy
+    sees no GPU). Tests pass stand-ins for both."""
+    if requested == "cpu":
+        return BackendChoice("cpu", '[gpus] backend = "cpu"')
+    if requested not in ("auto", "cuda"):
+        raise ValueError(f"unknown backend {requested!r}: expected cpu, cuda or auto")
+    if cupy_gpus == -1:
+        from cuzk.backends.cuda import cupy_device_count
+
+        cupy_gpus = cupy_device_count()
+    if cupy_gpus:
+        how = "as configured" if requested == "cuda" else "auto"
+        return BackendChoice("cuda", f"CuPy sees {cupy_gpus} GPU(s) ({how})")
+    info = driver if driver is not None else _driver.probe()
+    cmd = _driver.pip_command(info.extra)
+    if info.has_gpu:
+        names = ", ".join(sorted({g.name for g in info.gpus}))
+        shows = f"the driver shows {len(info.gpus)} GPU(s) ({names}; CUDA {info.cuda})"
+        if info.extra is None:
+            problem = f"{shows}, but CUDA 12 or later is needed: update the NVIDIA driver"
+        elif cupy_gpus is None:
+            problem = f"{shows} but CuPy is not installed; install it: {cmd}"
+        else:
+            problem = (
+                f"{shows} but CuPy sees none (is the installed cupy-cudaNNx the one for "
+                f"CUDA {info.cuda}?); install the matching one: {cmd}"
+            )
+        if requested == "cuda":
+            return BackendChoice("cpu", problem, error=f'[gpus] backend = "cuda": {problem}')
+        return BackendChoice("cpu", problem, warning=f"proving on the CPU backend: {problem}")
+    why = "no NVIDIA GPU: nvidia-smi " + ("lists none" if info.present else "is not found")
+    if requested == "cuda":
+        return BackendChoice(
+            "cpu",
+            why,
+            error=f'[gpus] backend = "cuda": {why}; the CUDA backend needs an NVIDIA GPU, '
+            f"its driver and CuPy ({cmd})",
+        )
+    return BackendChoice("cpu", why)
+
+
+__all__ = ["Backend", "BackendChoice", "choose_backend", "get_backend", "memory_model"]

@@ -157,6 +157,17 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
             f"prove time:    avg={statistics.fmean(proves):.1f}s "
             f"min={min(proves):.1f}s max={max(proves):.1f}s"
         )
+        stages = {
+            "queue": [r.queue_wait_ms for r, _ in completed],
+            "key load": [r.srs_load_ms for r, _ in completed],
+            "synthesis": [r.synthesis_ms for r, _ in completed],
+            "prove": [r.gpu_compute_ms for r, _ in completed],
+            "total": [r.total_ms for r, _ in completed],
+        }
+        print(
+            "stages (avg):  "
+            + ", ".join(f"{k}={statistics.fmean(v):.0f} ms" for k, v in stages.items())
+        )
         print(
             f"throughput:    {len(completed) / elapsed * 60:.3f} proofs/min "
             f"({elapsed / len(completed):.1f}s/proof)"

@@ -25,27 +25,26 @@ from typing import Any
 import grpc
 
 from cuzk.bench.load import STATUS, ProofTemplate, run_batch, run_stress
-from cuzk.engine.jobs import Priority, ProofKind
+from cuzk.cli._progress import Ticker
+from cuzk.engine.jobs import KIND_ALIASES, KIND_NAMES, Priority, ProofKind
 from cuzk.engine.kinds import demo
+from cuzk.errors import InputError
 from cuzk.service.client import Client, default_address
 from cuzk.service.proto import proving_pb2 as pb
 
-TYPES = {
-    "porep": ProofKind.POREP_SEAL_COMMIT,
-    "porep-c2": ProofKind.POREP_SEAL_COMMIT,
-    "seal-commit": ProofKind.POREP_SEAL_COMMIT,
-    "snap": ProofKind.SNAP_DEALS_UPDATE,
-    "snap-deals": ProofKind.SNAP_DEALS_UPDATE,
-    "update": ProofKind.SNAP_DEALS_UPDATE,
-    "wpost": ProofKind.WINDOW_POST_PARTITION,
-    "window-post": ProofKind.WINDOW_POST_PARTITION,
-    "windowpost": ProofKind.WINDOW_POST_PARTITION,
-    "winning": ProofKind.WINNING_POST,
-    "winning-post": ProofKind.WINNING_POST,
-    "winningpost": ProofKind.WINNING_POST,
-    "demo": ProofKind.DEMO,
-}
+# -t: a kind's name or an old spelling of it (cuzk.engine.jobs.KIND_ALIASES)
+TYPES = {name: ProofKind.from_name(name) for name in (*KIND_NAMES, *KIND_ALIASES)}
 TIERS = {0: "HOT", 1: "WARM", 2: "COLD"}
+# Filecoin's proof type numbers (go-state-types abi), as the daemon reads them.
+REGISTERED_PROOF_HELP = (
+    "Filecoin's proof type number; 0 (default) with --sector-size: the size decides. "
+    "Sizes in order 2KiB, 8MiB, 512MiB, 32GiB, 64GiB. "
+    "winning (RegisteredPoStProof): 0-4; "
+    "wpost: 5-9 (V1), 10-14 (V1_1); "
+    "snap (RegisteredUpdateProof): 0-4; "
+    "porep (RegisteredSealProof, checked against the C1's own): 0-4 V1, 5-9 V1_1, "
+    "10-14 V1_1 SyntheticPoRep, 15-19 V1_2 NonInteractivePoRep"
+)
 GIB = 1 << 30
 
 
@@ -73,10 +72,21 @@ def connection_options(p: argparse.ArgumentParser) -> None:
 
 
 def _proof_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-t", "--type", required=True, help="porep, snap, wpost, winning or demo")
+    p.add_argument(
+        "-t",
+        "--type",
+        required=True,
+        help=f"{', '.join(KIND_NAMES)} (old spellings such as winning-post accepted)",
+    )
     p.add_argument("--c1", type=Path, help="c1.json (PoRep)")
     p.add_argument("--vanilla", type=Path, help="vanilla proofs: JSON array of base64, or raw")
-    p.add_argument("--registered-proof", type=int, default=0)
+    p.add_argument(
+        "--registered-proof",
+        type=int,
+        default=0,
+        metavar="N",
+        help=REGISTERED_PROOF_HELP,
+    )
     p.add_argument("--sector-size", default=None, help="bytes, or 2KiB … 64GiB (default: c1's)")
     p.add_argument("--sector-num", type=int, default=1)
     p.add_argument("--miner-id", type=int, default=1000)
@@ -96,6 +106,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     connection_options(p)
     _proof_args(p)
     p.add_argument("--partition", type=int, default=0, help="WindowPoSt partition index")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="write the proof to this file: bellperson bytes (192 a partition), "
+        "as `cuzk verify --proof` reads them",
+    )
+    p.add_argument("--out-hex", type=Path, help="write the proof to this file as hex text")
     p.set_defaults(func=cmd_single)
 
     p = sub.add_parser("batch", help="N proofs, with concurrency; throughput report")
@@ -170,8 +187,16 @@ def _size(value: str) -> int:
     return int(m.group(1)) * {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)]
 
 
-def _load_vanilla(path: Path) -> list[bytes]:
-    data = path.read_bytes()
+def _read_flag_file(path: Path, flag: str) -> bytes:
+    """A file a flag names; one that cannot be read is a UsageError naming the flag."""
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: {e.strerror or e}") from e
+
+
+def _load_vanilla(path: Path, flag: str = "--vanilla") -> list[bytes]:
+    data = _read_flag_file(path, flag)
     try:
         items = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -187,10 +212,10 @@ def _load_vanilla(path: Path) -> list[bytes]:
 
 
 def build_template(args: argparse.Namespace) -> ProofTemplate:
-    type_name = args.type.lower()
-    if type_name not in TYPES:
-        raise UsageError(f"unknown proof type: {args.type}. Use: porep, snap, wpost, winning, demo")
-    kind = TYPES[type_name]
+    try:
+        kind = ProofKind.from_name(args.type)
+    except InputError:
+        raise UsageError(f"unknown proof type: {args.type}. Use: {', '.join(KIND_NAMES)}") from None
     m = pb.SubmitProofRequest(
         proof_kind=int(kind),
         registered_proof=args.registered_proof,
@@ -209,7 +234,7 @@ def build_template(args: argparse.Namespace) -> ProofTemplate:
     elif kind == ProofKind.POREP_SEAL_COMMIT:
         if args.c1 is None:
             raise UsageError("--c1 required for PoRep proof type")
-        m.vanilla_proof = args.c1.read_bytes()
+        m.vanilla_proof = _read_flag_file(args.c1, getattr(args, "c1_flag", "--c1"))
         if not m.sector_size:
             try:
                 m.sector_size = int(json.loads(m.vanilla_proof)["SectorSize"])
@@ -218,7 +243,9 @@ def build_template(args: argparse.Namespace) -> ProofTemplate:
     else:
         if args.vanilla is None:
             raise UsageError("--vanilla required for PoSt/SnapDeals proof types")
-        m.vanilla_proofs.extend(_load_vanilla(args.vanilla))
+        m.vanilla_proofs.extend(
+            _load_vanilla(args.vanilla, getattr(args, "vanilla_flag", "--vanilla"))
+        )
         if not m.sector_size and not m.registered_proof:
             m.sector_size = 32 * GIB  # as Curio's bench; a registered_proof decides by itself
         if kind in (ProofKind.WINNING_POST, ProofKind.WINDOW_POST_PARTITION):
@@ -252,28 +279,50 @@ def guard(fn: Any) -> Any:
     return wrapper
 
 
+def on_cpu(status: pb.GetStatusResponse) -> bool:
+    """Whether the daemon proves on its CPU backend (its one device is the CPU)."""
+    return bool(status.gpus) and all(g.name.split(" ")[0] == "cpu" for g in status.gpus)
+
+
 @guard
 def cmd_single(args: argparse.Namespace) -> int:
     tpl = build_template(args)
     with _client(args) as c:
+        cpu = on_cpu(c.status())
         t = time.perf_counter()
-        resp = c.prove(tpl.fresh())
+        with Ticker(f"proving ({tpl.kind.label}, on the {'CPU' if cpu else 'GPU'})"):
+            resp = c.prove(tpl.fresh())
         wall = time.perf_counter() - t
-    print_result(resp, wall)
-    return 0 if resp.status == pb.AwaitProofResponse.COMPLETED else 1
+    print_result(resp, wall, cpu)
+    if resp.status != pb.AwaitProofResponse.COMPLETED:
+        return 1
+    for path, data, what in (
+        (args.out, resp.proof, "bellperson bytes"),
+        (args.out_hex, resp.proof.hex().encode() + b"\n", "hex"),
+    ):
+        if path is not None:
+            try:
+                path.write_bytes(data)
+            except OSError as e:
+                raise UsageError(f"--out{'-hex' if what == 'hex' else ''} {path}: {e}") from e
+            print(f"written:   {path} ({what}, {len(data)} bytes)")
+    return 0
 
 
-def print_result(resp: pb.AwaitProofResponse, wall_s: float) -> None:
+def print_result(resp: pb.AwaitProofResponse, wall_s: float, cpu: bool = False) -> None:
     print("\n=== Proof Result ===")
     print(f"status:    {STATUS.get(resp.status, 'UNKNOWN')}")
     print(f"job_id:    {resp.job_id}")
     if resp.status == pb.AwaitProofResponse.COMPLETED:
+        prove = "cpu" if cpu else "gpu"
         print(
             f"timings:   total={resp.total_ms} ms (queue={resp.queue_wait_ms} ms, "
             f"srs={resp.srs_load_ms} ms, synth={resp.synthesis_ms} ms, "
-            f"gpu={resp.gpu_compute_ms} ms)"
+            f"{prove}={resp.gpu_compute_ms} ms)"
         )
         print(f"wall time: {round(wall_s * 1000)} ms")
+        # The daemon returns no proof it has not verified (docs/SERVICE.md).
+        print("verified:  yes (the daemon verifies every proof before it returns it)")
         shown = resp.proof.hex() if len(resp.proof) <= 256 else resp.proof[:128].hex() + "..."
         print(f"proof:     {len(resp.proof)} bytes (hex: {shown})")
     else:
@@ -352,6 +401,8 @@ def cmd_stress(args: argparse.Namespace) -> int:
             priority=None,
             constraints=0,
             partitions=0,
+            c1_flag=f"--{path_flag.replace('_', '-')}",
+            vanilla_flag=f"--{path_flag.replace('_', '-')}",
         )
         streams.append((name, _rate(rate_arg, f"{name}-rate"), build_template(ns).fresh))
     if not streams:
@@ -369,8 +420,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"uptime:           {s.uptime_seconds}s")
     print(f"proofs completed: {s.total_proofs_completed}")
     print(f"proofs failed:    {s.total_proofs_failed}")
-    print(f"pinned memory:    {s.pinned_memory_bytes} / {s.pinned_memory_limit_bytes} bytes")
-    if s.gpus:
+    cpu = on_cpu(s)
+    memory = "host memory:   " if cpu else "pinned memory: "
+    print(f"{memory}   {s.pinned_memory_bytes} / {s.pinned_memory_limit_bytes} bytes")
+    if s.gpus and cpu:
+        print("\nDevices (CPU backend):")
+        for g in s.gpus:
+            job = (
+                f"proving {g.current_proof_kind} ({g.current_job_id[:8]})"
+                if g.current_job_id
+                else "idle"
+            )
+            print(
+                f"  [{g.ordinal}] {g.name} — {g.vram_free_bytes >> 20} MiB / "
+                f"{g.vram_total_bytes >> 20} MiB of the host budget — {job}"
+            )
+    elif s.gpus:
         print("\nGPUs:")
         for g in s.gpus:
             job = (
@@ -398,7 +463,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 @guard
 def cmd_preload(args: argparse.Namespace) -> int:
-    with _client(args) as c:
+    with _client(args) as c, Ticker(f"loading {args.circuit_id}"):
         r = c.preload(args.circuit_id)
     if r.already_loaded:
         print(f"{args.circuit_id} already loaded")
@@ -410,9 +475,17 @@ def cmd_preload(args: argparse.Namespace) -> int:
 @guard
 def cmd_evict(args: argparse.Namespace) -> int:
     with _client(args) as c:
+        listed = {e.circuit_id: e.size_bytes for e in c.status().loaded_srs}
         r = c.evict(args.circuit_id)
     if r.was_loaded:
-        print(f"{args.circuit_id} evicted, {r.freed_bytes} bytes freed")
+        # status lists the key's own size; its load also held the circuit's matrices
+        # and staging, which the eviction frees with it
+        size = listed.get(args.circuit_id)
+        key = f"the key's {size} bytes, as status lists it, " if size else ""
+        print(
+            f"{args.circuit_id} evicted, {r.freed_bytes} bytes of memory freed "
+            f"({key}with its circuit's matrices and load staging)"
+        )
     else:
         print(f"{args.circuit_id} was not loaded")
     return 0

@@ -44,11 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     kinds = p.add_subparsers(dest="vanilla_kind", required=True, metavar="KIND")
 
-    w = kinds.add_parser("winning-post", help="the challenged sector's WinningPoSt proof")
+    # Curio's names, and the kinds' own (cuzk.engine.jobs.KIND_NAMES) as aliases
+    w = kinds.add_parser(
+        "winning-post", aliases=["winning"], help="the challenged sector's WinningPoSt proof"
+    )
     _post_args(w, registered_proof=3, output="winning-vanilla.json")
     w.set_defaults(func=run_post, post_kind="winning-post", bench_type="winning")
 
-    d = kinds.add_parser("window-post", help="one WindowPoSt partition's sector proofs")
+    d = kinds.add_parser(
+        "window-post", aliases=["wpost"], help="one WindowPoSt partition's sector proofs"
+    )
     _post_args(d, registered_proof=13, output="wpost-vanilla.json")
     d.add_argument(
         "--sectors",
@@ -59,7 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--partition", type=int, default=0, help="the partition index Curio sends")
     d.set_defaults(func=run_post, post_kind="window-post", bench_type="wpost")
 
-    s = kinds.add_parser("snap-prove", help="SnapDeals (sector update) partition proofs")
+    s = kinds.add_parser(
+        "snap-prove", aliases=["snap"], help="SnapDeals (sector update) partition proofs"
+    )
     s.add_argument("--registered-proof", type=int, default=3, help="RegisteredUpdateProof (0–4)")
     for flag in _SEALED_FILES_SNAP:
         s.add_argument("--" + flag.replace("_", "-"), help="(a sealed sector's file: not read)")

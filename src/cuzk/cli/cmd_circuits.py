@@ -7,8 +7,10 @@ import json
 import time
 from pathlib import Path
 
-from cuzk.circuits.catalog import KINDS, POST_KINDS, compiled_circuit
+from cuzk.circuits.catalog import KINDS, compiled_circuit
 from cuzk.circuits.post.config import WINNING
+from cuzk.cli._kinds import HELP as KIND_HELP
+from cuzk.cli._kinds import circuit_kind, post_kind
 from cuzk.errors import CuzkError
 
 
@@ -17,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "circuit-info",
         help="constraints, inputs, aux variables, FFT domain and non-zeros of a circuit",
     )
-    p.add_argument("kind", choices=KINDS, help="which circuit")
+    p.add_argument("kind", type=circuit_kind, help=f"which circuit: {KIND_HELP}")
     p.add_argument("--sector-size", required=True, help="e.g. 2KiB, 512MiB, 32GiB")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cache-dir", type=Path, default=None, help="compiled-circuit cache")
@@ -76,7 +78,11 @@ def register_plan(sub: argparse._SubParsersAction) -> None:
         help="where a circuit's key and partitions live on a GPU (the tier) and what fits",
     )
     p.add_argument(
-        "kind", nargs="?", choices=KINDS, default=None, help="which circuit (default: every kind)"
+        "kind",
+        nargs="?",
+        type=circuit_kind,
+        default=None,
+        help=f"which circuit (default: every kind): {KIND_HELP}",
     )
     p.add_argument("--sector-size", required=True, help="e.g. 2KiB, 512MiB, 32GiB")
     p.add_argument("--backend", choices=("cuda", "cpu"), default="cuda")
@@ -156,7 +162,7 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
         "circuit-bench",
         help="time compile, CSR materialisation and witness of a PoSt circuit (peak memory)",
     )
-    p.add_argument("kind", choices=POST_KINDS)
+    p.add_argument("kind", type=post_kind, help="winning or wpost")
     p.add_argument("--sector-size", required=True)
     p.add_argument(
         "--sectors",

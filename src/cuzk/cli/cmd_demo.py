@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -107,6 +108,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+READY_TIMEOUT_S = 900.0  # a first start on a GPU compiles every kernel before it is ready
+_LINE = re.compile(r"\b(DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: (.*)$")
+_SAID = re.compile(r" (?:WARNING|ERROR) | backend: | kernels: (?:loading|ready)")
+
+
+def daemon_log_summary(path: Path, tail: bool = False) -> str:
+    """What the daemon's log says of its start: its backend and why, its kernels,
+    any warning or error (``tail``: the log's last lines, when it did not start)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return f"(no log at {path})"
+    said = [line for line in lines if _SAID.search(line)]
+    if tail:
+        said += [line for line in lines[-10:] if line not in said]
+    out = []
+    for line in said:
+        m = _LINE.search(line)
+        if m is None:
+            out.append(line)
+        else:
+            out.append(m.group(2) if m.group(1) == "INFO" else f"{m.group(1)}: {m.group(2)}")
+    return "\n".join(f"  daemon: {line}" for line in out) or f"  (see {path})"
+
+
 def cmd_demo_service(args: argparse.Namespace) -> int:
     from cuzk.cli.bench_service import guard
 
@@ -136,13 +162,26 @@ def _demo_service(args: argparse.Namespace) -> int:
             daemon = subprocess.Popen(cmd, env=env, stdout=log_file, stderr=subprocess.STDOUT)
         try:
             with Client(f"unix://{sock}") as c:
-                try:
-                    status = c.wait_ready(timeout=60)
-                except grpc.RpcError as e:
-                    print(f"the daemon did not come up: {e.details()}; see {log_path}")
-                    return 1
+                status, waited = None, 0
+                while status is None:
+                    try:
+                        status = c.wait_ready(timeout=5)
+                    except grpc.RpcError as e:
+                        waited += 1
+                        if waited == 1:
+                            print(
+                                "waiting for the daemon (a first start on a GPU compiles its "
+                                f"CUDA kernels before it is ready: about a minute; log {log_path})",
+                                flush=True,
+                            )
+                        if daemon.poll() is None and time.perf_counter() - t0 < READY_TIMEOUT_S:
+                            continue
+                        print(f"the daemon did not come up: {e.details()}")
+                        print(daemon_log_summary(log_path, tail=True))
+                        return 1
                 dev = status.gpus[0].name if status.gpus else "?"
-                print(f"daemon ready in {time.perf_counter() - t0:.1f}s (device: {dev})\n")
+                print(f"daemon ready in {time.perf_counter() - t0:.1f}s (device: {dev})")
+                print(daemon_log_summary(log_path) + "\n")
                 tpl = ProofTemplate(
                     ProofKind.DEMO,
                     pb.SubmitProofRequest(proof_kind=int(ProofKind.DEMO)),

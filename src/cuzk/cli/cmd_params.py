@@ -23,6 +23,9 @@ from pathlib import Path
 
 from cuzk.circuits.parameters import file_digest, parameter_files
 from cuzk.circuits.post.config import format_sector_size, parse_sector_size
+from cuzk.cli._kinds import HELP as KIND_HELP
+from cuzk.cli._kinds import circuit_kind
+from cuzk.cli._progress import Ticker
 from cuzk.engine.config import load_config
 from cuzk.engine.keystore.devfiles import write_dev_params
 from cuzk.engine.kinds import default_registry
@@ -59,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_list)
 
     g = sub.add_parser("gen-params", help="INSECURE development parameters under the real names")
-    g.add_argument("kind", choices=sorted(_CIRCUIT_PREFIX), help="which circuit")
+    g.add_argument("kind", type=circuit_kind, help=f"which circuit: {KIND_HELP}")
     g.add_argument("--sector-size", required=True, help="2KiB, 8MiB, 512MiB, 32GiB or 64GiB")
     g.add_argument("--out", type=Path, default=None, help="folder (default: [srs] param_cache)")
     g.add_argument("--config", type=Path, default=None, help="the daemon's cuzk.toml ([srs])")
@@ -135,8 +138,10 @@ def run_gen(args: argparse.Namespace) -> int:
                 raise InputError(str(path), "", "is Filecoin's published key: never replaced")
         points = _points(args.backend)
         t = time.perf_counter()
-        r1cs = handler.r1cs(cid)
-        path = write_dev_params(r1cs, files, out, seed=args.seed, points=points)
+        with Ticker(f"compiling the {cid} circuit"):
+            r1cs = handler.r1cs(cid)
+        with Ticker(f"generating {cid} development parameters into {out}"):
+            path = write_dev_params(r1cs, files, out, seed=args.seed, points=points)
     except (CuzkError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ MODULES = (
     "cuzk.cli.cmd_interop",  # prove / verify with snarkjs and bellperson files
     "cuzk.cli.cmd_circuits",  # circuit-info and Filecoin proving commands
     "cuzk.cli.cmd_params",  # params-list, gen-params: the circuits' key files
+    "cuzk.cli.cmd_doctor",  # doctor, kernels: what the host offers; the CUDA kernels built once
 )
 
 EPILOG = (

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
+from cuzk.backends import BackendChoice, choose_backend
 from cuzk.backends.base import Backend
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import GpusConfig, vram_budget_bytes
@@ -109,6 +110,46 @@ class Device:
 PROBE_SIZE = 64
 
 
+def prepare_kernels(devices: list[Device]) -> float:
+    """Load every kernel module on each device whose backend has kernels to load
+    (the CUDA one), compiling what is not cached yet: the daemon does this before
+    it reports ready, so that no proof waits on a compile. Logged at INFO, with
+    the cache's path and each module's time; returns the seconds it took."""
+    import time
+
+    todo = [d for d in devices if getattr(d.backend, "load_kernels", None) is not None]
+    if not todo:
+        return 0.0
+    from cuzk import environment
+    from cuzk.backends.cuda.loader import describe, kernel_cache_dir
+
+    prebuilt = environment.kernel_prebuilt()
+    log.info(
+        "kernels: loading every CUDA kernel module on %s before reporting ready "
+        "(cache %s%s); what is not cached is compiled now with NVRTC (about a minute "
+        "on a first start; `cuzk kernels` does it ahead of time)",
+        ", ".join(d.label for d in todo),
+        kernel_cache_dir(),
+        f", prebuilt {prebuilt}" if prebuilt else "",
+    )
+    start = time.perf_counter()
+    for d in todo:
+
+        def progress(done: int, total: int, item, seconds: float, d: Device = d) -> None:
+            log.info(
+                "kernels: %s [%d/%d] %s: %.1f s", d.label, done, total, describe(*item), seconds
+            )
+
+        try:
+            with d.activate():
+                d.backend.load_kernels(progress)
+        except Exception as e:
+            raise RuntimeError(f"kernels: cannot load the CUDA kernels on {d.label}: {e}") from e
+    took = time.perf_counter() - start
+    log.info("kernels: ready in %.1f s", took)
+    return took
+
+
 def witness_device_for(backend: Backend) -> Any:
     """Where ``backend`` makes witnesses from static plans: the witness kernels
     on a CUDA GPU (its device context), the numpy interpreter elsewhere."""
@@ -151,16 +192,26 @@ def select_ordinals(devices: tuple[int, ...], count: int, source: str = "config"
 def discover(cfg: GpusConfig) -> list[Device]:
     """The devices of a config: its GPUs (``[gpus] devices``, all visible ones when
     none are listed) or the CPU."""
-    from cuzk.backends.cuda import cuda_available
+    return devices_for(choose_backend(cfg.backend), cfg)
 
-    use_cuda = cfg.backend == "cuda" or (cfg.backend == "auto" and cuda_available())
-    if cfg.backend == "cuda" and not cuda_available():
-        raise RuntimeError('[gpus] backend = "cuda" but no GPU with CuPy is visible')
-    if not use_cuda:
+
+def devices_for(choice: BackendChoice, cfg: GpusConfig) -> list[Device]:
+    """The devices of a backend choice (:func:`cuzk.backends.choose_backend`): said
+    at INFO with its reason, at WARNING where the host has a GPU the CPU backend
+    leaves idle; a choice that cannot be met (``cuda`` without CuPy) raises
+    with the command that fixes it."""
+    if choice.error:
+        raise RuntimeError(choice.error)
+    if choice.warning:
+        log.warning("%s", choice.warning)
+    log.info("backend: %s (%s)", choice.name, choice.reason)
+    if choice.name != "cuda":
         from cuzk.backends.cpu import CpuBackend
 
         if cfg.devices:
-            log.info("[gpus] devices %s is ignored: proving on the CPU backend", list(cfg.devices))
+            log.warning(
+                "[gpus] devices %s is ignored: proving on the CPU backend", list(cfg.devices)
+            )
         return [Device(0, "cpu", CpuBackend(), 0, None)]
 
     import cupy

@@ -20,7 +20,7 @@ from typing import Any
 from cuzk.engine.admission import Admission, AdmissionRefused, request_bytes
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
-from cuzk.engine.devices import Device, discover
+from cuzk.engine.devices import Device, discover, prepare_kernels
 from cuzk.engine.jobs import (
     Job,
     JobRegistry,
@@ -250,6 +250,9 @@ class Engine:
 
     # --- lifecycle ----------------------------------------------------------
     def start(self, journal_path: Path | None = None) -> None:
+        # Every kernel loaded (compiled on a first start) before anything else, so
+        # that no proof waits on a compile; the daemon reports ready after this.
+        prepare_kernels(self.devices)
         path = journal_path or self.config.daemon.journal_path()
         # One daemon per state: before anything of it is read (StateLocked names the pid).
         lock = StateLock(path)

@@ -53,6 +53,17 @@ class ProofKind(enum.IntEnum):
                 return k
         raise InputError("request", "proof_kind", f"unknown proof kind {label!r}")
 
+    @staticmethod
+    def from_name(name: str, source: str = "proof kind") -> ProofKind:
+        """A kind by its name (:data:`KIND_NAMES`) or an old spelling of it
+        (:data:`KIND_ALIASES`), any case, ``_`` for ``-``."""
+        key = name.strip().lower().replace("_", "-")
+        key = KIND_ALIASES.get(key, key)
+        for k, v in _KIND_LABELS.items():
+            if v == key and k != ProofKind.UNSPECIFIED:
+                return k
+        raise InputError(source, name, f"unknown proof kind; the kinds: {', '.join(KIND_NAMES)}")
+
 
 _KIND_LABELS = {
     ProofKind.UNSPECIFIED: "unspecified",
@@ -61,6 +72,24 @@ _KIND_LABELS = {
     ProofKind.WINDOW_POST_PARTITION: "wpost",
     ProofKind.WINNING_POST: "winning",
     ProofKind.DEMO: "demo",
+}
+# One name per proof kind across the CLIs (cuzk-bench -t, gen-params, circuit-info,
+# memory-plan), the metrics' proof_kind label and the circuit ids (porep-32g,
+# wpost-2k): the labels above. Curio's own names stay where its wire and status
+# need them (cuzk.engine.metrics.CURIO_STATUS_NAMES); they and the other old
+# spellings are accepted wherever a kind is given by name.
+KIND_NAMES = ("porep", "snap", "wpost", "winning", "demo")
+KIND_ALIASES = {  # "_" is read as "-": Curio's metric labels (porep_c2 …) are here too
+    "porep-c2": "porep",
+    "seal-commit": "porep",
+    "snap-deals": "snap",
+    "snap-update": "snap",
+    "update": "snap",
+    "window-post": "wpost",
+    "windowpost": "wpost",
+    "window": "wpost",
+    "winning-post": "winning",
+    "winningpost": "winning",
 }
 
 

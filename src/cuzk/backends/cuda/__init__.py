@@ -18,6 +18,18 @@ def cuda_available() -> bool:
         return False
 
 
+def cupy_device_count() -> int | None:
+    """The GPUs CuPy sees; None when CuPy is not installed."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
 def __getattr__(name: str):
     if name == "CudaBackend":
         from cuzk.backends.cuda.backend import CudaBackend
@@ -26,4 +38,4 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["CudaBackend", "cuda_available"]
+__all__ = ["CudaBackend", "cuda_available", "cupy_device_count"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, ClassVar
@@ -188,6 +189,20 @@ class CudaBackend:
         with self._device():
             rows = idx.array if isinstance(idx, DeviceIndex) else self.cp.asarray(idx)
             return self.cp.take(self.asarray(a), rows, axis=0)
+
+    def load_kernels(self, progress: Callable[..., None] | None = None) -> None:
+        """Load every kernel module the backend proves with
+        (:func:`cuzk.backends.cuda.kernels.backend_modules`), compiling with NVRTC
+        what neither the kernel cache nor ``CUZK_KERNEL_PREBUILT`` holds;
+        ``progress(done, total, (name, defines), seconds)`` after each."""
+        from cuzk.backends.cuda.kernels import backend_modules
+
+        modules = backend_modules()
+        for i, (name, extra) in enumerate(modules, 1):
+            t = time.perf_counter()
+            self.ctx.module(name, extra)
+            if progress is not None:
+                progress(i, len(modules), (name, extra), time.perf_counter() - t)
 
     def synchronize(self) -> None:
         """Wait for the calling thread's queued work: its current stream (a

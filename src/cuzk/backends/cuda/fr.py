@@ -18,6 +18,7 @@ from cuzk.algebra.fields import R
 
 MONT_R = (1 << 256) % R
 THREADS = 256
+KERNEL_MODULE = "fr_ops.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 # Enough blocks to fill an H200 (132 SMs) many times over; kernels grid-stride.
 MAX_BLOCKS = 132 * 64
 
@@ -70,7 +71,7 @@ class FrKernels:
 
         self.cp = cupy
         self.ctx = ctx
-        self.module = ctx.module("fr_ops.cu")
+        self.module = ctx.module(KERNEL_MODULE)
         self._fn = {}
 
     def fn(self, name: str):

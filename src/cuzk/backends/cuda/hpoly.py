@@ -37,6 +37,7 @@ import numpy as np
 
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_TWO_ADICITY, R
+from cuzk.backends.cuda.fr import KERNEL_MODULE as FR_MODULE
 from cuzk.backends.cuda.fr import (
     MONT_R,
     THREADS,
@@ -51,6 +52,7 @@ from cuzk.backends.cuda.ntt import NttEngine, log2_exact, plan
 # An (n, 4) Fr array (host or device), or a zero-argument callable returning one.
 FrInput = Any | Callable[[], Any]
 
+KERNEL_MODULE = "hpoly.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 LEAN = "h_poly lean"  # each hold: one domain-sized vector of the lean path
 LEAN_UPLOAD = "h_poly lean upload"  # a host result shorter than the domain, while copied
 
@@ -85,7 +87,7 @@ class HPoly:
     def __init__(self, ntt: NttEngine) -> None:
         self.ntt = ntt
         self.cp = ntt.cp
-        self.module = ntt.ctx.module("hpoly.cu", ntt.extra)
+        self.module = ntt.ctx.module(KERNEL_MODULE, ntt.extra)
         self._final = self.module.get_function("hpoly_final_kernel")
         self._final_inplace = self.module.get_function("hpoly_final_inplace_kernel")
         self._reduce_fn = None
@@ -224,7 +226,7 @@ class HPoly:
         """``fr_ops.cu``'s reduction mod r (in place when given one array twice):
         the in-place transform reads its input as it is."""
         if self._reduce_fn is None:
-            self._reduce_fn = self.ntt.ctx.module("fr_ops.cu").get_function("fr_reduce_kernel")
+            self._reduce_fn = self.ntt.ctx.module(FR_MODULE).get_function("fr_reduce_kernel")
         return self._reduce_fn
 
 

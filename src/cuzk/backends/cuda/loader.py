@@ -11,8 +11,10 @@ header recompiles its users.
 Large modules take a while to compile (the NTT: about a minute). Where
 ``CUZK_KERNEL_PREBUILT`` names a folder, a cubin built ahead of time for the
 same source, options and architecture (``python -m cuzk.backends.cuda.loader
-DEST``, with nvcc) is loaded from there instead; any mismatch in the key falls
-back to NVRTC.
+DEST``, with nvcc: every module the code loads, no list needed) is loaded from
+there instead; any mismatch in the key falls back to NVRTC. ``cuzk kernels``
+compiles them into the cache on the GPU instead, and the daemon loads them all
+before it reports ready.
 """
 
 from __future__ import annotations
@@ -27,22 +29,13 @@ from functools import cache
 from pathlib import Path
 
 from cuzk import environment
+from cuzk.backends.cuda.kernels import all_modules
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
-# The modules of the Fr / NTT / sparse / H-polynomial family, with the
-# option sets the backend, its tests and its benchmark (cuzk.bench.fr_ntt)
-# load; tests/backends/cuda/test_loader.py keeps the two in step.
-PREBUILD_DEFAULT = (
-    ("fr_ops.cu", ()),
-    ("ntt.cu", ()),
-    ("ntt.cu", ("-DNTT_BATCH=4",)),
-    ("ntt.cu", ("-DNTT_BATCH=2",)),
-    ("spmv.cu", ()),
-    ("spmv.cu", ("-DSPMV_SEG_GENERAL_U=2",)),
-    ("spmv.cu", ("-DSPMV_SEG_ROWS=128",)),
-    ("hpoly.cu", ()),
-)
+# Every module the backend loads and the builds its tests and benchmarks load
+# (cuzk.backends.cuda.kernels gathers them from the code that loads them).
+PREBUILD_DEFAULT = all_modules(variants=True)
 
 
 def _expand_hash(path: Path, seen: set[Path], h: hashlib._Hash) -> None:
@@ -85,6 +78,11 @@ def prebuilt_path(name: str, extra: tuple[str, ...], arch: str) -> Path | None:
     return path if path.exists() else None
 
 
+def kernel_cache_dir() -> Path:
+    """Where NVRTC's builds are cached (:func:`cuzk.environment.kernel_cache_dir`)."""
+    return environment.kernel_cache_dir()
+
+
 @cache
 def load_module(name: str, extra: tuple[str, ...] = ()):
     """The compiled module for ``kernels/<name>`` (a cupy.RawModule)."""
@@ -104,30 +102,65 @@ def load_module(name: str, extra: tuple[str, ...] = ()):
     return cupy.RawModule(code=src, options=compile_options(extra), backend="nvrtc")
 
 
+def cubin_name(name: str, extra: tuple[str, ...], arch: str) -> str:
+    return f"{Path(name).stem}-{module_key(name, tuple(extra), arch)}.cubin"
+
+
+def describe(name: str, extra: tuple[str, ...]) -> str:
+    return name + (f" {' '.join(extra)}" if extra else "")
+
+
 def prebuild(
-    dest: Path, items=PREBUILD_DEFAULT, arch: str = "90", nvcc: str = "nvcc", jobs: int = 2
+    dest: Path,
+    items=PREBUILD_DEFAULT,
+    arch: str = "90",
+    nvcc: str = "nvcc",
+    jobs: int = 2,
+    progress=None,
 ) -> list[Path]:
-    """Build cubins for ``items`` ((name, extra) pairs) with nvcc into ``dest``."""
+    """Build cubins for ``items`` ((name, extra) pairs) with nvcc into ``dest``;
+    ``progress(done, total, item, path, seconds)`` after each (seconds None: it
+    was there already)."""
+    import threading
+    import time
     from concurrent.futures import ThreadPoolExecutor
 
     dest.mkdir(parents=True, exist_ok=True)
+    items = list(dict.fromkeys((n, tuple(e)) for n, e in items))
+    lock = threading.Lock()
+    done = [0]
 
     def build(item) -> Path:
         name, extra = item
-        path = dest / f"{Path(name).stem}-{module_key(name, tuple(extra), arch)}.cubin"
+        path = dest / cubin_name(name, extra, arch)
+        took = None
         if not path.exists():
+            t = time.perf_counter()
             cmd = [nvcc, f"-arch=sm_{arch}", "--std=c++17", f"-I{KERNEL_DIR}", "-DCUZK_NVRTC=1"]
             cmd += [*extra, "-cubin", "-o", str(path) + ".tmp", str(KERNEL_DIR / name)]
             subprocess.run(cmd, check=True)
             os.replace(str(path) + ".tmp", path)
+            took = time.perf_counter() - t
+        if progress is not None:
+            with lock:
+                done[0] += 1
+                progress(done[0], len(items), item, path, took)
         return path
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(build, items))
 
 
+def print_progress(done: int, total: int, item, path: Path, seconds: float | None) -> None:
+    what = "present" if seconds is None else f"built in {seconds:.1f} s"
+    print(f"[{done}/{total}] {describe(*item)}: {what} ({path.name})", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="prebuild cuzk's CUDA kernels with nvcc")
+    parser = argparse.ArgumentParser(
+        description="prebuild cuzk's CUDA kernels with nvcc: every module the code loads "
+        "(see also `cuzk kernels`)"
+    )
     parser.add_argument("dest", type=Path)
     parser.add_argument("--arch", default="90")
     parser.add_argument("--jobs", type=int, default=2)
@@ -135,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         "--module",
         action="append",
         default=[],
-        help="NAME.cu[:OPTION,OPTION...] to build instead of the default set",
+        help="NAME.cu[:OPTION,OPTION...] to build instead of every module the code loads",
     )
     args = parser.parse_args(argv)
     items = PREBUILD_DEFAULT
@@ -144,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.module:
             name, _, opts = spec.partition(":")
             items.append((name, tuple(o for o in opts.split(",") if o)))
-    paths = prebuild(args.dest, items, args.arch, jobs=args.jobs)
+    print(f"building {len(set(items))} kernel modules into {args.dest}", file=sys.stderr)
+    paths = prebuild(args.dest, items, args.arch, jobs=args.jobs, progress=print_progress)
     sys.stdout.write("".join(f"{p}\n" for p in paths))
     return 0
 

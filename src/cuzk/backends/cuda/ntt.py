@@ -32,6 +32,7 @@ from cuzk.backends.cuda.fr import THREADS, fr_rows, grid_for, mont_limbs, staged
 log = logging.getLogger(__name__)
 
 MAX_TILE_BITS = 9
+KERNEL_MODULE = "ntt.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 # Elements a pass kernel holds in shared memory per block, and its thread cap.
 BLOCK_ELEMENT_BITS = 10  # measured: 2^24 4.95 ms against 5.41 with 11
 BLOCK_THREAD_BITS = 8
@@ -114,7 +115,7 @@ class NttEngine:
         self.full_tables = full_tables
         self.block_bits = block_bits
         self.extra = options
-        self.module = ctx.module("ntt.cu", self.extra)
+        self.module = ctx.module(KERNEL_MODULE, self.extra)
         self._fn: dict[str, Any] = {}
         self._tile: dict[tuple[int, bool], Any] = {}
         self._pow: dict[tuple[int, int, int], PowTable] = {}

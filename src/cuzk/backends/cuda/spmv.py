@@ -36,6 +36,7 @@ from cuzk.backends.cuda.fr import THREADS, FrKernels, fr_rows, grid_for, staged
 log = logging.getLogger(__name__)
 
 RAW, CODE16, CODE32 = 0, 1, 2
+KERNEL_MODULE = "spmv.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 NO_ONE = 0xFFFFFFFF
 LONG_ROW = 32  # rows with more entries go one warp per row (warp kernel)
 KERNELS = ("warp", "seg")
@@ -433,7 +434,7 @@ class SpmvEngine:
         for opt in options:
             if opt.startswith("-DSPMV_SEG_ROWS="):
                 self.seg_rows = int(opt.split("=", 1)[1])
-        self.module = ctx.module("spmv.cu", options)
+        self.module = ctx.module(KERNEL_MODULE, options)
         self._rows = self.module.get_function("spmv_warp_kernel")
         self._long = self.module.get_function("spmv_long_kernel")
         self._seg = self.module.get_function("spmv_seg_kernel")

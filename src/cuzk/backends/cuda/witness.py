@@ -46,6 +46,9 @@ class DeviceProgram:
     n_f: int
 
 
+KERNEL_MODULE = "witness.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
+
+
 class CudaWitness:
     """Runs witness programs on one GPU (see the module docstring)."""
 
@@ -54,7 +57,7 @@ class CudaWitness:
 
         self.cp = cupy
         self.ctx = ctx or DeviceContext()
-        module = self.ctx.module("witness.cu")
+        module = self.ctx.module(KERNEL_MODULE)
         self._program = module.get_function("witness_program")
         self._sha256 = module.get_function("sha256_compress_kernel")
         self._poseidon = module.get_function("poseidon_kernel")

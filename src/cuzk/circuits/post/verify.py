@@ -23,11 +23,33 @@ the first failing check; :func:`verify_sector_proof` returns a bool.
 from __future__ import annotations
 
 from cuzk.circuits.post.challenges import sector_leaf_challenges
-from cuzk.circuits.post.config import PoStConfig
+from cuzk.circuits.post.config import PoStConfig, format_sector_size
 from cuzk.circuits.post.vanilla import FallbackPoStSectorProof, variant_for_shape
 from cuzk.errors import InputError
 from cuzk.hashers.merkle import leaf_index, poseidon_path_root
 from cuzk.hashers.poseidon import hash2
+
+
+def check_sector_shape(config: PoStConfig, proof: FallbackPoStSectorProof, source: str) -> None:
+    """Raise InputError unless every inclusion path of ``proof`` has the arities of
+    ``config``'s sector size: a request's cheap first check (no hashing, linear in
+    its paths), so that a proof of another size is refused before a key is made."""
+    arities = list(config.arities)
+    for s, sp in enumerate(proof.sectors):
+        for n, ip in enumerate(sp.inclusion_proofs):
+            got = [el.arity for el in ip.path]
+            if got == arities:
+                continue
+            size = 32
+            for a in got:
+                size *= a
+            raise InputError(
+                source,
+                f"vanilla_proof.sectors[{s}].inclusion_proofs[{n}]",
+                f"sector {proof.sector_id}: a path of a {format_sector_size(size)} sector; "
+                f"the {config.circuit_id} circuit is for {format_sector_size(config.sector_size)} "
+                "sectors: send the registered_proof (or sector_size) of the proofs' size",
+            )
 
 
 def check_sector_proof(

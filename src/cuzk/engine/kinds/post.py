@@ -37,7 +37,7 @@ from cuzk.circuits.post.config import (
 from cuzk.circuits.post.device_witness import slot_hint_arrays
 from cuzk.circuits.post.device_witness import static_plan as device_static_plan
 from cuzk.circuits.post.vanilla import read_sector_proof
-from cuzk.circuits.post.verify import check_sector_proof
+from cuzk.circuits.post.verify import check_sector_proof, check_sector_shape
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
@@ -105,6 +105,8 @@ class PoStKind(CompiledKind):
             read_sector_proof(b, f"{self.source}: vanilla_proofs[{i}]")
             for i, b in enumerate(request.vanilla_proofs)
         )
+        for i, proof in enumerate(proofs):  # another size's proofs: before any key is made
+            check_sector_shape(cfg, proof, f"{self.source}: vanilla_proofs[{i}]")
         if self.kind == ProofKind.WINNING_POST and len(proofs) != cfg.sector_count:
             raise InputError(
                 self.source,

@@ -59,6 +59,9 @@ def _slice_points(
     return part
 
 
+KERNEL_MODULE = "msm.cu"  # with each CurveSpec's defines (cuzk.backends.cuda.kernels)
+
+
 class _CupyKernels:
     def __init__(self, module) -> None:
         self._module = module
@@ -95,7 +98,7 @@ class MsmEngine:
     def kernels(self, spec: CurveSpec) -> _CupyKernels:
         k = self._kernels.get(spec.name)
         if k is None:
-            module = self.ctx.module("msm.cu", spec.defines + self.defines)
+            module = self.ctx.module(KERNEL_MODULE, spec.defines + self.defines)
             k = self._kernels[spec.name] = _CupyKernels(module)
         return k
 

@@ -1,0 +1,40 @@
+"""A proof kind given by name on the command line: one name per kind
+(:data:`cuzk.engine.jobs.KIND_NAMES`: porep, snap, wpost, winning), old
+spellings accepted (winning-post, window-post, …), mapped to the circuit
+catalog's kinds."""
+
+from __future__ import annotations
+
+import argparse
+
+from cuzk.circuits.catalog import POREP, SNAP
+from cuzk.circuits.post.config import WINDOW, WINNING
+from cuzk.engine.jobs import KIND_NAMES, ProofKind
+from cuzk.errors import InputError
+
+CATALOG = {
+    ProofKind.POREP_SEAL_COMMIT: POREP,
+    ProofKind.SNAP_DEALS_UPDATE: SNAP,
+    ProofKind.WINDOW_POST_PARTITION: WINDOW,
+    ProofKind.WINNING_POST: WINNING,
+}
+CIRCUIT_NAMES = tuple(n for n in KIND_NAMES if n != "demo")
+HELP = f"{', '.join(CIRCUIT_NAMES)} (winning-post, window-post accepted)"
+
+
+def circuit_kind(text: str) -> str:
+    """argparse ``type``: the catalog's kind of a name or an old spelling."""
+    try:
+        kind = ProofKind.from_name(text)
+    except InputError:
+        kind = None
+    if kind not in CATALOG:
+        raise argparse.ArgumentTypeError(f"{text!r}: the kinds are {', '.join(CIRCUIT_NAMES)}")
+    return CATALOG[kind]
+
+
+def post_kind(text: str) -> str:
+    kind = circuit_kind(text)
+    if kind not in (WINNING, WINDOW):
+        raise argparse.ArgumentTypeError(f"{text!r}: a PoSt kind: winning or wpost")
+    return kind
