@@ -55,9 +55,7 @@ def test_config_path_prefers_the_flag_then_curios_file(tmp_path: Path, monkeypat
     assert cfg.srs.cache_dir() == Path("/data/zk/params")  # Curio's default for a file
 
 
-def test_a_missing_config_file_means_curios_defaults_with_a_warning(
-    tmp_path: Path, caplog
-) -> None:
+def test_a_missing_config_file_means_curios_defaults_with_a_warning(tmp_path: Path, caplog) -> None:
     """As Curio's daemon: under systemd's Restart=on-failure an exit would loop."""
     from cuzk.service.daemon_main import configure_from
 

@@ -447,9 +447,7 @@ def test_tcp_requires_the_bearer_token(tmp_path: Path) -> None:
         assert len(d.engine.registry.all()) == 1  # the refused submit never reached the engine
 
 
-def test_unreachable_tcp_without_a_token_serves_loopback_peers_only(
-    tmp_path: Path, caplog
-) -> None:
+def test_unreachable_tcp_without_a_token_serves_loopback_peers_only(tmp_path: Path, caplog) -> None:
     """Curio's cuzk.example.toml (0.0.0.0, no token): the daemon starts, serves Curio
     on this host, and answers another host UNAUTHENTICATED naming the line to add.
     The other host is this machine's own non-loopback address: its peer address is

@@ -20,8 +20,8 @@ from cuzk.engine.config import (
     default_config_path,
     load_config,
 )
-from cuzk.errors import CuzkError
 from cuzk.engine.jobs import ProofRequest
+from cuzk.errors import CuzkError
 from cuzk.service import convert
 from cuzk.service.proto import proving_pb2 as pb
 from cuzk.service.proto import proving_pb2_grpc as pb_grpc

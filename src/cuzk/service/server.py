@@ -265,7 +265,9 @@ class LoopbackOnly(grpc.aio.ServerInterceptor):
             try:
                 request = parse(raw) if parse is not None else raw
             except Exception:  # protobuf's DecodeError and its kin
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "not a valid protobuf message")
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, "not a valid protobuf message"
+                )
             return await inner(request, context)
 
         return grpc.unary_unary_rpc_method_handler(
@@ -350,10 +352,7 @@ def loopback_only(d: DaemonConfig, addr: Address) -> bool:
     """Whether ``addr`` serves loopback peers only: plain TCP on an address other
     machines can reach, with neither a token nor ``allow_insecure_tcp``."""
     return (
-        addr.is_tcp
-        and not d.auth_token_file
-        and not d.allow_insecure_tcp
-        and not is_loopback(addr)
+        addr.is_tcp and not d.auth_token_file and not d.allow_insecure_tcp and not is_loopback(addr)
     )
 
 
