@@ -31,7 +31,8 @@ def test_a_journal_reached_by_another_name_is_refused(tmp_path: Path, how: str) 
         else:
             other = tmp_path / "hard.sqlite"
             os.link(journal, other)
-        with pytest.raises(StateLocked, match=rf"in use by another cuzk-daemon \(pid {os.getpid()}\)"):
+        held = rf"in use by another cuzk-daemon \(pid {os.getpid()}\)"
+        with pytest.raises(StateLocked, match=held):
             StateLock(other).acquire()
     finally:
         first.release()
