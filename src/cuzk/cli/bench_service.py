@@ -231,20 +231,37 @@ def build_template(args: argparse.Namespace) -> ProofTemplate:
 
 
 # --- commands -----------------------------------------------------------------------
-def _rpc_error(e: grpc.RpcError) -> int:
+def _rpc_error(e: grpc.RpcError, addr: str | None = None, default: bool = False) -> int:
+    """The error a command prints; a daemon that cannot be reached is said to be
+    so, with the address tried and how to give another (a draining daemon's
+    refusal, also UNAVAILABLE, says what it is itself)."""
+    if (
+        e.code() == grpc.StatusCode.UNAVAILABLE
+        and addr is not None
+        and "shutting down" not in (e.details() or "")
+    ):
+        print(
+            f"error: UNAVAILABLE: no cuzk daemon answers at {addr}"
+            f"{' (the default address)' if default else ''}. Start one, or pass its "
+            "address: cuzk-bench -a unix:///path/to/cuzk.sock … or -a 127.0.0.1:9820 … "
+            "(or set CUZK_ADDR)",
+            file=sys.stderr,
+        )
+        return 1
     print(f"error: {e.code().name}: {e.details()}", file=sys.stderr)
     return 1
 
 
 def guard(fn: Any) -> Any:
     def wrapper(args: argparse.Namespace) -> int:
+        given = getattr(args, "addr", None)
         try:
             return fn(args)
         except UsageError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         except grpc.RpcError as e:
-            return _rpc_error(e)
+            return _rpc_error(e, given or default_address(), default=given is None)
         except OSError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
