@@ -270,7 +270,7 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
                 and s
             ),
         )
-        assert {q.proof_kind for q in st.queues} <= {"porep"}
+        assert {q.proof_kind for q in st.queues} <= {"porep-c2"}  # Curio's names
         if not mode.prove_porep:
             (q,) = st.queues
             assert (q.pending, q.in_progress) == (IN_FLIGHT, 0)  # accepted and queued
@@ -308,7 +308,7 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
             wait_until(
                 "the SnapDeals job queued",
                 lambda: (
-                    [(q.proof_kind, q.pending) for q in curio.get_status().queues] == [("snap", 1)]
+                    [(q.proof_kind, q.pending) for q in curio.get_status().queues] == [("snap-update", 1)]
                 ),
             )
             curio.cancel(snap.request_id)

@@ -745,3 +745,49 @@ def test_curios_status_keys_over_http_on_loopback(tmp_path: Path) -> None:
     (srs,) = status["allocations"]["srs"]
     assert srs["bytes"] > 0 and srs["evictable"] is True
     assert status["allocations"]["pce"] == []
+
+
+def test_get_status_speaks_curios_kind_names_and_the_devices_free_memory(tmp_path: Path) -> None:
+    """Issue 31 item 5: queue kinds as Curio's daemon names them; a GPU's free figure
+    is its driver's (what nvidia-smi shows), not what the budget has left."""
+    from dataclasses import replace
+
+    from cuzk.engine.engine import QueueStatus
+    from cuzk.service.convert import status_to_pb
+
+    with running_daemon(tmp_path) as d:
+        s = d.engine.status()
+    kinds = ["porep", "snap", "wpost", "winning", "demo"]
+    s = replace(
+        s,
+        queues=tuple(QueueStatus(k, 2, 1) for k in kinds),
+        devices=(
+            replace(s.devices[0], current_jobs=(("w-1", "wpost"),), memory_free=12345),
+            replace(s.devices[0], ordinal=1, current_jobs=(), memory_free=None),
+        ),
+    )
+    m = status_to_pb(s)
+    assert [q.proof_kind for q in m.queues] == [
+        "porep-c2",
+        "snap-update",
+        "window-post",
+        "winning-post",
+        "demo",
+    ]
+    assert m.gpus[0].vram_free_bytes == 12345 and m.gpus[0].current_proof_kind == "window-post"
+    # The CPU device (no driver figure) reports the host budget it proves within.
+    assert m.gpus[1].vram_free_bytes == max(0, s.devices[0].budget_free)
+    assert m.gpus[1].current_proof_kind == ""
+
+
+@pytest.mark.gpu
+def test_get_status_reports_the_gpus_free_memory_on_the_gpu(tmp_path: Path) -> None:
+    import cupy
+
+    with running_daemon(tmp_path, gpus={"backend": "cuda", "vram_budget": "8GiB"}) as d:
+        (g, *_) = d.client().status().gpus
+        with cupy.cuda.Device(g.ordinal):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        assert g.vram_total_bytes == total
+        assert abs(g.vram_free_bytes - free) < 2 << 30  # within what another process may take
+        assert g.vram_free_bytes > 8 << 30  # not the 8 GiB budget's free figure
