@@ -308,7 +308,8 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
             wait_until(
                 "the SnapDeals job queued",
                 lambda: (
-                    [(q.proof_kind, q.pending) for q in curio.get_status().queues] == [("snap-update", 1)]
+                    [(q.proof_kind, q.pending) for q in curio.get_status().queues]
+                    == [("snap-update", 1)]
                 ),
             )
             curio.cancel(snap.request_id)
