@@ -313,14 +313,6 @@ BAD_INPUTS = [
         "Phase1Out: not valid base64: character '*' at offset 4",
     ),
     (
-        "wrong sector size (request vs c1)",
-        pb.SubmitProofRequest(
-            proof_kind=pb.POREP_SEAL_COMMIT, sector_size=32 << 30, vanilla_proof=_c1()
-        ),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "SectorSize: is 2KiB but the request says sector_size 32GiB",
-    ),
-    (
         "not a sector size",
         pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1(12345)),
         grpc.StatusCode.INVALID_ARGUMENT,
