@@ -118,7 +118,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
         if key not in phase1:
             raise InputError(source, f"Phase1Out.{key}", "is missing")
     rp = phase1["registered_proof"]
-    m = re.fullmatch(r"StackedDrg(\d+)(KiB|MiB|GiB)V1(_1)?(_Feat_\w+)?", str(rp))
+    m = re.fullmatch(r"StackedDrg(\d+)(KiB|MiB|GiB)V1(_1|_2)?(_Feat_\w+)?", str(rp))
     if not m:
         raise InputError(
             source, "Phase1Out.registered_proof", f"{rp!r} is not a StackedDrg seal proof"
