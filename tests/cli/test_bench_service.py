@@ -196,6 +196,8 @@ def test_an_unreachable_daemon_is_reported_with_the_address_tried(
     assert err.startswith(f"error: UNAVAILABLE: no cuzk daemon answers at unix://{tmp_path}/")
     assert "(the default address)" in err and "cuzk-bench -a " in err and "CUZK_ADDR" in err
     assert "Traceback" not in err and "failed to connect" not in err and err.count("\n") == 1
-    assert main(["-a", f"unix://{tmp_path}/other.sock", "metrics"]) == 1
-    err = capsys.readouterr().err
-    assert f"no cuzk daemon answers at unix://{tmp_path}/other.sock. Start one" in err
+    for command in (["metrics"], ["batch", "-t", "demo", "-c", "2"]):
+        assert main(["-a", f"unix://{tmp_path}/other.sock", *command]) == 1
+        out, err = capsys.readouterr()
+        assert f"no cuzk daemon answers at unix://{tmp_path}/other.sock. Start one" in err
+        assert "Batch Summary" not in out  # said once, not as proofs that failed

@@ -301,6 +301,7 @@ def print_result(resp: pb.AwaitProofResponse, wall_s: float) -> None:
 def cmd_batch(args: argparse.Namespace) -> int:
     tpl = build_template(args)
     with _client(args) as c:
+        c.status(timeout=30)  # an unreachable daemon is said so once, not as N failed proofs
         return run_batch(c, tpl, args.type, args.count, args.concurrency)
 
 
@@ -375,6 +376,7 @@ def cmd_stress(args: argparse.Namespace) -> int:
         raise UsageError("give at least one rate: --demo-rate, --porep-rate (with --porep-c1), …")
 
     with _client(args) as c:
+        c.status(timeout=30)  # an unreachable daemon is said so once
         return run_stress(c, streams, duration, args.concurrency, rng)
 
 
