@@ -100,6 +100,13 @@ def listener_problem(tmp_path: Path, problem: str) -> tuple[dict, str]:
     if problem == "short token":
         token.write_text("short")
         return base, r"auth_token_file: the token must be at least 16 characters"
+    if problem == "socket folder cannot be made":
+        (tmp_path / "file").write_text("")
+        return (
+            {"listen": [f"unix://{tmp_path}/file/run/cuzk.sock"]},
+            r"\[daemon\] listen: unix://.*/file/run/cuzk.sock: cannot make its folder "
+            r".*--no-config",
+        )
     if problem == "missing token":
         return {**base, "auth_token_file": str(tmp_path / "nope")}, r"auth_token_file: cannot read"
     cert, key = make_cert(tmp_path, "a")
@@ -124,6 +131,7 @@ def listener_problem(tmp_path: Path, problem: str) -> tuple[dict, str]:
         "missing token",
         "tls mismatch",
         "not a certificate",
+        "socket folder cannot be made",
     ],
 )
 def test_listener_problems_stop_the_daemon_before_the_journal_is_touched(

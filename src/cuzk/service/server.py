@@ -534,8 +534,24 @@ def check_listeners(d: DaemonConfig, source: str = "config") -> list[str]:
     for raw in d.listen:
         addr = parse_address(raw)
         if addr.unix_path is not None:
+            check_socket_folder(Path(addr.unix_path), source)
             check_socket(Path(addr.unix_path), source)
     return warnings
+
+
+def check_socket_folder(path: Path, source: str = "config") -> None:
+    """The socket's folder exists, or is made now (as Curio's daemon makes
+    ``/run/curio``); InputError naming the way out when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(
+            source,
+            "[daemon] listen",
+            f"unix://{path}: cannot make its folder {path.parent} ({e.strerror}); run the "
+            "daemon as a user who can (Curio's unit runs it as root), or listen elsewhere "
+            "(--listen unix:///path/cuzk.sock, or --no-config: a socket under $CUZK_HOME)",
+        ) from None
 
 
 class Servers:
