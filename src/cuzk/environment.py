@@ -31,10 +31,13 @@ VARIABLES = (
     Variable(
         "CUZK_HOME",
         "`~/.cache/cuzk`",
-        "the daemon's state without a config file: socket, journal, `params/`",
+        "the daemons' journals (`daemons/<listen address>/`); with `--no-config` also "
+        "the socket and `params/`",
     ),
     Variable(
-        "CUZK_ADDR", "the daemon's default listen address", "the daemon `cuzk-bench` talks to"
+        "CUZK_ADDR",
+        "where a daemon on its defaults listens",
+        "the daemon `cuzk-bench` talks to",
     ),
     Variable("CUZK_TOKEN", "none", "bearer token `cuzk-bench` sends to a TCP daemon"),
     Variable(

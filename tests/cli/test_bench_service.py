@@ -150,3 +150,54 @@ def test_a_registered_proof_decides_the_sector_size_by_itself(tmp_path: Path) ->
     assert template().sector_size == 32 << 30  # nothing said: 32GiB, as Curio's bench
     assert template(registered_proof=0, sector_size="2KiB").sector_size == 2048
     assert list(template().vanilla_proofs) == [b"\x00\x01\x02"]
+
+
+# --- where cuzk-bench dials with no -a (issue 31 item 3, issue 35) ---------------------------
+def test_the_default_address_is_where_a_daemon_on_its_defaults_listens(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import socket
+
+    from cuzk.engine import config as config_module
+    from cuzk.service import client as client_module
+    from cuzk.service.client import default_address
+
+    curio_sock = tmp_path / "run" / "cuzk.sock"
+    monkeypatch.delenv("CUZK_ADDR", raising=False)
+    monkeypatch.setenv("CUZK_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(config_module, "CURIO_CONFIG_PATH", tmp_path / "cuzk.toml")
+    monkeypatch.setattr(client_module, "CURIO_LISTEN", f"unix://{curio_sock}")
+    # Nothing anywhere: Curio's socket, where the daemon listens with no config file.
+    assert default_address() == f"unix://{curio_sock}"
+    # Only the built-in socket (a daemon run with --no-config) is there: that one.
+    (tmp_path / "home").mkdir()
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(tmp_path / "home" / "cuzk.sock"))
+        assert default_address() == f"unix://{tmp_path / 'home' / 'cuzk.sock'}"
+        curio_sock.parent.mkdir()
+        with socket.socket(socket.AF_UNIX) as c:
+            c.bind(str(curio_sock))
+            assert default_address() == f"unix://{curio_sock}"  # Curio's first
+    # Curio's config file, as the daemon reads it by default: its listen, dialled.
+    (tmp_path / "cuzk.toml").write_text('[daemon]\nlisten = "0.0.0.0:9820"\n')
+    assert default_address() == "127.0.0.1:9820"
+    (tmp_path / "cuzk.toml").write_text("[memory]\n")  # no listen: Curio's default socket
+    assert default_address() == "unix:///run/curio/cuzk.sock"
+    monkeypatch.setenv("CUZK_ADDR", "127.0.0.1:1")
+    assert default_address() == "127.0.0.1:1"
+
+
+def test_an_unreachable_daemon_is_reported_with_the_address_tried(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("CUZK_ADDR", f"unix://{tmp_path}/nobody.sock")
+    assert main(["status"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: UNAVAILABLE: no cuzk daemon answers at unix://{tmp_path}/")
+    assert "(the default address)" in err and "cuzk-bench -a " in err and "CUZK_ADDR" in err
+    assert "Traceback" not in err and "failed to connect" not in err and err.count("\n") == 1
+    for command in (["metrics"], ["batch", "-t", "demo", "-c", "2"]):
+        assert main(["-a", f"unix://{tmp_path}/other.sock", *command]) == 1
+        out, err = capsys.readouterr()
+        assert f"no cuzk daemon answers at unix://{tmp_path}/other.sock. Start one" in err
+        assert "Batch Summary" not in out  # said once, not as proofs that failed

@@ -220,6 +220,31 @@ def test_a_config_file_gets_curios_defaults_and_no_file_the_builtin_ones(tmp_pat
     assert bare.srs.cache_dir() == cuzk_home() / "params"
 
 
+def test_the_default_journal_follows_the_listen_address(tmp_path: Path, monkeypatch) -> None:
+    """One daemon per GPU on a host: different addresses, different state; one
+    address however it is spelt, one state (its lock then refuses the second)."""
+    from cuzk.engine.config import DaemonConfig, state_dir
+
+    monkeypatch.setenv("CUZK_HOME", str(tmp_path))
+
+    def journal(*listen: str, **kw: str) -> Path:
+        return DaemonConfig(listen=listen, **kw).journal_path()
+
+    a, b = journal("127.0.0.1:9820"), journal("127.0.0.1:9821")
+    assert a != b and a.name == b.name == "journal.sqlite"
+    assert a.parent.parent == b.parent.parent == tmp_path / "daemons"
+    assert a.parent.name.startswith("tcp_127.0.0.1_9820-")  # readable, then a hash
+    assert journal("http://127.0.0.1:9820/") == a  # Rust's bench spelling: the same address
+    assert journal("127.0.0.1:9820", "unix:///s") == a  # the first address decides
+    gpu0 = journal("unix:///run/curio/cuzk-gpu0.sock")
+    gpu1 = journal("unix:///run/curio/cuzk-gpu1.sock")
+    assert gpu0 != gpu1 and gpu0 == journal("unix:/run/curio/cuzk-gpu0.sock")
+    # Characters that would collide once made readable still get folders of their own.
+    assert state_dir("unix:///a/b_c") != state_dir("unix:///a_b/c")
+    assert journal("127.0.0.1:9820", journal="/j.sqlite") == Path("/j.sqlite")  # the key wins
+    assert len(state_dir("unix:///" + "x/" * 500 + "s").name) < 80  # a name the disk takes
+
+
 def test_default_config_path_is_curios_when_it_exists(tmp_path: Path, monkeypatch) -> None:
     assert Path("/data/zk/cuzk.toml") == config_module.CURIO_CONFIG_PATH  # Curio's unit's
     monkeypatch.setattr(config_module, "CURIO_CONFIG_PATH", tmp_path / "cuzk.toml")

@@ -64,13 +64,12 @@ def test_request_is_parsed_and_its_witness_satisfies_the_circuit(sector_2kib) ->
     assert not handler.owns("porep-2k") and not handler.owns("snap-16k")
 
 
-def test_bad_requests_are_refused_with_the_field(sector_2kib) -> None:
+def test_bad_requests_are_refused_with_the_field(sector_2kib, caplog) -> None:
     s = sector_2kib
     reg = default_registry()
     cases = [
         (snap_request(s, comm_d_new=bytes(31)), "comm_d_new: is 31 bytes, expected 32"),
         (snap_request(s, sector_size=0, registered_proof=9), "9 is not a RegisteredUpdateProof"),
-        (snap_request(s, registered_proof=3), r"2KiB disagrees with registered_proof 3 \(32GiB\)"),
         (snap_request(s, sector_size=8 << 20), "1 given, a 8MiB SnapDeals proof has 4 partition"),
         (snap_request(s, comm_r_old=b"\xff" * 32), "comm_r_old: 0xff"),
         (
@@ -82,6 +81,15 @@ def test_bad_requests_are_refused_with_the_field(sector_2kib) -> None:
         with pytest.raises(InputError, match=message) as e:
             reg.parse(req)
         assert str(e.value).startswith("snap request")
+    # sector_size and registered_proof disagree: the proof type decides, logged.
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        params = SnapKind()._params(snap_request(s, registered_proof=3))
+    assert params == UpdateParams.of(32 << 30)
+    assert "sector_size 2KiB disagrees with registered_proof 3 (32GiB): proved as 32GiB" in (
+        caplog.text
+    )
     # Well-formed but not this sector's: refused when the partition is synthesized.
     kind = SnapKind()
     wrong = snap_request(s, comm_r_new=fr_to_le_bytes(s.comm_r_new + 1))

@@ -161,7 +161,6 @@ def test_valid_c1_envelope() -> None:
         (c1(b64="abcde"), 0, "Phase1Out: not valid base64 .*multiple of 4"),
         (c1(b64=base64.b64encode(b"{nope").decode()), 0, "Phase1Out: not valid JSON"),
         (c1(size=4096), 0, "SectorSize: 4096 is not a Filecoin sector size"),
-        (c1(), 2048, "SectorSize: is 32GiB but the request says sector_size 2KiB"),
         (c1(size=64 << 30), 0, "StackedDrg32GiBV1_1 is for 32GiB sectors but SectorSize is 64GiB"),
         (c1({**PHASE1, "registered_proof": "StackedDrgWindow"}), 0, "not a StackedDrg seal proof"),
         (c1({k: v for k, v in PHASE1.items() if k != "seed"}), 0, r"Phase1Out.seed: is missing"),

@@ -77,13 +77,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cuzk(home: Path, config: str) -> subprocess.Popen:
+def cuzk(home: Path, config: str, cuzk_home: Path | None = None) -> subprocess.Popen:
     """``cuzk --config HOME/cuzk.toml``, as Curio's systemd unit runs it."""
     cfg = home / "cuzk.toml"
     cfg.write_text(config)
     script = Path(sys.executable).with_name("cuzk")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "cuzk.cli.main"]
-    env = {**os.environ, "CUZK_HOME": str(home)}
+    env = {**os.environ, "CUZK_HOME": str(cuzk_home or home)}
     with open(home / "daemon.log", "wb") as log:
         return subprocess.Popen(
             [*cmd, "--config", str(cfg)], env=env, stdout=log, stderr=subprocess.STDOUT
@@ -130,22 +130,68 @@ def test_curios_documented_minimal_config_on_loopback_starts(tmp_path: Path, cap
 
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["minimal", "example"])
-def test_curios_configs_on_all_addresses_are_refused_naming_the_line(
-    tmp_path: Path, which: str
+def test_curios_configs_on_all_addresses_start_and_serve_loopback_peers_only(
+    tmp_path: Path, capsys, which: str
 ) -> None:
-    params = tmp_path / "p"
+    """Unchanged but for the port and the folders: the daemon starts (no restart loop
+    under systemd), serves Curio on this host, and answers another host
+    UNAUTHENTICATED naming the line its operator adds. The other host is this
+    machine's own non-loopback address (127.0.0.0/8 is loopback, all of it)."""
+    from netaddr import non_loopback_ip
+
+    other_host = non_loopback_ip()
+    port, params = free_port(), tmp_path / "p"
     text = (
-        MINIMAL.format(listen="0.0.0.0:9820", params=params)
+        MINIMAL.format(listen=f"0.0.0.0:{port}", params=params)
         if which == "minimal"
-        else EXAMPLE.format(port=9820, params=params)
+        else EXAMPLE.format(port=port, params=params)
     )
     proc = cuzk(tmp_path, text)
-    assert proc.wait(timeout=60) == 2
+    try:
+        out = wait_status(f"127.0.0.1:{port}", capsys)
+        assert "=== cuzk daemon status ===" in out
+        assert bench(["-a", f"{other_host}:{port}", "status"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: UNAUTHENTICATED: 0.0.0.0:{port} serves loopback peers only")
+        assert f"adds one line to [daemon] in {tmp_path / 'cuzk.toml'}: " in err
+        assert 'auth_token_file = "/path/to/token"' in err and "allow_insecure_tcp = true" in err
+    finally:
+        assert stop(proc) == 0
     log = (tmp_path / "daemon.log").read_text()
-    assert f"{tmp_path / 'cuzk.toml'}: [daemon] listen: 0.0.0.0:9820 is reachable" in log
-    assert 'Add one line to [daemon]: auth_token_file = "/path/to/token"' in log
-    assert "or allow_insecure_tcp = true" in log
-    assert "engine started" not in log  # refused before anything started
+    assert f"WARNING cuzk.service.server: {tmp_path / 'cuzk.toml'}: [daemon] listen " in log
+    assert f"0.0.0.0:{port} is reachable from other machines and has no bearer token" in log
+
+
+@pytest.mark.slow
+def test_two_daemons_with_different_addresses_run_side_by_side(tmp_path: Path, capsys) -> None:
+    """One daemon per GPU on a host, each with its own config and address and nothing
+    else: their journals follow from their addresses. The same address twice is
+    refused, naming the daemon that has it."""
+    ports = [free_port(), free_port()]
+    homes = [tmp_path / "gpu0", tmp_path / "gpu1"]
+    procs = []
+    for home, port in zip(homes, ports, strict=True):
+        home.mkdir()
+        config = MINIMAL.format(listen=f"127.0.0.1:{port}", params=tmp_path / "p")
+        procs.append(cuzk(home, config, cuzk_home=tmp_path / "state"))
+    try:
+        for port in ports:
+            assert "proofs completed: 0" in wait_status(f"127.0.0.1:{port}", capsys)
+        journals = sorted((tmp_path / "state" / "daemons").glob("*/journal.sqlite"))
+        assert len(journals) == 2
+        assert [j.parent.name.split("-")[0] for j in journals] == [
+            f"tcp_127.0.0.1_{p}" for p in sorted(ports, key=str)
+        ]
+        again = tmp_path / "again"
+        again.mkdir()
+        config = MINIMAL.format(listen=f"127.0.0.1:{ports[0]}", params=tmp_path / "p")
+        third = cuzk(again, config, cuzk_home=tmp_path / "state")
+        assert third.wait(timeout=60) == 2
+        said = (again / "daemon.log").read_text()
+        assert f"in use by another cuzk-daemon (pid {procs[0].pid})" in said
+    finally:
+        for proc in procs:
+            assert stop(proc) == 0
 
 
 @pytest.mark.slow

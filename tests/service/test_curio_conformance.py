@@ -10,6 +10,9 @@ with no token, by a client whose stubs are compiled from the .proto here
 - those PoReps accepted and queued, then cancelled (a 2KiB PoRep takes
   minutes on two cores), and a retry after CANCELLED being a new attempt;
   on the GPU machine they complete instead;
+- a synthetic PoRep (``cuzk-bench gen-c1 --synthetic``, proof type 10, as
+  Curio seals with UseSyntheticPoRep): accepted and queued, then cancelled
+  on the CPU; on the GPU machine proved and verified;
 - a proofshare SnapDeals request with ``sector_size = 0``, accepted for the
   2KiB circuit (cancelled likewise on the CPU, proven on the GPU);
 - a WindowPoSt proof that FAILED (its key was missing) retried after the
@@ -59,6 +62,7 @@ MINER = 1000
 WINDOW_2K = 10  # RegisteredPoStProof StackedDrgWindow2KiBV1_1
 UPDATE_2K = 0  # RegisteredUpdateProof StackedDrg2KiBV1
 SEAL_2K = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
+SYNTH_2K = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1_Feat_SyntheticPoRep"]
 # Curio masks the top bits of the last byte (tasks/window: randomness[31] &= 0x3f).
 RND = bytes(range(1, 32)) + bytes([0x3F])
 IN_FLIGHT = 20
@@ -216,6 +220,17 @@ def check_window_proof(home: Path, vanilla: list[bytes], proof: bytes, other: li
     assert not verifier.verify(vk, pub(other), Proof.from_bytes(proof))
 
 
+def check_porep_proof(home: Path, raw: bytes, proof: bytes) -> None:
+    """A synthetic PoRep's proof verifies with the synthetic challenges' inputs."""
+    from cuzk.circuits.porep.c1 import load_c1_file
+    from cuzk.circuits.porep.witness import c1_public_inputs
+
+    c1, _ = load_c1_file(raw, "c1.json")
+    vk = read_vk(home / "params" / KeyFiles.filecoin("porep-2k").vk)
+    pub = c1_public_inputs(c1, SYNTH_2K, 0)
+    assert len(proof) == 192 and verifier.verify(vk, pub, Proof.from_bytes(proof))
+
+
 def run_conformance(tmp_path: Path, mode: Mode) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -270,7 +285,7 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
                 and s
             ),
         )
-        assert {q.proof_kind for q in st.queues} <= {"porep"}
+        assert {q.proof_kind for q in st.queues} <= {"porep-c2"}  # Curio's names
         if not mode.prove_porep:
             (q,) = st.queues
             assert (q.pending, q.in_progress) == (IN_FLIGHT, 0)  # accepted and queued
@@ -290,6 +305,29 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
         if not mode.prove_porep:
             assert daemon.http_status()["pipelines"] == []  # never started, never proven
 
+        # A synthetic PoRep, as Curio sends one with UseSyntheticPoRep (proof type 10).
+        synth_c1 = tmp_path / "synthetic-c1.json"
+        argv = ["gen-c1", "--sector-size", "2KiB", "--synthetic", "--out", str(synth_c1)]
+        assert bench([*argv, "--sector-num", "77", "--miner-id", str(MINER)]) == 0
+        synth = curio.porep_request(MINER, 77, synth_c1.read_bytes(), 2048, SYNTH_2K.proof_id)
+        synth_result: list[Any] = []
+        t = threading.Thread(target=lambda: synth_result.append(curio.prove(synth)))
+        t.start()
+        if not mode.prove_porep:
+            wait_until(
+                "the synthetic PoRep queued",
+                lambda: (
+                    [(q.proof_kind, q.pending) for q in curio.get_status().queues]
+                    == [("porep-c2", 1)]
+                ),
+            )
+            curio.cancel(synth.request_id)
+        t.join(timeout=3600)
+        (res,) = synth_result
+        assert res.status == (completed if mode.prove_porep else cancelled), res.error_message
+        if mode.prove_porep:
+            check_porep_proof(home, synth_c1.read_bytes(), res.proof)
+
         # A proofshare SnapDeals request: no sector_size, the update proof type decides.
         snap_proofs, comms = snap_vanilla(tmp_path)
         snap = curio.proofshare_snap_request(
@@ -308,7 +346,8 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
             wait_until(
                 "the SnapDeals job queued",
                 lambda: (
-                    [(q.proof_kind, q.pending) for q in curio.get_status().queues] == [("snap", 1)]
+                    [(q.proof_kind, q.pending) for q in curio.get_status().queues]
+                    == [("snap-update", 1)]
                 ),
             )
             curio.cancel(snap.request_id)
@@ -331,7 +370,7 @@ def run_conformance(tmp_path: Path, mode: Mode) -> None:
         assert (again.job_id, again.proof) == (retry.job_id, retry.proof)
         st = curio.get_status()
         wpost_done = 2
-        assert st.total_proofs_completed == wpost_done + (IN_FLIGHT + 1 if mode.prove_porep else 0)
+        assert st.total_proofs_completed == wpost_done + (IN_FLIGHT + 2 if mode.prove_porep else 0)
 
         if not mode.prove_porep:
             # A PoRep retried after CANCELLED: a new attempt, accepted and queued.

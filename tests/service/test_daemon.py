@@ -123,7 +123,9 @@ def test_sigkill_mid_batch_then_restart_finishes_every_accepted_job(tmp_path: Pa
         assert proc.wait(timeout=60) == 0
 
 
-def test_sigterm_drains_accepted_work(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_drains_accepted_work(tmp_path: Path, signum: int) -> None:
+    """SIGINT (Ctrl-C, and what Curio's Rust daemon listens for) drains as SIGTERM does."""
     proc = start(tmp_path)
     try:
         c = client(tmp_path)
@@ -136,7 +138,7 @@ def test_sigterm_drains_accepted_work(tmp_path: Path) -> None:
         with ThreadPoolExecutor(3) as pool:
             waits = [pool.submit(c.await_proof, j) for j in ids]
             time.sleep(0.2)
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signum)
             end = time.monotonic() + 30
             while True:  # new work is refused while draining
                 try:

@@ -39,7 +39,9 @@ def test_config_path_prefers_the_flag_then_curios_file(tmp_path: Path, monkeypat
     curio = tmp_path / "cuzk.toml"
     monkeypatch.setattr(config_module, "CURIO_CONFIG_PATH", curio)
     parse = build_parser().parse_args
-    assert config_path(parse([])) is None  # no file there: built-in defaults
+    assert config_path(parse([])) is None  # no file there: Curio's defaults, as Rust
+    assert configure(parse([])).daemon.listen == ("unix:///run/curio/cuzk.sock",)
+    assert configure(parse([])).srs.cache_dir() == Path("/data/zk/params")
     curio.write_text('[daemon]\nlisten = "unix:///tmp/from-curio.sock"\n')
     assert config_path(parse([])) == curio
     assert configure(parse([])).daemon.listen == ("unix:///tmp/from-curio.sock",)
@@ -51,6 +53,26 @@ def test_config_path_prefers_the_flag_then_curios_file(tmp_path: Path, monkeypat
     cfg = configure(parse(["--config", str(other), "--listen", "127.0.0.1:1", "-l", "unix:///s"]))
     assert cfg.daemon.listen == ("127.0.0.1:1", "unix:///s")
     assert cfg.srs.cache_dir() == Path("/data/zk/params")  # Curio's default for a file
+
+
+def test_a_missing_config_file_means_curios_defaults_with_a_warning(tmp_path: Path, caplog) -> None:
+    """As Curio's daemon: under systemd's Restart=on-failure an exit would loop."""
+    from cuzk.service.daemon_main import configure_from
+
+    missing = tmp_path / "nope.toml"
+    with caplog.at_level(logging.WARNING):
+        cfg, source = configure_from(build_parser().parse_args(["--config", str(missing)]))
+    assert cfg.daemon.listen == ("unix:///run/curio/cuzk.sock",)
+    assert cfg.srs.cache_dir() == Path("/data/zk/params")
+    assert f"{missing}: config file not found; running on Curio's defaults" in caplog.text
+    assert source == f"none ({missing} not found): Curio's defaults"
+    # A file that exists and is bad is still an error (exit 2), not a fallback.
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[daemon\n")
+    from cuzk.errors import InputError
+
+    with pytest.raises(InputError, match="not valid TOML"):
+        configure_from(build_parser().parse_args(["--config", str(bad)]))
 
 
 # --- under attack (issue 15, items 6 and 8) ---------------------------------------------------
@@ -78,6 +100,13 @@ def listener_problem(tmp_path: Path, problem: str) -> tuple[dict, str]:
     if problem == "short token":
         token.write_text("short")
         return base, r"auth_token_file: the token must be at least 16 characters"
+    if problem == "socket folder cannot be made":
+        (tmp_path / "file").write_text("")
+        return (
+            {"listen": [f"unix://{tmp_path}/file/run/cuzk.sock"]},
+            r"\[daemon\] listen: unix://.*/file/run/cuzk.sock: cannot make its folder "
+            r".*--no-config",
+        )
     if problem == "missing token":
         return {**base, "auth_token_file": str(tmp_path / "nope")}, r"auth_token_file: cannot read"
     cert, key = make_cert(tmp_path, "a")
@@ -92,8 +121,6 @@ def listener_problem(tmp_path: Path, problem: str) -> tuple[dict, str]:
             {**base, "tls_cert_file": str(token), "tls_key_file": str(key)},
             r"tls_cert_file: .*token is not a PEM certificate",
         )
-    if problem == "unreachable without a token":
-        return {"listen": ["0.0.0.0:0"]}, r"reachable from other machines and has no bearer token"
     raise AssertionError(problem)
 
 
@@ -104,7 +131,7 @@ def listener_problem(tmp_path: Path, problem: str) -> tuple[dict, str]:
         "missing token",
         "tls mismatch",
         "not a certificate",
-        "unreachable without a token",
+        "socket folder cannot be made",
     ],
 )
 def test_listener_problems_stop_the_daemon_before_the_journal_is_touched(

@@ -109,7 +109,8 @@ def test_seven_sigkills_lose_nothing_and_prove_nothing_twice(tmp_path: Path) -> 
         assert proc.wait(timeout=60) == 0
     assert not status.queues or all(q.pending == q.in_progress == 0 for q in status.queues)
     # nothing duplicated: one job per request, no "#2" attempt, each completed once
-    records = Journal(tmp_path / "journal.sqlite").records()
+    (journal,) = (tmp_path / "daemons").glob("*/journal.sqlite")  # its listen address's
+    records = Journal(journal).records()
     assert sorted(r.job_id for r in records) == sorted(requests)
     logs = "".join((tmp_path / f"daemon-{i}.log").read_text() for i in range(KILLS + 1))
     for rid in requests:

@@ -31,7 +31,14 @@ V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize(
+    "proof_type",
+    [V1_1_2KIB, REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1_Feat_SyntheticPoRep"]],
+    ids=["interactive", "synthetic"],
+)
+def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch, proof_type) -> None:
+    """Interactive, and synthetic (issue 31 item 1: its challenges from the synthetic
+    set, the same circuit and key)."""
     monkeypatch.setenv("CUZK_CIRCUIT_CACHE", str(tmp_path / "circuits"))
     import cuzk.engine.keystore.sources as srs
 
@@ -40,7 +47,7 @@ def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(
         srs, "gpu_points", lambda dev: made_on_gpu.append(dev.ordinal) or real_gpu_points(dev)
     )
-    _, c1 = seal_random(V1_1_2KIB, random.Random(5))
+    _, c1 = seal_random(proof_type, random.Random(5))
     raw = dumps_wrapper(C1Wrapper(1, dumps_c1(c1), 2048))
     with running_daemon(
         tmp_path,
@@ -55,7 +62,7 @@ def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -
                 proof_kind=pb.POREP_SEAL_COMMIT,
                 vanilla_proof=raw,
                 sector_size=2048,
-                registered_proof=V1_1_2KIB.proof_id,
+                registered_proof=proof_type.proof_id,
             )
         ).job_id
         r = c.await_proof(job)
@@ -68,7 +75,7 @@ def test_2kib_porep_through_the_daemon_on_the_gpu(tmp_path: Path, monkeypatch) -
         assert s.tier == pb.SRSStatus.HOT
         (proof,) = decode_proofs(r.proof)
         vk = d.engine.keys.verifying_key("porep-2k")
-        pub = c1_public_inputs(c1, V1_1_2KIB, 0)
+        pub = c1_public_inputs(c1, proof_type, 0)
         assert verifier.verify(vk, pub, proof)
         assert not verifier.verify(vk, [pub[0] + 1, *pub[1:]], proof)
         # the witness was made on the GPU ([pipeline] witness = auto on CUDA), and

@@ -313,14 +313,6 @@ BAD_INPUTS = [
         "Phase1Out: not valid base64: character '*' at offset 4",
     ),
     (
-        "wrong sector size (request vs c1)",
-        pb.SubmitProofRequest(
-            proof_kind=pb.POREP_SEAL_COMMIT, sector_size=32 << 30, vanilla_proof=_c1()
-        ),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        "SectorSize: is 2KiB but the request says sector_size 32GiB",
-    ),
-    (
         "not a sector size",
         pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=_c1(12345)),
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -447,14 +439,78 @@ def test_tcp_requires_the_bearer_token(tmp_path: Path) -> None:
         assert len(d.engine.registry.all()) == 1  # the refused submit never reached the engine
 
 
-def test_tcp_without_a_token_file_does_not_start(tmp_path: Path) -> None:
-    from cuzk.errors import InputError
+def test_unreachable_tcp_without_a_token_serves_loopback_peers_only(tmp_path: Path, caplog) -> None:
+    """Curio's cuzk.example.toml (0.0.0.0, no token): the daemon starts, serves Curio
+    on this host, and answers another host UNAUTHENTICATED naming the line to add.
+    The other host is this machine's own non-loopback address: its peer address is
+    what another machine's would be (127.0.0.0/8 is this machine, all of it)."""
+    import logging
 
+    from netaddr import non_loopback_ip
+
+    other_host = non_loopback_ip()
     with (
-        pytest.raises(InputError, match="reachable from other machines and has no bearer token"),
-        running_daemon(tmp_path, daemon={"listen": ["0.0.0.0:0"]}),
+        caplog.at_level(logging.WARNING, logger="cuzk.service.server"),
+        running_daemon(tmp_path, daemon={"listen": ["0.0.0.0:0"]}) as d,
     ):
-        pass
+        port = d.servers.bound[0].rpartition(":")[2]
+        with Client(f"127.0.0.1:{port}", token="") as local:
+            r = local.prove(demo_request())
+            assert r.status == COMPLETED
+        with Client(f"{other_host}:{port}", token="") as remote:
+            for call in (remote.status, lambda: remote.submit(demo_request())):
+                e = rpc_error(call)
+                assert e.code() == grpc.StatusCode.UNAUTHENTICATED
+                assert "serves loopback peers only" in e.details()
+                assert 'auth_token_file = "/path/to/token"' in e.details()
+                assert "allow_insecure_tcp = true" in e.details()
+        assert len(d.engine.registry.all()) == 1  # the refused submit never reached it
+        (warning,) = [r for r in caplog.records if "loopback peers only" in r.getMessage()]
+        assert warning.levelno == logging.WARNING
+        assert "0.0.0.0:0 is reachable from other machines" in warning.getMessage()
+
+
+def test_a_loopback_only_status_listener_refuses_other_hosts(tmp_path: Path) -> None:
+    from netaddr import non_loopback_ip
+
+    from cuzk.service.http import StatusServer
+
+    other_host = non_loopback_ip()
+    with running_daemon(tmp_path) as d:
+        http = StatusServer(d.engine, "0.0.0.0:0", loopback_only="refused: add one line")
+        http.start()
+        try:
+            port = http.address.rpartition(":")[2]
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/status") as r:
+                assert "totals" in json.load(r)
+            with pytest.raises(urllib.error.HTTPError) as ei:
+                urllib.request.urlopen(f"http://{other_host}:{port}/status")
+            assert ei.value.code == 401
+            assert ei.value.read() == b"refused: add one line\n"
+        finally:
+            http.stop()
+
+
+@pytest.mark.parametrize(
+    ("peer", "loopback"),
+    [
+        ("ipv4:127.0.0.1:5000", True),
+        ("ipv4:127.0.0.2:5000", True),  # 127.0.0.0/8 is this machine
+        ("ipv6:[::1]:5000", True),
+        ("ipv6:%5B::1%5D:5000", True),
+        ("ipv6:[::ffff:127.0.0.1]:5000", True),  # a dual-stack listener's IPv4 peer
+        ("unix:/run/curio/cuzk.sock", True),
+        ("ipv4:192.0.2.2:5000", False),
+        ("ipv6:[fd00::2]:5000", False),
+        ("ipv6:[::ffff:192.0.2.2]:5000", False),
+        ("ipv4:not-an-ip:1", False),
+        ("", False),
+    ],
+)
+def test_which_peers_are_loopback(peer: str, loopback: bool) -> None:
+    from cuzk.service.server import is_loopback_peer
+
+    assert is_loopback_peer(peer) is loopback
 
 
 @pytest.mark.parametrize(
@@ -464,36 +520,36 @@ def test_tcp_without_a_token_file_does_not_start(tmp_path: Path) -> None:
         ("127.8.9.10:9820", False, "loopback"),
         ("[::1]:9820", False, "loopback"),
         ("localhost:9820", False, "loopback"),
-        ("0.0.0.0:9820", False, "refused"),
-        ("[::]:9820", False, "refused"),
-        ("192.168.1.5:9820", False, "refused"),
-        ("prover.internal:9820", False, "refused"),  # a name may resolve anywhere
+        ("0.0.0.0:9820", False, "loopback peers only"),
+        ("[::]:9820", False, "loopback peers only"),
+        ("192.168.1.5:9820", False, "loopback peers only"),
+        ("prover.internal:9820", False, "loopback peers only"),  # a name may resolve anywhere
         ("0.0.0.0:9820", True, "INSECURE"),
         ("unix:///run/curio/cuzk.sock", False, None),
     ],
 )
 def test_plain_tcp_access_rules(listen: str, insecure: bool, verdict: str | None) -> None:
     from cuzk.engine.config import DaemonConfig
-    from cuzk.errors import InputError
-    from cuzk.service.server import check_tcp_access, parse_address
+    from cuzk.service.server import check_tcp_access, loopback_only, parse_address
 
     d = DaemonConfig(listen=(listen,), allow_insecure_tcp=insecure)
     addr = parse_address(listen)
-    if verdict == "refused":
-        with pytest.raises(InputError) as ei:
-            check_tcp_access(d, addr, "listen", "cuzk.toml")
-        # The message names the one line to add, either way.
-        assert str(ei.value).startswith("cuzk.toml: [daemon] listen: ")
-        assert 'auth_token_file = "/path/to/token"' in str(ei.value)
-        assert "allow_insecure_tcp = true" in str(ei.value)
+    assert loopback_only(d, addr) is (verdict == "loopback peers only")
+    if verdict == "loopback peers only":
+        warning = check_tcp_access(d, addr, "listen", "cuzk.toml")
+        # The warning names the one line to add, either way.
+        assert warning is not None and warning.startswith(f"cuzk.toml: [daemon] listen {addr} ")
+        assert 'auth_token_file = "/path/to/token"' in warning
+        assert "allow_insecure_tcp = true" in warning
     elif verdict is None:
         assert check_tcp_access(d, addr) is None
     else:
         warning = check_tcp_access(d, addr)
         assert warning is not None and verdict in warning
-    # With a token every TCP address is served, and no warning is due.
+    # With a token every TCP address is served to every peer, and no warning is due.
     tokened = DaemonConfig(listen=(listen,), auth_token_file="/t")
     assert check_tcp_access(tokened, addr) is None
+    assert not loopback_only(tokened, addr)
 
 
 def test_loopback_tcp_without_a_token_serves_curios_client(tmp_path: Path, caplog) -> None:
@@ -610,14 +666,14 @@ def test_kinds_enum_matches_bench_names() -> None:
 
 def test_the_status_endpoint_follows_the_same_rule() -> None:
     from cuzk.engine.config import DaemonConfig
-    from cuzk.errors import InputError
     from cuzk.service.server import check_access
 
     unix = ("unix:///run/curio/cuzk.sock",)
     warnings = check_access(DaemonConfig(listen=unix, status_listen="127.0.0.1:9821"))
     assert len(warnings) == 1 and "[daemon] status_listen 127.0.0.1:9821" in warnings[0]
-    with pytest.raises(InputError, match=r"\[daemon\] status_listen: 0.0.0.0:9821 is reachable"):
-        check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821"))
+    (warning,) = check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821"))
+    assert "[daemon] status_listen 0.0.0.0:9821 is reachable" in warning
+    assert "loopback peers only" in warning
     assert (
         check_access(DaemonConfig(listen=unix, status_listen="0.0.0.0:9821", auth_token_file="t"))
         == []
@@ -681,3 +737,49 @@ def test_curios_status_keys_over_http_on_loopback(tmp_path: Path) -> None:
     (srs,) = status["allocations"]["srs"]
     assert srs["bytes"] > 0 and srs["evictable"] is True
     assert status["allocations"]["pce"] == []
+
+
+def test_get_status_speaks_curios_kind_names_and_the_devices_free_memory(tmp_path: Path) -> None:
+    """Issue 31 item 5: queue kinds as Curio's daemon names them; a GPU's free figure
+    is its driver's (what nvidia-smi shows), not what the budget has left."""
+    from dataclasses import replace
+
+    from cuzk.engine.engine import QueueStatus
+    from cuzk.service.convert import status_to_pb
+
+    with running_daemon(tmp_path) as d:
+        s = d.engine.status()
+    kinds = ["porep", "snap", "wpost", "winning", "demo"]
+    s = replace(
+        s,
+        queues=tuple(QueueStatus(k, 2, 1) for k in kinds),
+        devices=(
+            replace(s.devices[0], current_jobs=(("w-1", "wpost"),), memory_free=12345),
+            replace(s.devices[0], ordinal=1, current_jobs=(), memory_free=None),
+        ),
+    )
+    m = status_to_pb(s)
+    assert [q.proof_kind for q in m.queues] == [
+        "porep-c2",
+        "snap-update",
+        "window-post",
+        "winning-post",
+        "demo",
+    ]
+    assert m.gpus[0].vram_free_bytes == 12345 and m.gpus[0].current_proof_kind == "window-post"
+    # The CPU device (no driver figure) reports the host budget it proves within.
+    assert m.gpus[1].vram_free_bytes == max(0, s.devices[0].budget_free)
+    assert m.gpus[1].current_proof_kind == ""
+
+
+@pytest.mark.gpu
+def test_get_status_reports_the_gpus_free_memory_on_the_gpu(tmp_path: Path) -> None:
+    import cupy
+
+    with running_daemon(tmp_path, gpus={"backend": "cuda", "vram_budget": "8GiB"}) as d:
+        (g, *_) = d.client().status().gpus
+        with cupy.cuda.Device(g.ordinal):
+            free, total = cupy.cuda.runtime.memGetInfo()
+        assert g.vram_total_bytes == total
+        assert abs(g.vram_free_bytes - free) < 2 << 30  # within what another process may take
+        assert g.vram_free_bytes > 8 << 30  # not the 8 GiB budget's free figure

@@ -17,6 +17,8 @@ MODULES = (
     "cuzk.bench.circuit_witness",  # circuit-witness: one partition's compile and witness, timed
     "cuzk.cli.bench_vanilla",  # gen-vanilla: vanilla proofs as Curio sends them
     "cuzk.bench.load_params",  # load-params: a key file streamed into a device
+    "cuzk.bench.synth_only",  # synth-only: a C1's synthesis alone, timed (Curio's)
+    "cuzk.cli.bench_rust",  # pce-bench, pce-pipeline, slotted-bench: refused, naming ours
 )
 
 

@@ -5,8 +5,11 @@
 ``gen-c1 --sector-size 32GiB --out c1.json`` writes a valid C1 output (in
 Curio's ``c1.json`` envelope unless ``--bare``) for any registered sector
 size, from a sparse synthetic sector; ``--sealed`` really seals a small
-(2KiB) sector instead. ``gen-snap`` writes SnapDeals (EmptySectorUpdate)
-partition proofs the same way.
+(2KiB) sector instead. ``--synthetic`` writes a synthetic PoRep's C1 (the
+size's ``V1_1_Feat_SyntheticPoRep`` proof, as Curio seals with
+``UseSyntheticPoRep``): its challenges are picked from a set that comm_r
+fixes, so it needs the whole sector and implies ``--sealed``. ``gen-snap``
+writes SnapDeals (EmptySectorUpdate) partition proofs the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from cuzk.bench.prove_c1 import partition_list
 from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
+from cuzk.circuits.porep.derive import SYNTHETIC
 from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS, default_proof, parse_size
 from cuzk.circuits.porep.types import C1Wrapper
 from cuzk.errors import CuzkError
@@ -39,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--partitions", default=None, help="only these partitions (e.g. 0,3); others left empty"
     )
     p.add_argument("--sealed", action="store_true", help="really seal the sector (small sizes)")
+    p.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="a synthetic PoRep (…V1_1_Feat_SyntheticPoRep, Curio's UseSyntheticPoRep); "
+        "implies --sealed",
+    )
     p.add_argument("--bare", action="store_true", help="bare C1 JSON, no c1.json envelope")
     p.add_argument("--verify", action="store_true", help="run the vanilla verifier on the result")
     p.set_defaults(func=run_gen_c1)
@@ -58,15 +68,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _proof(args: argparse.Namespace):
     size = parse_size(args.sector_size)
-    if args.proof is None:
+    name = args.proof
+    if args.synthetic:
+        synthetic = f"{default_proof(size).name}_Feat_SyntheticPoRep"
+        if name is not None and name != synthetic:
+            raise ValueError(f"--synthetic is {synthetic}, not --proof {name}")
+        name = synthetic
+    if name is None:
         return default_proof(size)
-    proof = REGISTERED_SEAL_PROOFS.get(args.proof)
+    proof = REGISTERED_SEAL_PROOFS.get(name)
     if proof is None:
-        raise ValueError(f"unknown seal proof {args.proof!r}")
+        raise ValueError(f"unknown seal proof {name!r}")
     if proof.sector_size != size:
         raise ValueError(f"{proof.name} is not a {args.sector_size} proof")
-    if not proof.interactive:
-        raise ValueError(f"{proof.name}: only interactive PoRep proofs are generated")
+    if not proof.interactive and proof.feature != SYNTHETIC:
+        raise ValueError(f"{proof.name}: only interactive and synthetic PoRep are generated")
     return proof
 
 
@@ -79,7 +95,7 @@ def run_gen_c1(args: argparse.Namespace) -> int:
         partitions = partition_list(args.partitions)
         rng = random.Random(args.seed)
         t0 = time.perf_counter()
-        if args.sealed:
+        if args.sealed or proof.feature == SYNTHETIC:
             if proof.sector.nodes > 1 << 18:
                 raise ValueError("--sealed materialises the whole sector: use 2KiB or 8MiB")
             data = sealer.random_sector_data(proof.sector.nodes, rng)

@@ -258,20 +258,37 @@ def build_template(args: argparse.Namespace) -> ProofTemplate:
 
 
 # --- commands -----------------------------------------------------------------------
-def _rpc_error(e: grpc.RpcError) -> int:
+def _rpc_error(e: grpc.RpcError, addr: str | None = None, default: bool = False) -> int:
+    """The error a command prints; a daemon that cannot be reached is said to be
+    so, with the address tried and how to give another (a draining daemon's
+    refusal, also UNAVAILABLE, says what it is itself)."""
+    if (
+        e.code() == grpc.StatusCode.UNAVAILABLE
+        and addr is not None
+        and "shutting down" not in (e.details() or "")
+    ):
+        print(
+            f"error: UNAVAILABLE: no cuzk daemon answers at {addr}"
+            f"{' (the default address)' if default else ''}. Start one, or pass its "
+            "address: cuzk-bench -a unix:///path/to/cuzk.sock … or -a 127.0.0.1:9820 … "
+            "(or set CUZK_ADDR)",
+            file=sys.stderr,
+        )
+        return 1
     print(f"error: {e.code().name}: {e.details()}", file=sys.stderr)
     return 1
 
 
 def guard(fn: Any) -> Any:
     def wrapper(args: argparse.Namespace) -> int:
+        given = getattr(args, "addr", None)
         try:
             return fn(args)
         except UsageError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         except grpc.RpcError as e:
-            return _rpc_error(e)
+            return _rpc_error(e, given or default_address(), default=given is None)
         except OSError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
@@ -333,6 +350,7 @@ def print_result(resp: pb.AwaitProofResponse, wall_s: float, cpu: bool = False) 
 def cmd_batch(args: argparse.Namespace) -> int:
     tpl = build_template(args)
     with _client(args) as c:
+        c.status(timeout=30)  # an unreachable daemon is said so once, not as N failed proofs
         return run_batch(c, tpl, args.type, args.count, args.concurrency)
 
 
@@ -409,6 +427,7 @@ def cmd_stress(args: argparse.Namespace) -> int:
         raise UsageError("give at least one rate: --demo-rate, --porep-rate (with --porep-c1), …")
 
     with _client(args) as c:
+        c.status(timeout=30)  # an unreachable daemon is said so once
         return run_stress(c, streams, duration, args.concurrency, rng)
 
 

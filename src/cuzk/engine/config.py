@@ -12,12 +12,20 @@ every key, docs/MIGRATING.md what becomes of each of Curio's.
 
 A config file is taken to be a Curio config: the keys it leaves out get
 Curio's defaults where the two differ (the socket ``unix:///run/curio/cuzk.sock``,
-the parameters folder ``/data/zk/params``). Without a file (the daemon run
-bare, ``make demo``) the built-in defaults keep everything under ``$CUZK_HOME``.
+the parameters folder ``/data/zk/params``); the daemon run with no config file
+gets them too, as Curio's does. The built-in defaults (``Config()``: the daemon's
+``--no-config``, ``make demo``, the tools) keep everything under ``$CUZK_HOME``.
+
+A daemon's state (its journal and the lock on it) lives in a folder of its own
+named after its first listen address (:func:`state_dir`) unless ``[daemon]
+journal`` says otherwise, so that daemons with different addresses on one host
+(one per GPU) never share a journal, and the same address twice is refused by
+the journal's lock.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
@@ -93,6 +101,27 @@ def _default_listen() -> str:
     return f"unix://{cuzk_home() / 'cuzk.sock'}"
 
 
+def listen_identity(addr: str) -> str:
+    """One spelling of a listen address: ``unix:`` + the absolute socket path, or
+    ``tcp:`` + host:port without a scheme (``http://0.0.0.0:9820/`` and
+    ``0.0.0.0:9820`` are one address)."""
+    if addr.startswith("unix:"):
+        path = addr[len("unix://") :] if addr.startswith("unix://") else addr[len("unix:") :]
+        return "unix:" + os.path.abspath(path)
+    for scheme in ("http://", "https://", "tcp://", "grpc://"):
+        addr = addr.removeprefix(scheme)
+    return "tcp:" + addr.rstrip("/").lower()
+
+
+def state_dir(listen: str) -> Path:
+    """The default state folder of a daemon listening first on ``listen``:
+    ``$CUZK_HOME/daemons/<address, readable>-<8 hex of its hash>``."""
+    ident = listen_identity(listen)
+    readable = re.sub(r"[^A-Za-z0-9.-]+", "_", ident).strip("_")[-60:]
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:8]
+    return cuzk_home() / "daemons" / f"{readable}-{digest}"
+
+
 # Curio's cuzk: where its systemd unit keeps the config, and the defaults it gives
 # the keys a config file leaves out (extern/cuzk/cuzk-core/src/config.rs).
 CURIO_CONFIG_PATH = Path("/data/zk/cuzk.toml")
@@ -114,7 +143,7 @@ class DaemonConfig:
     tls_cert_file: str = ""
     tls_key_file: str = ""
     max_message_size: int = 128 * MIB
-    journal: str = ""  # SQLite journal; "" = $CUZK_HOME/journal.sqlite
+    journal: str = ""  # SQLite journal; "" = journal.sqlite in state_dir(listen[0])
     job_retention: float = 24 * 3600.0  # finished jobs stay answerable this long
     shutdown_timeout: float = 600.0  # SIGTERM: finish accepted work for at most this long
     # threads that run calls' work (parsing a request, journalling it, status); a
@@ -124,7 +153,8 @@ class DaemonConfig:
     status_sample_interval: float = 5.0
 
     def journal_path(self) -> Path:
-        return Path(self.journal) if self.journal else cuzk_home() / "journal.sqlite"
+        """``journal``, else ``journal.sqlite`` in the first listen address's state folder."""
+        return Path(self.journal) if self.journal else state_dir(self.listen[0]) / "journal.sqlite"
 
 
 @dataclass(frozen=True)
@@ -435,6 +465,26 @@ def curio_defaults() -> Config:
 def default_config_path() -> Path | None:
     """Curio's config file when it exists (the daemon run without ``--config``)."""
     return CURIO_CONFIG_PATH if CURIO_CONFIG_PATH.is_file() else None
+
+
+def daemon_config(path: str | Path | None) -> tuple[Config, str]:
+    """The daemon's config and where it came from, as Curio's daemon chooses it:
+    the file when it exists, else Curio's defaults (a named file that is missing
+    is reported with a warning, not an error: under systemd's Restart=on-failure
+    an exit would loop)."""
+    if path is None:
+        return curio_defaults(), f"none ({CURIO_CONFIG_PATH} not found): Curio's defaults"
+    p = Path(path)
+    if not p.exists():
+        log.warning(
+            "%s: config file not found; running on Curio's defaults (listen %s, "
+            "param_cache %s), as Curio's daemon does",
+            p,
+            CURIO_LISTEN,
+            CURIO_PARAM_CACHE,
+        )
+        return curio_defaults(), f"none ({p} not found): Curio's defaults"
+    return load_config(p), str(p)
 
 
 def load_config(path: str | Path | None) -> Config:

@@ -47,6 +47,21 @@ class Device:
         """Keys prepared for this device live in host memory (the CPU backend)."""
         return self.budget is None
 
+    def free_bytes(self) -> int | None:
+        """The device's free memory as its driver reports it (what nvidia-smi shows,
+        whatever the budget); None for the CPU, or when the device cannot say."""
+        if self.backend.name != "cuda":
+            return None
+        try:
+            import cupy
+
+            with cupy.cuda.Device(self.ordinal):
+                free, _total = cupy.cuda.runtime.memGetInfo()
+        except Exception as e:  # a lost device: its health check reports it
+            log.debug("%s: free memory unknown: %s", self.label, e)
+            return None
+        return int(free)
+
     def activate(self) -> AbstractContextManager[Any]:
         """Make this the current CUDA device of the calling thread (a no-op on the CPU)."""
         if self.backend.name != "cuda":

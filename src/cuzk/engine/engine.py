@@ -61,6 +61,7 @@ class DeviceStatus:
     partitions_proven: int = 0  # verified partition proofs it made
     busy_s: float = 0.0  # its workers' time proving
     workers: int = 0
+    memory_free: int | None = None  # the device's free memory, as its driver says (None: CPU)
     partitions_held: int = 0  # partitions its workers have taken and not finished
     resident_keys: tuple[tuple[str, int], ...] = ()  # (circuit id, bytes reserved there)
     budget_reserved: int = 0
@@ -586,6 +587,7 @@ class Engine:
                     partitions_proven=work[d.ordinal].proven,
                     busy_s=work[d.ordinal].busy_seconds,
                     workers=len(ws),
+                    memory_free=d.free_bytes(),
                     partitions_held=sum(w.held for w in ws),
                     resident_keys=tuple(
                         (e.circuit_id, e.device_bytes.get(d.ordinal, 0))

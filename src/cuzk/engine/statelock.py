@@ -1,10 +1,15 @@
-"""One daemon per state: an exclusive lock beside the journal, naming its holder.
+"""One daemon per state: an exclusive lock on the journal file itself, naming its holder.
 
 A second daemon on the same journal would resume the first one's unfinished
 jobs (proving them twice) and, on the same socket, take the first one's
-clients. The lock is ``flock`` on ``<journal>.lock``: it goes with the process
-however it ends (a SIGKILL included), so a stale lock file never blocks a
-restart; the file holds the holder's pid, which the refusal names.
+clients. The lock is ``flock`` on the journal file (created empty when it is
+new; SQLite's own locks are POSIX locks, which ``flock`` does not touch), so it
+is keyed on the file's identity, its device and inode, not on the name it was
+given: a journal reached through a symlink, a symlinked folder or a hard link
+is the same journal and is refused. It goes with the process however it ends
+(a SIGKILL included), so a crash never blocks a restart. The holder's pid is
+read from the kernel's lock table (``/proc/locks``), and also written to
+``<journal>.lock`` beside the journal's real path for the operator.
 """
 
 from __future__ import annotations
@@ -19,20 +24,25 @@ from cuzk.errors import CuzkError
 
 log = logging.getLogger(__name__)
 
+PROC_LOCKS = Path("/proc/locks")
+
 
 class StateLocked(CuzkError):
     """Another daemon holds this state."""
 
-    def __init__(self, journal: Path, lock: Path, pid: int | None) -> None:
+    def __init__(self, journal: Path, real: Path, pid: int | None) -> None:
         self.pid = pid
         holder = f"pid {pid}" if pid else "pid unknown"
+        same = "" if real == journal else f" (the same file as {real})"
         super().__init__(
-            f"{journal}: in use by another cuzk-daemon ({holder}), which holds {lock}; stop "
-            "it, or give this daemon its own [daemon] journal and listen address"
+            f"{journal}: in use by another cuzk-daemon ({holder}), which holds its "
+            f"lock{same}; stop it, or give this daemon its own [daemon] journal and "
+            "listen address"
         )
 
 
 def lock_path(journal: Path) -> Path:
+    """The file beside the journal that names the holder's pid."""
     return journal.with_name(journal.name + ".lock")
 
 
@@ -41,25 +51,28 @@ class StateLock:
 
     def __init__(self, journal: Path) -> None:
         self.journal = Path(journal)
-        self.path = lock_path(self.journal)
+        self.real = self.journal.resolve()  # symlinks followed: the file it really is
+        self.path = lock_path(self.real)
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.real.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.real, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid = _read_pid(fd)
+            st = os.fstat(fd)
             os.close(fd)
-            raise StateLocked(self.journal, self.path, pid) from None
+            pid = holder_pid(st.st_dev, st.st_ino) or _read_pid(self.path)
+            raise StateLocked(self.journal, self.real, pid) from None
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
-        log.debug("state lock %s taken (pid %d)", self.path, os.getpid())
+        with contextlib.suppress(OSError):
+            self.path.write_text(f"{os.getpid()}\n")
+            os.chmod(self.path, 0o600)
+        log.debug("state lock on %s taken (pid %d)", self.real, os.getpid())
 
     def probe(self) -> None:
         """Raise StateLocked when another process holds the lock (nothing is kept:
@@ -71,7 +84,8 @@ class StateLock:
         if self._fd is None:
             return
         with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
+            if _read_pid(self.path) == os.getpid():
+                self.path.write_text("")
         os.close(self._fd)  # closing the descriptor releases the flock
         self._fd = None
 
@@ -80,9 +94,27 @@ class StateLock:
         return self._fd is not None
 
 
-def _read_pid(fd: int) -> int | None:
+def holder_pid(dev: int, ino: int, table: Path = PROC_LOCKS) -> int | None:
+    """The pid holding a ``flock`` on the file (dev, ino), from the kernel's lock
+    table; None when it cannot be told (no /proc, a pid in another namespace: 0)."""
+    want = f"{os.major(dev):02x}:{os.minor(dev):02x}:{ino}"
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+        lines = table.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF"; a waiter's line has "->"
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[2] != "->":
+            pid, where = parts[4], parts[5]
+            if where.lower() == want and pid.isdigit() and int(pid) > 0:
+                return int(pid)
+    return None
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")[:32].strip()
     except OSError:
         return None
     return int(text) if text.isascii() and text.isdigit() else None

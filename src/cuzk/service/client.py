@@ -13,8 +13,15 @@ from typing import Any
 
 import grpc
 
-from cuzk.engine.config import MIB, Config
+from cuzk.engine.config import (
+    CURIO_LISTEN,
+    MIB,
+    Config,
+    default_config_path,
+    load_config,
+)
 from cuzk.engine.jobs import ProofRequest
+from cuzk.errors import CuzkError
 from cuzk.service import convert
 from cuzk.service.proto import proving_pb2 as pb
 from cuzk.service.proto import proving_pb2_grpc as pb_grpc
@@ -22,8 +29,35 @@ from cuzk.service.server import parse_address
 
 
 def default_address() -> str:
-    """``$CUZK_ADDR``, else the daemon's default listen address."""
-    return os.environ.get("CUZK_ADDR") or Config().daemon.listen[0]
+    """Where a daemon started on its defaults listens: ``$CUZK_ADDR``; else the
+    first listen address of the config the daemon reads by default (Curio's
+    ``/data/zk/cuzk.toml``; ``0.0.0.0`` dialled as ``127.0.0.1``); else Curio's
+    socket (the daemon with no config file), or the built-in one under
+    ``$CUZK_HOME`` (``--no-config``) when only that one exists."""
+    env = os.environ.get("CUZK_ADDR")
+    if env:
+        return env
+    path = default_config_path()
+    if path is not None:
+        try:
+            return dialable(load_config(path).daemon.listen[0])
+        except CuzkError:
+            pass  # the daemon would not start on it either; fall back to the sockets
+    builtin = Config().daemon.listen[0]
+    for addr in (CURIO_LISTEN, builtin):
+        if Path(parse_address(addr).unix_path or "").is_socket():
+            return addr
+    return CURIO_LISTEN
+
+
+def dialable(listen: str) -> str:
+    """A listen address as a client dials it: a wildcard host as loopback."""
+    a = parse_address(listen)
+    if a.hostport is None:
+        return listen
+    host, _, port = a.hostport.rpartition(":")
+    local = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "": "127.0.0.1"}
+    return f"{local.get(host, host)}:{port}"
 
 
 class Client:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cuzk.engine.engine import DeviceStatus, EngineStatus
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest
+from cuzk.engine.metrics import curio_status_name
 from cuzk.errors import InputError
 from cuzk.service.proto import proving_pb2 as pb
 
@@ -96,11 +97,14 @@ def status_to_pb(s: EngineStatus) -> pb.GetStatusResponse:
             pb.GPUStatus(
                 ordinal=d.ordinal,
                 name=device_name(d),
-                # The CPU device reports the host budget it proves within.
+                # A GPU reports its memory as its driver does (as Curio's daemon,
+                # from nvidia-smi); the CPU device the host budget it proves within.
                 vram_total_bytes=d.total_bytes or d.budget_limit,
-                vram_free_bytes=max(0, d.budget_free),
+                vram_free_bytes=(
+                    d.memory_free if d.memory_free is not None else max(0, d.budget_free)
+                ),
                 current_job_id=job_id,
-                current_proof_kind=kind,
+                current_proof_kind=curio_status_name(kind) if kind else "",
             )
         )
     return pb.GetStatusResponse(
@@ -115,7 +119,11 @@ def status_to_pb(s: EngineStatus) -> pb.GetStatusResponse:
             for e in s.keys
         ],
         queues=[
-            pb.QueueStatus(proof_kind=q.proof_kind, pending=q.pending, in_progress=q.in_progress)
+            pb.QueueStatus(
+                proof_kind=curio_status_name(q.proof_kind),  # Curio's: porep-c2, window-post, …
+                pending=q.pending,
+                in_progress=q.in_progress,
+            )
             for q in s.queues
         ],
         total_proofs_completed=s.completed,

@@ -5,18 +5,21 @@
 
 Without ``--config`` it reads Curio's ``/data/zk/cuzk.toml`` when that file
 exists; a config file gets Curio's defaults for what it leaves out (socket
-``unix:///run/curio/cuzk.sock``, parameters ``/data/zk/params``). With no
-config file at all (or ``--no-config``) it runs on the built-in defaults
-(docs/SERVICE.md): a unix socket under $CUZK_HOME (~/.cache/cuzk), the CPU
-backend unless a GPU is present, and development keys for the demo kind
-generated on first use. Everything about the listeners (plain TCP without a
-token beyond loopback unless ``allow_insecure_tcp``, the token file, the TLS
-pair, a unix socket another daemon serves) is checked before anything starts,
-and one daemon holds a journal at a time: a second exits 2 naming the first's
-pid, its journal and socket untouched.
-SIGTERM (or Ctrl-C) drains: no new proofs are accepted, accepted ones finish
-(for at most ``[daemon] shutdown_timeout``; what is left is journalled and
-resumed at the next start); a second signal stops at once.
+``unix:///run/curio/cuzk.sock``, parameters ``/data/zk/params``), and so does
+the daemon with no config file, or with a ``--config`` naming a file that does
+not exist (a warning says so), as Curio's daemon does. ``--no-config`` runs on
+the built-in defaults (docs/SERVICE.md): a unix socket under $CUZK_HOME
+(~/.cache/cuzk), the CPU backend unless a GPU is present, and development keys
+for the demo kind generated on first use. Everything about the listeners (the
+token file, the TLS pair, a unix socket another daemon serves) is checked
+before anything starts; plain TCP without a token beyond loopback serves
+loopback peers only, with a warning, unless ``allow_insecure_tcp``. One daemon
+holds a journal at a time: a second exits 2 naming the first's pid, its
+journal and socket untouched; the default journal follows from the listen
+address, so daemons with different addresses run side by side.
+SIGTERM or SIGINT (Ctrl-C) drains: no new proofs are accepted, accepted ones
+finish (for at most ``[daemon] shutdown_timeout``; what is left is journalled
+and resumed at the next start); a second signal stops at once.
 """
 
 from __future__ import annotations
@@ -30,7 +33,13 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from cuzk.engine.config import CURIO_CONFIG_PATH, Config, default_config_path, load_config
+from cuzk.engine.config import (
+    CURIO_CONFIG_PATH,
+    Config,
+    cuzk_home,
+    daemon_config,
+    default_config_path,
+)
 from cuzk.errors import CuzkError
 
 log = logging.getLogger("cuzk.daemon")
@@ -95,13 +104,14 @@ def build_parser(prog: str = "cuzk-daemon") -> argparse.ArgumentParser:
     p.add_argument(
         "-c",
         "--config",
-        help=f"TOML config (default: {CURIO_CONFIG_PATH} when it exists, else the built-in "
-        "defaults)",
+        help=f"TOML config (default: {CURIO_CONFIG_PATH}; a file that does not exist means "
+        "Curio's defaults, with a warning)",
     )
     p.add_argument(
         "--no-config",
         action="store_true",
-        help=f"run on the built-in defaults even when {CURIO_CONFIG_PATH} exists",
+        help="run on the built-in defaults (state, socket and keys under $CUZK_HOME) even "
+        f"when {CURIO_CONFIG_PATH} exists",
     )
     p.add_argument("-l", "--listen", action="append", help="listen address (repeatable)")
     p.add_argument("--status-listen", help="HOST:PORT for HTTP /metrics and /status")
@@ -131,7 +141,15 @@ def config_path(args: argparse.Namespace) -> Path | None:
 
 
 def configure(args: argparse.Namespace) -> Config:
-    cfg = load_config(config_path(args))
+    return configure_from(args)[0]
+
+
+def configure_from(args: argparse.Namespace) -> tuple[Config, str]:
+    """The config and a line saying where it came from."""
+    if args.no_config and not args.config:
+        cfg, source = Config(), "none (--no-config): the built-in defaults"
+    else:
+        cfg, source = daemon_config(config_path(args))
     daemon = {}
     if args.listen:
         daemon["listen"] = args.listen
@@ -141,7 +159,7 @@ def configure(args: argparse.Namespace) -> Config:
         cfg = cfg.with_overrides(daemon=daemon)
     if args.log_level:
         cfg = cfg.with_overrides(logging={"level": args.log_level})
-    return cfg
+    return cfg, source
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "cuzk-daemon") -> int:
@@ -150,13 +168,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "cuzk-daemon") -> int:
     _setup_logging(args.log_level or "info", "")
     path = config_path(args)
     try:
-        cfg = configure(args)
+        cfg, source = configure_from(args)
     except CuzkError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
     _setup_logging(cfg.logging.level, cfg.logging.format)
-    log.info("config: %s", path if path is not None else "none (built-in defaults)")
-    return run(cfg, str(path) if path is not None else "config")
+    log.info("config: %s", source)
+    readable = path is not None and path.is_file()
+    return run(cfg, str(path) if readable else "config")
 
 
 def run(cfg: Config, source: str = "config") -> int:
@@ -166,9 +185,11 @@ def run(cfg: Config, source: str = "config") -> int:
     from cuzk.service.server import (
         Servers,
         check_listeners,
+        loopback_only,
         parse_address,
         read_tls,
         read_token,
+        refusal,
     )
 
     try:  # whatever would stop the daemon stops it before its journal is read
@@ -177,6 +198,15 @@ def run(cfg: Config, source: str = "config") -> int:
     except CuzkError as e:
         log.error("%s", e)
         return 2
+    log.info("journal: %s", cfg.daemon.journal_path())
+    old = cuzk_home() / "journal.sqlite"  # where the journal was before it followed the address
+    if not cfg.daemon.journal and old.exists() and old != cfg.daemon.journal_path():
+        log.warning(
+            "%s is the journal of an earlier version of this daemon (the journal now follows "
+            'the listen address); to resume its jobs, add journal = "%s" under [daemon]',
+            old,
+            old,
+        )
 
     stop = threading.Event()
     signals = {"count": 0}
@@ -198,7 +228,7 @@ def run(cfg: Config, source: str = "config") -> int:
     except (CuzkError, OSError, RuntimeError) as e:
         log.error("cannot start the engine: %s", e)
         return 2
-    servers = Servers(engine)
+    servers = Servers(engine, source)
     http = None
     try:
         servers.start()
@@ -211,6 +241,11 @@ def run(cfg: Config, source: str = "config") -> int:
                 addr.hostport or "",
                 token,
                 tls=tls.server_context() if tls is not None else None,
+                loopback_only=(
+                    refusal(addr, "status_listen", source)
+                    if loopback_only(cfg.daemon, addr)
+                    else None
+                ),
             )
             http.start()
         for warning in warnings:

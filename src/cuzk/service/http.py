@@ -33,7 +33,7 @@ from typing import Any
 from cuzk.engine.engine import Engine
 from cuzk.service.aioloop import LoopThread
 from cuzk.service.history import StatusHistory
-from cuzk.service.server import bearer_ok
+from cuzk.service.server import bearer_ok, is_loopback_host
 
 log = logging.getLogger(__name__)
 CONTENT_SECURITY_POLICY = (
@@ -72,12 +72,15 @@ class StatusServer:
         token: str | None = None,
         tls: ssl.SSLContext | None = None,
         history: StatusHistory | None = None,
+        loopback_only: str | None = None,
     ) -> None:
         host, _, port = hostport.rpartition(":")
         self.host = host.strip("[]") or "127.0.0.1"
         self.port = int(port)
         self.engine = engine
         self._token = token.encode() if token is not None else None
+        # set (the refusal to send): only loopback peers are served
+        self._loopback_only = loopback_only
         self._tls = tls
         self.history = history or StatusHistory(engine, engine.config.daemon.status_sample_interval)
         self._loop = LoopThread("http-status")
@@ -165,6 +168,13 @@ class StatusServer:
             name, sep, value = line.partition(":")
             if sep:
                 headers[name.strip().lower()] = value.strip()
+        peer = writer.get_extra_info("peername")
+        if self._loopback_only is not None and not (
+            isinstance(peer, tuple) and is_loopback_host(str(peer[0]))
+        ):
+            body = f"{self._loopback_only}\n".encode()
+            await self._answer(writer, 401, body, "text/plain", head_only=method == "HEAD")
+            return
         url = urllib.parse.urlsplit(target)
         code, body, ctype = await self._route(url.path, url.query, headers.get("authorization"))
         await self._answer(writer, code, body, ctype, head_only=method == "HEAD")

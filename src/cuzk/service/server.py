@@ -3,11 +3,15 @@
 Each address gets its own server: a unix socket (protected by its file
 permissions) or TCP. With ``[daemon] auth_token_file`` every TCP call must
 carry ``authorization: Bearer <token>``, and TLS is used when a cert and key
-are configured. Without a token, plain TCP is served on loopback addresses
-only (Curio's Go client dials ``127.0.0.1:9820`` with no credentials), with
-a warning; any other address is refused unless ``allow_insecure_tcp = true``
-says the operator means it (a louder warning). The HTTP status endpoint
-follows the same rule (:func:`check_tcp_access`). Messages up to
+are configured. Without a token, plain TCP on a loopback address is served
+(Curio's Go client dials ``127.0.0.1:9820`` with no credentials) with a
+warning; on an address other machines can reach (Curio's own
+``cuzk.example.toml`` listens on ``0.0.0.0:9820``) the daemon starts, warns,
+and serves loopback peers only (:class:`LoopbackOnly`): any other peer is
+answered UNAUTHENTICATED naming the line its operator adds
+(``auth_token_file``, or ``allow_insecure_tcp = true`` when they mean it, a
+louder warning). The HTTP status endpoint follows the same rule
+(:func:`check_tcp_access`). Messages up to
 ``max_message_size`` (128 MiB, as in Curio: a 32GiB c1.json is ~50 MB) are
 accepted both ways. Everything about the listeners (addresses, the token, the
 TLS pair, a unix socket another daemon serves) is checked by
@@ -241,6 +245,60 @@ class BearerAuth(grpc.aio.ServerInterceptor):
         return await continuation(details)
 
 
+class LoopbackOnly(grpc.aio.ServerInterceptor):
+    """Calls from loopback peers only: any other is answered UNAUTHENTICATED with
+    ``message`` before its request is even parsed."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner, parse, message = handler.unary_unary, handler.request_deserializer, self.message
+
+        async def guarded(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+            if not is_loopback_peer(context.peer()):
+                log.debug("refused %s from %s: not a loopback peer", details.method, context.peer())
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+            try:
+                request = parse(raw) if parse is not None else raw
+            except Exception:  # protobuf's DecodeError and its kin
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, "not a valid protobuf message"
+                )
+            return await inner(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            guarded, response_serializer=handler.response_serializer
+        )
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether an IP address (text) is this machine's loopback: 127.0.0.0/8, ::1, or
+    an IPv4 loopback address mapped into IPv6 (a dual-stack listener's peer)."""
+    try:
+        ip = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def is_loopback_peer(peer: str) -> bool:
+    """Whether grpc's peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``,
+    ``ipv6:%5B::1%5D:5000``) names a loopback peer; a unix socket's peer is local."""
+    scheme, _, rest = peer.partition(":")
+    if scheme == "unix":
+        return True
+    if scheme not in ("ipv4", "ipv6"):
+        return False
+    rest = rest.replace("%5B", "[").replace("%5D", "]")
+    host = rest.rpartition(":")[0]
+    return is_loopback_host(host)
+
+
 def _deny(message: str) -> grpc.RpcMethodHandler:
     async def abort(request: Any, context: grpc.aio.ServicerContext) -> None:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
@@ -290,15 +348,32 @@ def is_loopback(addr: Address) -> bool:
         return False  # a host name: it may resolve to anything
 
 
+def loopback_only(d: DaemonConfig, addr: Address) -> bool:
+    """Whether ``addr`` serves loopback peers only: plain TCP on an address other
+    machines can reach, with neither a token nor ``allow_insecure_tcp``."""
+    return (
+        addr.is_tcp and not d.auth_token_file and not d.allow_insecure_tcp and not is_loopback(addr)
+    )
+
+
+def refusal(addr: Address, key: str = "listen", source: str = "config") -> str:
+    """What a peer that is not on loopback is told by a loopback-only listener."""
+    return (
+        f"{addr} serves loopback peers only: [daemon] {key} has no bearer token. To serve "
+        f"other hosts, the daemon's operator adds one line to [daemon] in {source}: "
+        'auth_token_file = "/path/to/token" (clients then send the token; Curio\'s client '
+        "does not), or allow_insecure_tcp = true (anyone who reaches the port can use it; "
+        "firewall it to Curio's hosts)"
+    )
+
+
 def check_tcp_access(
     d: DaemonConfig, addr: Address, key: str = "listen", source: str = "config"
 ) -> str | None:
-    """Whether plain TCP may be served on ``addr``; the warning to log when it is
-    served without a token, None when a token guards it (or it is a unix socket).
-
-    Raises InputError naming the one line to add when ``addr`` is reachable from
-    other machines and neither a token nor ``allow_insecure_tcp`` is set.
-    """
+    """The warning to log when plain TCP is served on ``addr`` without a token; None
+    when a token guards it (or it is a unix socket). An address other machines can
+    reach, without a token or ``allow_insecure_tcp``, serves loopback peers only
+    (:func:`loopback_only`) and says so, naming the line to add."""
     if not addr.is_tcp or d.auth_token_file:
         return None
     if is_loopback(addr):
@@ -312,13 +387,12 @@ def check_tcp_access(
             "address other machines can reach (allow_insecure_tcp = true); anyone who "
             "reaches it can submit proofs and read results. Firewall it to Curio's hosts."
         )
-    raise InputError(
-        source,
-        f"[daemon] {key}",
-        f"{addr} is reachable from other machines and has no bearer token. Add one line "
-        f'to [daemon]: auth_token_file = "/path/to/token" (clients then send it; Curio\'s '
-        "client does not), or allow_insecure_tcp = true (anyone who reaches the port can "
-        "use it), or listen on 127.0.0.1 or a unix:// socket",
+    return (
+        f"{source}: [daemon] {key} {addr} is reachable from other machines and has no "
+        "bearer token: serving loopback peers only (Curio on this host); other peers are "
+        "answered UNAUTHENTICATED. To serve them, add one line to [daemon]: "
+        'auth_token_file = "/path/to/token" (clients then send it; Curio\'s client does '
+        "not), or allow_insecure_tcp = true (anyone who reaches the port can use it)"
     )
 
 
@@ -460,15 +534,32 @@ def check_listeners(d: DaemonConfig, source: str = "config") -> list[str]:
     for raw in d.listen:
         addr = parse_address(raw)
         if addr.unix_path is not None:
+            check_socket_folder(Path(addr.unix_path), source)
             check_socket(Path(addr.unix_path), source)
     return warnings
+
+
+def check_socket_folder(path: Path, source: str = "config") -> None:
+    """The socket's folder exists, or is made now (as Curio's daemon makes
+    ``/run/curio``); InputError naming the way out when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(
+            source,
+            "[daemon] listen",
+            f"unix://{path}: cannot make its folder {path.parent} ({e.strerror}); run the "
+            "daemon as a user who can (Curio's unit runs it as root), or listen elsewhere "
+            "(--listen unix:///path/cuzk.sock, or --no-config: a socket under $CUZK_HOME)",
+        ) from None
 
 
 class Servers:
     """One gRPC server per listen address, sharing one service, on one event loop."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, source: str = "the daemon's config") -> None:
         self.engine = engine
+        self.source = source  # the config file, named to a refused peer
         self.service = ProvingService(engine, engine.config.daemon.grpc_threads)
         self.servers: list[grpc.aio.Server] = []
         self.bound: list[str] = []  # actual addresses (a TCP port 0 resolved)
@@ -507,11 +598,13 @@ class Servers:
             addr = parse_address(raw)
             interceptors: list[grpc.aio.ServerInterceptor] = []
             if addr.is_tcp:
-                warning = check_tcp_access(d, addr)
+                warning = check_tcp_access(d, addr, "listen", self.source)
                 if warning:
                     log.warning("%s", warning)
                 if token is not None:
                     interceptors.append(BearerAuth(token))
+                elif loopback_only(d, addr):
+                    interceptors.append(LoopbackOnly(refusal(addr, "listen", self.source)))
             server = grpc.aio.server(options=options, interceptors=interceptors)
             pb_grpc.add_ProvingEngineServicer_to_server(self.service, server)
             if addr.unix_path is not None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.compile import CompiledCircuit, Compiler
+from cuzk.circuits.porep import derive
 from cuzk.circuits.porep.c1 import c1_from_json, check_wrapper_size, load_c1_file
 from cuzk.circuits.porep.circuit import PartitionHints, PoRepShape
 from cuzk.circuits.porep.params import (
@@ -81,7 +82,7 @@ class C2Request:
 
 
 def parse(raw: bytes, source: str = "c1.json") -> C2Request:
-    """Read a c1.json / C1 output; only interactive seal proofs are proven."""
+    """Read a c1.json / C1 output: interactive and synthetic seal proofs are proven."""
     c1, wrapper = load_c1_file(raw, source)
     return _request(c1, wrapper, source)
 
@@ -98,9 +99,12 @@ def from_decoded(phase1: Any, wrapper: C1Wrapper, source: str = "c1.json") -> C2
 
 def _request(c1: SealCommitPhase1Output, wrapper: C1Wrapper | None, source: str) -> C2Request:
     proof = registered_proof(c1.registered_proof, source)
-    if not proof.interactive:
+    if not proof.interactive and proof.feature != derive.SYNTHETIC:
         raise InputError(
-            source, "registered_proof", f"{proof.name}: only interactive PoRep is supported"
+            source,
+            "registered_proof",
+            f"{proof.name}: non-interactive PoRep is not served (Curio does not send it); "
+            "interactive and synthetic PoRep are",
         )
     if len(c1.partitions) != proof.sector.partitions:
         raise InputError(

@@ -5,7 +5,8 @@ small enough to hold in memory (2KiB in tests; 8MiB works, slowly, since
 Poseidon runs on Python integers): tree D over the data, the replica id,
 the SDR labels layer by layer, tree C over the column hashes, the replica
 (last label + data) and tree R over it, comm_r = Poseidon2(comm_c,
-comm_r_last), then the vanilla proofs for the interactive challenges.
+comm_r_last), then the vanilla proofs for the seed's challenges (interactive,
+or synthetic: selected from the synthetic set that comm_r fixes).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def commit_phase1(
     """SealCommitPhase1: the vanilla proofs for the seed's challenges."""
     pt = sealed.proof_type
     graph = StackedGraph(pt.sector.nodes, pt.porep_id, pt.api_version)
-    challenges = challenged_nodes(pt, sealed.replica_id, seed, partitions)
+    challenges = challenged_nodes(pt, sealed.replica_id, seed, partitions, sealed.comm_r)
     return assemble_c1(pt, sealed, graph, sealed.comm_r, seed, ticket, challenges, column_hash)
 
 

@@ -131,6 +131,13 @@ def generate_c1(
 ) -> SealCommitPhase1Output:
     """A valid C1 output for ``proof_type`` (all partitions, or only those
     listed: the others are then left empty, for tests and benchmarks)."""
+    if proof_type.feature == derive.SYNTHETIC:
+        # comm_r is made from the opened nodes, and a synthetic proof's challenges
+        # from comm_r: a sparse sector cannot know which nodes to open.
+        raise ValueError(
+            f"{proof_type.name}: a synthetic PoRep's challenges come from comm_r, so its "
+            "C1 needs a really sealed sector (gen-c1 --sealed: 2KiB or 8MiB)"
+        )
     s = proof_type.sector
     graph = StackedGraph(s.nodes, proof_type.porep_id, proof_type.api_version)
     ticket = random_domain(rng)

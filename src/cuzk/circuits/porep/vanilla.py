@@ -314,7 +314,7 @@ class Verifier:
         base = f"vanilla_proofs.{c1.vanilla_variant}"
         if len(c1.partitions) != s.partitions:
             raise self.fail(base, f"expected {s.partitions} partitions, got {len(c1.partitions)}")
-        challenges = derive.partition_challenges(self.proof_type, c1.replica_id, c1.seed)
+        challenges = derive.partition_challenges(self.proof_type, c1.replica_id, c1.seed, c1.comm_r)
         checked = list(partitions) if partitions is not None else list(range(s.partitions))
         for k in checked:
             proofs = c1.partitions[k]

@@ -115,9 +115,11 @@ def challenged_nodes(
     replica_id: bytes,
     seed: bytes,
     partitions: Sequence[int] | None = None,
+    comm_r: bytes | None = None,
 ) -> list[list[int]]:
-    """Each partition's challenges (an empty list for partitions left out)."""
-    all_challenges = derive.partition_challenges(proof_type, replica_id, seed)
+    """Each partition's challenges (an empty list for partitions left out);
+    a synthetic proof's come from ``comm_r`` too."""
+    all_challenges = derive.partition_challenges(proof_type, replica_id, seed, comm_r)
     keep = set(range(len(all_challenges)) if partitions is None else partitions)
     return [c if k in keep else [] for k, c in enumerate(all_challenges)]
 

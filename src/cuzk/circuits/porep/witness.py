@@ -185,7 +185,7 @@ def public_inputs(
     """``StackedCompound::generate_public_inputs`` for partition ``k``."""
     s = proof_type.sector
     graph = StackedGraph(s.nodes, proof_type.porep_id, proof_type.api_version)
-    challenges = derive.partition_challenges(proof_type, replica_id, seed)[k]
+    challenges = derive.partition_challenges(proof_type, replica_id, seed, comm_r)[k]
     return public_inputs_for(graph, replica_id, comm_d, comm_r, challenges)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from cuzk.circuits import jsondoc
 from cuzk.circuits.porep.c1 import check_sector_number
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
+
+log = logging.getLogger(__name__)
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 SECTOR_SIZES = {
@@ -90,11 +93,14 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     size = doc["SectorSize"]
     _check_sector_size(size, source, "SectorSize")
     if request.sector_size and request.sector_size != size:
-        raise InputError(
+        # As Curio's daemon: the proof type decides (its bench sends 32GiB for any proof).
+        log.warning(
+            "%s: the request says sector_size %s, c1.json's SectorSize and registered "
+            "proof say %s: proved as %s",
             source,
-            "SectorSize",
-            f"is {sector_size_name(size)} but the request says sector_size "
-            f"{sector_size_name(request.sector_size)}",
+            sector_size_name(request.sector_size),
+            sector_size_name(size),
+            sector_size_name(size),
         )
     inner = decode_base64(doc["Phase1Out"], source, "Phase1Out")
     phase1 = jsondoc.loads(inner, source, "Phase1Out")
@@ -112,7 +118,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
         if key not in phase1:
             raise InputError(source, f"Phase1Out.{key}", "is missing")
     rp = phase1["registered_proof"]
-    m = re.fullmatch(r"StackedDrg(\d+)(KiB|MiB|GiB)V1(_1)?(_Feat_\w+)?", str(rp))
+    m = re.fullmatch(r"StackedDrg(\d+)(KiB|MiB|GiB)V1(_1|_2)?(_Feat_\w+)?", str(rp))
     if not m:
         raise InputError(
             source, "Phase1Out.registered_proof", f"{rp!r} is not a StackedDrg seal proof"

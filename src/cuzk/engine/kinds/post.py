@@ -19,6 +19,7 @@ with the reason before any proving.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from typing import Any
 
@@ -52,6 +53,8 @@ from cuzk.errors import InputError
 _PREFIX = {WINNING: "winning", WINDOW: "wpost"}
 _SIZES = {"2k": 2 << 10, "8m": 8 << 20, "512m": 512 << 20, "32g": 32 << 30, "64g": 64 << 30}
 _SIZE_NAMES = {v: k for k, v in _SIZES.items()}
+
+log = logging.getLogger(__name__)
 
 
 def post_circuit_id(config: PoStConfig) -> str:
@@ -88,11 +91,14 @@ class PoStKind(CompiledKind):
                     f"{request.registered_proof} is a {cfg.kind} proof type, not {self.post_kind}",
                 )
             if request.sector_size and request.sector_size != cfg.sector_size:
-                raise InputError(
+                log.warning(  # as Curio's daemon: the proof type decides
+                    "%s: sector_size %d disagrees with registered_proof %d (%d bytes): "
+                    "proved as %d bytes",
                     self.source,
-                    "sector_size",
-                    f"{request.sector_size} disagrees with registered_proof "
-                    f"{request.registered_proof} ({cfg.sector_size} bytes)",
+                    request.sector_size,
+                    request.registered_proof,
+                    cfg.sector_size,
+                    cfg.sector_size,
                 )
             return cfg
         return post_config(self.post_kind, request.sector_size)

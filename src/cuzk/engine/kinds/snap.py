@@ -16,6 +16,7 @@ commitments when synthesized, so a bad one fails its job with the reason.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from cuzk.circuits.compile import CompiledCircuit
@@ -40,6 +41,8 @@ _BY_NUMBER = {
     i: UpdateParams.of(name.removeprefix("StackedDrg").removesuffix("V1")).sector_bytes
     for name, i in REGISTERED_UPDATE_PROOFS.items()
 }
+
+log = logging.getLogger(__name__)
 
 
 def compiled_for(cid: str) -> CompiledCircuit:
@@ -68,11 +71,13 @@ class SnapKind(CompiledKind):
                     f"(0 … {len(_BY_NUMBER) - 1})",
                 )
             if request.sector_size and request.sector_size != size:
-                raise InputError(
+                log.warning(  # as Curio's daemon: the proof type decides
+                    "%s: sector_size %s disagrees with registered_proof %d (%s): proved as %s",
                     SOURCE,
-                    "sector_size",
-                    f"{sector_size_name(request.sector_size)} disagrees with registered_proof "
-                    f"{request.registered_proof} ({sector_size_name(size)})",
+                    sector_size_name(request.sector_size),
+                    request.registered_proof,
+                    sector_size_name(size),
+                    sector_size_name(size),
                 )
         else:
             size = request.sector_size
