@@ -77,3 +77,59 @@ def test_holder_pid_reads_only_flock_lines_of_the_file(tmp_path: Path) -> None:
     assert holder_pid(dev, 42, table) == 333
     assert holder_pid(dev, 44, table) is None
     assert holder_pid(dev, 42, tmp_path / "absent") is None
+
+
+def test_an_earlier_versions_journal_moves_into_the_state_folder(tmp_path: Path) -> None:
+    """An upgrade resumes the jobs of the journal an earlier version kept at
+    $CUZK_HOME/journal.sqlite: it moves (with SQLite's side files) into the
+    address's state folder when nothing holds it."""
+    import sqlite3
+
+    from cuzk.engine.statelock import adopt
+
+    old = tmp_path / "journal.sqlite"
+    db = sqlite3.connect(old)
+    db.execute("CREATE TABLE jobs (id TEXT)")
+    db.execute("INSERT INTO jobs VALUES ('unfinished')")
+    db.commit()
+    db.close()
+    side = old.with_name(old.name + "-wal")
+    side.write_bytes(b"side file")  # moved with the database, whatever it holds
+    new = tmp_path / "daemons" / "unix_x-00000000" / "journal.sqlite"
+    assert adopt(old, new)
+    assert not old.exists() and not side.exists() and new.exists()
+    assert new.with_name(new.name + "-wal").read_bytes() == b"side file"
+    new.with_name(new.name + "-wal").unlink()
+    rows = sqlite3.connect(new).execute("SELECT id FROM jobs").fetchall()
+    assert rows == [("unfinished",)]
+    assert not adopt(old, new)  # nothing left to move
+
+
+@pytest.mark.parametrize("holder", ["this version's lock", "the earlier version's lock file"])
+def test_a_journal_in_use_is_not_moved(tmp_path: Path, holder: str) -> None:
+    import fcntl
+
+    from cuzk.engine.statelock import adopt, lock_path
+
+    old = tmp_path / "journal.sqlite"
+    old.write_bytes(b"")
+    held = old if holder == "this version's lock" else lock_path(old)
+    fd = os.open(held, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        new = tmp_path / "state" / "journal.sqlite"
+        assert not adopt(old, new)
+        assert old.exists() and not new.exists()
+    finally:
+        os.close(fd)
+
+
+def test_an_existing_state_journal_is_kept(tmp_path: Path) -> None:
+    from cuzk.engine.statelock import adopt
+
+    old, new = tmp_path / "journal.sqlite", tmp_path / "state" / "journal.sqlite"
+    old.write_bytes(b"old")
+    new.parent.mkdir()
+    new.write_bytes(b"new")
+    assert not adopt(old, new)
+    assert old.read_bytes() == b"old" and new.read_bytes() == b"new"

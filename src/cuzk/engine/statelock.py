@@ -118,3 +118,33 @@ def _read_pid(path: Path) -> int | None:
     except OSError:
         return None
     return int(text) if text.isascii() and text.isdigit() else None
+
+
+def adopt(old: Path, new: Path) -> bool:
+    """Move a journal from where an earlier version kept it (``old``) to this
+    daemon's state folder (``new``), with SQLite's side files, so an upgrade
+    resumes its unfinished jobs. Only when ``new`` does not exist yet and no
+    process holds ``old``: neither this version's lock (``flock`` on the file)
+    nor the earlier one's (``flock`` on ``<journal>.lock``). True when moved;
+    False when there was nothing to move or it is in use (left where it is)."""
+    if not old.exists() or new.exists() or old.resolve() == new.resolve():
+        return False
+    fds: list[int] = []
+    try:
+        for path in (old, lock_path(old)):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        new.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("-wal", "-shm", ""):  # the database last: its side files go first
+            side = old.with_name(old.name + suffix)
+            if side.exists():
+                os.replace(side, new.with_name(new.name + suffix))
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            lock_path(old).unlink()

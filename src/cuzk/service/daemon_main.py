@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "cuzk-daemon") -> int:
 
 def run(cfg: Config, source: str = "config") -> int:
     from cuzk.engine.engine import Engine
-    from cuzk.engine.statelock import StateLock
+    from cuzk.engine.statelock import StateLock, adopt
     from cuzk.service.http import StatusServer
     from cuzk.service.server import (
         Servers,
@@ -192,6 +192,15 @@ def run(cfg: Config, source: str = "config") -> int:
         refusal,
     )
 
+    # the journal of an earlier version (before it followed the listen address)
+    # moves into this daemon's state folder when no daemon holds it
+    legacy = cuzk_home() / "journal.sqlite"
+    if not cfg.daemon.journal and adopt(legacy, cfg.daemon.journal_path()):
+        log.warning(
+            "moved the journal of an earlier version from %s to %s (its unfinished jobs resume)",
+            legacy,
+            cfg.daemon.journal_path(),
+        )
     try:  # whatever would stop the daemon stops it before its journal is read
         StateLock(cfg.daemon.journal_path()).probe()  # one daemon per state (its pid named)
         warnings = check_listeners(cfg.daemon, source)
@@ -199,13 +208,13 @@ def run(cfg: Config, source: str = "config") -> int:
         log.error("%s", e)
         return 2
     log.info("journal: %s", cfg.daemon.journal_path())
-    old = cuzk_home() / "journal.sqlite"  # where the journal was before it followed the address
-    if not cfg.daemon.journal and old.exists() and old != cfg.daemon.journal_path():
+    if not cfg.daemon.journal and legacy.exists() and legacy != cfg.daemon.journal_path():
         log.warning(
-            "%s is the journal of an earlier version of this daemon (the journal now follows "
-            'the listen address); to resume its jobs, add journal = "%s" under [daemon]',
-            old,
-            old,
+            "%s is the journal of an earlier version of this daemon, in use by another "
+            'daemon or left beside this one\'s; to resume its jobs here, add journal = "%s" '
+            "under [daemon]",
+            legacy,
+            legacy,
         )
 
     stop = threading.Event()
