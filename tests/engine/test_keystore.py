@@ -422,3 +422,24 @@ def test_matrices_too_big_for_the_budget_are_refused_with_the_reason(tmp_path: P
     with pytest.raises(ResourceError, match=f"matrices of {A} needs"):
         m.ensure_r1cs(A)
     assert kind.builds == []
+
+
+def test_post_keys_are_never_evicted_for_porep(tmp_path: Path) -> None:
+    """An idle WinningPoSt key stays HOT while a PoRep-like key waits for its
+    memory; time-critical work may evict it (for another PoSt key)."""
+    from cuzk.engine.budget import time_critical
+
+    post = "winning-test"
+    kp = key_host_bytes(FakePost().r1cs(post))
+    kb = key_host_bytes(demo.DemoKind().r1cs(B))
+    m, _ = manager(tmp_path, limit=kb + 4096, dev=True)
+    assert kp + kb > kb + 4096  # the two do not fit together
+    m.release_host(m.acquire_host(post, 100))
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    with pytest.raises(Cancelled):
+        m.acquire_host(B, 100, cancelled=stop.is_set)
+    assert status(m, post).tier == Tier.HOT
+    with time_critical():  # time-critical work may take its place
+        m.release_host(m.acquire_host(B, 100))
+    assert status(m, post).tier == Tier.WARM and status(m, B).tier == Tier.HOT

@@ -41,9 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cuzk.engine.budget import Budget, Cancelled, Reservation
+from cuzk.engine.budget import Budget, Cancelled, Reservation, is_time_critical
 from cuzk.engine.devices import Device
-from cuzk.engine.jobs import InUse
+from cuzk.engine.jobs import InUse, Priority
 from cuzk.engine.keystore import residency
 from cuzk.engine.keystore.devcache import DevKeyCache
 from cuzk.engine.keystore.entry import (
@@ -471,9 +471,17 @@ class KeyStore(KeySources):
             del self._entries[circuit_id]
             return True
 
+    @staticmethod
+    def time_critical(e: KeyEntry) -> bool:
+        """A key of a time-critical kind (WinningPoSt, WindowPoSt: HIGH or CRITICAL
+        by default): memory pressure evicts it only for time-critical work."""
+        return Priority.default_for(e.handler.kind) >= Priority.HIGH
+
     def _evictable(self, e: KeyEntry, ordinal: int, now: float, respect_idle: bool) -> bool:
         if ordinal not in e.prepared:
             return False
+        if respect_idle and self.time_critical(e) and not is_time_critical():
+            return False  # never evicted for PoRep or SnapDeals
         dev = self.devices[ordinal]
         in_use = e.refs > 0 if dev.host_resident else e.device_refs.get(ordinal, 0) > 0
         if in_use:
@@ -499,6 +507,8 @@ class KeyStore(KeySources):
         """Evict least-recently-used idle HOT keys from a budget until ``shortfall`` is freed.
 
         ``device`` None means the host budget (keys of host-resident devices).
+        Keys of time-critical kinds are evicted only for time-critical work
+        (:func:`cuzk.engine.budget.time_critical`).
         """
         now = time.monotonic()
         freed = 0

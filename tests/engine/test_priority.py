@@ -1,0 +1,144 @@
+"""Time-critical proofs first: a CRITICAL job goes ahead of queued PoRep
+partitions at once (its own synthesis and GPU workers, past the queue's
+capacity), reserves from a VRAM slice that other work may not take, and its
+keys are never evicted for PoRep."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from gpu_stand_ins import GATE_TIMEOUT_S, StandInGpu, circuit_bytes, wait_for
+
+from cuzk.backends.cuda.memory import DeviceBudget
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.budget import Budget
+from cuzk.engine.config import Config
+from cuzk.engine.devices import Device
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import JobState, Priority, ProofKind, ProofRequest
+from cuzk.engine.kinds import demo
+
+POREP = DemoCircuit(rounds=24, words=1)  # stands in for PoRep: its proofs held at a gate
+WINNING = DemoCircuit(rounds=5, words=1)  # stands in for WinningPoSt
+
+
+class GatedByCircuit(StandInGpu):
+    """A stand-in GPU whose gate holds the proofs of one circuit only (those with
+    ``rows`` constraints), counting the proofs waiting there."""
+
+    def __init__(self, vram: DeviceBudget, rows: int) -> None:
+        super().__init__(vram)
+        self.rows = rows
+        self.waiting = 0
+
+    def spmv(self, m, w, rows=None):
+        if m.inner.num_rows == self.rows:
+            with self._lock:
+                self.waiting += 1
+            try:
+                assert self.gate.wait(GATE_TIMEOUT_S), "the test never opened the gate"
+            finally:
+                with self._lock:
+                    self.waiting -= 1
+        return super(StandInGpu, self).spmv(m, w, rows)
+
+
+def config(tmp_path: Path, **gpus: object) -> Config:
+    return Config().with_overrides(
+        daemon={"journal": str(tmp_path / "j.sqlite"), "listen": ["unix:///unused"]},
+        srs={"param_cache": str(tmp_path / "params")},
+        memory={"total_budget": "1GiB", "eviction_min_idle": "0s"},
+        gpus={"gpu_workers_per_device": 2, **gpus},
+        scheduler={"max_batch_size": 4, "max_batch_wait_ms": 1},
+        pipeline={"synthesis_concurrency": 2, "synthesis_lookahead": 1},
+    )
+
+
+def test_a_critical_job_behind_a_queue_of_porep_partitions_finishes_first(tmp_path: Path):
+    porep_cid = demo.circuit_id(POREP.rounds, POREP.words)
+    rows = demo.DemoKind().r1cs(porep_cid).num_constraints
+    limit = 1 << 30
+    vram = DeviceBudget(0, limit)
+    be = GatedByCircuit(vram, rows)
+    dev = Device(0, "stand-in GPU 0", be, limit, Budget("vram:0", limit, vram))
+    be.gate.clear()
+    e = Engine(config(tmp_path), devices=[dev])
+    e.start()
+    try:
+        porep = e.submit(
+            ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(POREP, 8))
+        ).job_id
+        # both GPU workers hold a PoRep partition at the gate, more are queued
+        wait_for(lambda: be.waiting == 2, "two PoRep partitions proving")
+        wait_for(lambda: len(e.pipeline.synthesized) >= 1, "a PoRep partition queued for a GPU")
+        winning = e.submit(
+            ProofRequest(
+                ProofKind.DEMO,
+                priority=Priority.CRITICAL,
+                vanilla_proof=demo.make_vanilla(WINNING, 1),
+            )
+        ).job_id
+        job, timed_out = e.await_job(winning, 60)
+        assert not timed_out and job.state == JobState.COMPLETED, job.error
+        assert (
+            not e.registry.get(porep).finished and be.waiting == 2
+        )  # PoRep still held at the gate
+        # the time-critical partition's working set is kept for such work from now on
+        win_cid = demo.circuit_id(WINNING.rounds, WINNING.words)
+        _, partition = circuit_bytes(win_cid)
+        assert dev.budget.kept >= partition > 0
+        be.gate.set()
+        job, timed_out = e.await_job(porep, 120)
+        assert not timed_out and job.state == JobState.COMPLETED, job.error
+        assert e.registry.get(winning).finished_at < job.finished_at
+    finally:
+        be.gate.set()
+        e.stop()
+
+
+def test_other_work_leaves_the_kept_slice_to_time_critical_work() -> None:
+    from cuzk.engine.budget import time_critical
+
+    b = Budget("vram:0", 100, kept=30)
+    (first,) = b.try_reserve([(50, "porep partition")])
+    assert b.try_reserve([(21, "porep partition")]) is None  # it would reach into the slice
+    (second,) = b.try_reserve([(20, "porep partition")])
+    with time_critical():
+        (win,) = b.try_reserve([(30, "winning partition")])
+    assert b.reserved == 100 and b.snapshot()["kept_bytes"] == 30
+    for r in (win, first, second):
+        r.release()
+    # a reservation that could never fit beside the slice may take it, rather
+    # than wait for ever (with a warning naming the key)
+    (big,) = b.try_reserve([(90, "porep key + partition")])
+    big.release()
+    b.keep(80)
+    assert b.kept == 50  # at most half the budget
+
+
+def test_time_critical_work_never_waits_for_porep_s_memory(tmp_path: Path) -> None:
+    """A fixed slice ([gpus] time_critical_vram): PoRep partitions fill the rest of
+    the budget and wait; a WinningPoSt partition reserves from the slice at once."""
+    threads: list[threading.Thread] = []
+    limit = 64 << 20
+    b = Budget("vram:0", limit, kept=8 << 20)
+    (held,) = b.reserve([(limit - (8 << 20), "porep partitions")])
+    waited = threading.Event()
+
+    def porep() -> None:
+        (r,) = b.reserve([(1 << 20, "porep partition")], poll_s=0.01)
+        waited.set()
+        r.release()
+
+    threads.append(threading.Thread(target=porep))
+    threads[0].start()
+    from cuzk.engine.budget import time_critical
+
+    with time_critical():
+        (win,) = b.reserve([(8 << 20, "winning partition")])
+    assert not waited.is_set()  # PoRep still waits; WinningPoSt did not
+    win.release()
+    held.release()
+    threads[0].join(5)
+    assert waited.is_set()
