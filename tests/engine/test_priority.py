@@ -142,3 +142,64 @@ def test_time_critical_work_never_waits_for_porep_s_memory(tmp_path: Path) -> No
     held.release()
     threads[0].join(5)
     assert waited.is_set()
+
+
+class FakeWinning(demo.DemoKind):
+    """WinningPoSt's place (CRITICAL by default) with a small demo circuit."""
+
+    kind = ProofKind.WINNING_POST
+
+    def owns(self, cid: str) -> bool:
+        return cid == "winning-test"
+
+    def _circuit(self, cid: str) -> DemoCircuit:
+        return WINNING
+
+
+def test_keys_load_at_start_time_critical_first_and_a_bad_one_is_named(tmp_path: Path):
+    from cuzk.engine.kinds import KindRegistry
+
+    porep_cid = demo.circuit_id(POREP.rounds, POREP.words)
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    reg.register(FakeWinning())
+    cfg = config(tmp_path, backend="cpu").with_overrides(
+        srs={
+            "param_cache": str(tmp_path / "params"),
+            "generate_dev_keys": True,
+            "load_at_start": [porep_cid, "porep-3g", "winning-test"],
+        }
+    )
+    e = Engine(cfg, kinds=reg)
+    assert e.start_order(cfg.srs.load_at_start) == ["winning-test", porep_cid, "porep-3g"]
+    e.start()
+    try:
+        wait_for(
+            lambda: all(
+                v != "queued" and v != "loading" for v in e.status().load_at_start.values()
+            ),
+            "the keys loaded at start",
+        )
+        got = e.status().to_json()["load_at_start"]
+        assert got["winning-test"].startswith("loaded") and got[porep_cid].startswith("loaded")
+        assert got["porep-3g"].startswith("failed: ") and "porep-3g" in got["porep-3g"]
+        hot = {k.circuit_id for k in e.status().keys if k.tier.name == "HOT"}
+        assert {"winning-test", porep_cid} <= hot
+        assert e.status().to_json()["loading"] == []  # nothing under way any more
+    finally:
+        e.stop()
+
+
+def test_a_load_under_way_is_in_status_until_it_ends() -> None:
+    from cuzk.engine.keystore.progress import ProgressLog, under_way
+
+    p = ProgressLog("loading winning-test into cuda:0")
+    p(50, 200)
+    (now,) = [u for u in under_way() if u["what"] == p.what]
+    assert now["done_bytes"] == 50 and now["total_bytes"] == 200
+    p(200, 200)
+    assert not [u for u in under_way() if u["what"] == p.what]
+    q = ProgressLog("loading a key that fails")
+    q(1, 2)
+    del q  # a failed load drops its log: it is no longer under way
+    assert not [u for u in under_way() if u["what"] == "loading a key that fails"]
