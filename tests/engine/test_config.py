@@ -269,7 +269,7 @@ def test_time_critical_vram_and_keys_loaded_at_start() -> None:
     assert cfg.gpus.time_critical_bytes() == 2 * GIB
     assert cfg.srs.load_at_start == ("winning-32g",)
     assert config_from_dict({"gpus": {"time_critical_vram": 0}}).gpus.time_critical_bytes() == 0
-    with pytest.raises(InputError, match="gpus.time_critical_vram.*not a size"):
+    with pytest.raises(InputError, match=r"gpus\.time_critical_vram.*not a size"):
         config_from_dict({"gpus": {"time_critical_vram": "lots"}})
-    with pytest.raises(InputError, match="srs.load_at_start.*circuit ids"):
+    with pytest.raises(InputError, match=r"srs\.load_at_start.*circuit ids"):
         config_from_dict({"srs": {"load_at_start": "porep-32g"}})
