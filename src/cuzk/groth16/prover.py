@@ -43,6 +43,7 @@ from cuzk.r1cs.system import R1CS
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Reduction:
     """How the H query's scalars come from the constraint evaluations

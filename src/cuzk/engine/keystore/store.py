@@ -254,7 +254,9 @@ class KeyStore(KeySources):
                     whole = res.partition_device_bytes + extra
                     first = witness_bytes + extra
                     share = None
-                    if 0 < witness_bytes < whole - extra:
+                    # (time-critical work takes its whole set: the share slot may be
+                    # held by a PoRep partition waiting for another to finish)
+                    if 0 < witness_bytes < whole - extra and not is_time_critical():
                         share = self._take_share(device, first, e.circuit_id, cancelled)
                     if share is not None:
                         (working, slot), rest = share, whole - first
