@@ -183,7 +183,7 @@ class GpusConfig:
     recovery_probe_interval: float = 60.0
     # VRAM kept on each GPU for time-critical proofs (CRITICAL and HIGH: WinningPoSt,
     # WindowPoSt), which PoRep and SnapDeals partitions may not take: "auto" (the
-    # largest working set of a time-critical partition loaded there), a size, "0" (off)
+    # largest working set of a CRITICAL (WinningPoSt) partition there), a size, "0" (off)
     time_critical_vram: str = "auto"
 
     def time_critical_bytes(self, source: str = "config") -> int | None:

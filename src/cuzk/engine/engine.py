@@ -547,14 +547,15 @@ class Engine:
                 log.info("forgot %d finished jobs older than job_retention", len(gone))
 
     # --- SRS ---------------------------------------------------------------------------
-    def time_critical_circuit(self, circuit_id: str) -> bool:
-        """Whether ``circuit_id`` is a time-critical kind's (WinningPoSt, WindowPoSt);
-        False for a circuit no kind serves."""
+    def time_critical_circuit(self, circuit_id: str, at_least: Priority = Priority.HIGH) -> bool:
+        """Whether ``circuit_id`` is a time-critical kind's (WinningPoSt, WindowPoSt;
+        with ``at_least`` CRITICAL, WinningPoSt's only); False for a circuit no
+        kind serves."""
         try:
             kind = self.kinds.for_circuit(circuit_id).kind
         except CuzkError:
             return False
-        return Priority.default_for(kind) >= Priority.HIGH
+        return Priority.default_for(kind) >= at_least
 
     def start_order(self, circuits: tuple[str, ...] | list[str]) -> list[str]:
         """``[srs] load_at_start`` in the order the daemon loads it: the
@@ -574,7 +575,7 @@ class Engine:
             t = time.monotonic()
             try:
                 self.preload(cid)
-                if self.time_critical_circuit(cid):
+                if self.time_critical_circuit(cid, Priority.CRITICAL):
                     self._keep_for(cid)
             except Exception as e:  # the daemon keeps serving; the log and /status say why
                 self.start_loads[cid] = f"failed: {e}"
@@ -585,7 +586,7 @@ class Engine:
             log.info("[srs] load_at_start: %s loaded in %.1f s", cid, dt)
 
     def _keep_for(self, circuit_id: str) -> None:
-        """Each GPU keeps a time-critical circuit's partition working set for it
+        """Each GPU keeps a CRITICAL circuit's partition working set for it
         (``[gpus] time_critical_vram = "auto"``) from the moment its key is in."""
         e = self.keys.entry(circuit_id)
         for d in self.devices:

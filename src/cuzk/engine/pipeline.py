@@ -52,7 +52,7 @@ from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
 from cuzk.engine.faults import FailureInjection
 from cuzk.engine.health import DeviceHealth, is_device_failure
-from cuzk.engine.jobs import Job
+from cuzk.engine.jobs import Job, Priority
 from cuzk.engine.keystore import KeyStore
 from cuzk.engine.kinds import KindRegistry
 from cuzk.engine.kinds.base import PartitionInput, ProofKindHandler
@@ -443,7 +443,7 @@ class Pipeline:
             extra=extra,
             witness_bytes=witness_bytes,
         )
-        if item.urgent and lease.residency is not None:
+        if item.job.priority >= Priority.CRITICAL and lease.residency is not None:
             self.keep_for_time_critical(device, lease.residency.partition_device_bytes + extra)
         try:
             now = time.monotonic()
@@ -548,8 +548,9 @@ class Pipeline:
 
     def keep_for_time_critical(self, device: Device, nbytes: int) -> None:
         """With ``[gpus] time_critical_vram = "auto"``: ``device`` keeps at least
-        ``nbytes`` (a time-critical partition's working set there) for
-        time-critical work."""
+        ``nbytes`` (a CRITICAL partition's working set there: a WinningPoSt's;
+        a 32GiB WindowPoSt's would take PoRep's room for a second partition)
+        for time-critical work."""
         budget = device.budget
         if budget is None or self.config.gpus.time_critical_bytes() is not None:
             return
