@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from gpu_stand_ins import GATE_TIMEOUT_S, StandInGpu, circuit_bytes, wait_for
 
 from cuzk.backends.cuda.memory import DeviceBudget
@@ -203,3 +204,44 @@ def test_a_load_under_way_is_in_status_until_it_ends() -> None:
     q(1, 2)
     del q  # a failed load drops its log: it is no longer under way
     assert not [u for u in under_way() if u["what"] == "loading a key that fails"]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_critical_job_overtakes_a_porep_like_batch(tmp_path: Path) -> None:
+    """The CUDA backend: a CRITICAL demo job submitted while a twelve-partition
+    job of the largest demo circuit proves completes before that job, on the
+    urgent stream, within the VRAM kept for it; nothing overdraws."""
+    from cuzk.backends.cuda import CudaBackend
+    from cuzk.backends.cuda.memory import DeviceContext
+
+    limit = 4 << 30
+    ctx = DeviceContext(0, limit_bytes=limit)
+    dev = Device(0, "GPU 0", CudaBackend(ctx=ctx), limit, Budget("vram:0", limit, ctx.budget))
+    e = Engine(config(tmp_path), devices=[dev])
+    e.start()
+    try:
+        big = DemoCircuit(rounds=65536, words=256)
+        porep = e.submit(
+            ProofRequest(ProofKind.DEMO, vanilla_proof=demo.make_vanilla(big, 12))
+        ).job_id
+        wait_for(
+            lambda: any(w.job_id == porep for w in e.pipeline.workers if w.device is not None),
+            "a partition of the batch on the GPU",
+            timeout=300,
+        )
+        winning = e.submit(
+            ProofRequest(
+                ProofKind.DEMO,
+                priority=Priority.CRITICAL,
+                vanilla_proof=demo.make_vanilla(WINNING, 1),
+            )
+        ).job_id
+        job, timed_out = e.await_job(winning, 120)
+        assert not timed_out and job.state == JobState.COMPLETED, job.error
+        assert not e.registry.get(porep).finished
+        assert dev.budget.kept > 0
+        job, timed_out = e.await_job(porep, 600)
+        assert not timed_out and job.state == JobState.COMPLETED, job.error
+        assert ctx.budget.overdrawn_by_operation == {}, ctx.budget.overdrawn_by_operation
+    finally:
+        e.stop()

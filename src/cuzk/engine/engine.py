@@ -663,8 +663,10 @@ class Engine:
             {"name": w.name, "job_id": w.job_id, "proof_kind": w.kind}
             for w in self.pipeline.workers
         )
-        gpu_workers = [w for w in self.pipeline.workers if w.device is not None]
-        synth = self.pipeline.synthesis_workers()
+        # Curio's counts are of the configured workers; the time-critical lane's
+        # (one synthesis worker, one GPU worker a device) are in ``workers``
+        gpu_workers = [w for w in self.pipeline.workers if w.device is not None and not w.urgent]
+        synth = [w for w in self.pipeline.synthesis_workers() if not w.urgent]
         completed_by_kind, failed_by_kind = self.metrics.by_kind()
         return EngineStatus(
             uptime_s=now - self._started_at,
