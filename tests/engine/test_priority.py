@@ -19,6 +19,7 @@ from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState, Priority, ProofKind, ProofRequest
 from cuzk.engine.kinds import demo
+from cuzk.engine.kinds.base import ParsedRequest
 
 POREP = DemoCircuit(rounds=24, words=1)  # stands in for PoRep: its proofs held at a gate
 WINNING = DemoCircuit(rounds=5, words=1)  # stands in for WinningPoSt
@@ -156,6 +157,9 @@ class FakeWinning(demo.DemoKind):
     def _circuit(self, cid: str) -> DemoCircuit:
         return WINNING
 
+    def parse(self, request: ProofRequest) -> ParsedRequest:
+        return ParsedRequest("winning-test", super().parse(request).partitions)
+
 
 def test_keys_load_at_start_time_critical_first_and_a_bad_one_is_named(tmp_path: Path):
     from cuzk.engine.kinds import KindRegistry
@@ -244,4 +248,50 @@ def test_on_a_gpu_a_critical_job_overtakes_a_porep_like_batch(tmp_path: Path) ->
         assert not timed_out and job.state == JobState.COMPLETED, job.error
         assert ctx.budget.overdrawn_by_operation == {}, ctx.budget.overdrawn_by_operation
     finally:
+        e.stop()
+
+
+def test_a_winning_post_is_served_while_a_big_key_loads_at_start(tmp_path: Path) -> None:
+    from cuzk.engine.kinds import KindRegistry
+
+    porep_cid = demo.circuit_id(POREP.rounds, POREP.words)
+    reg = KindRegistry()
+    reg.register(demo.DemoKind())
+    reg.register(FakeWinning())
+    cfg = config(tmp_path, backend="cpu").with_overrides(
+        srs={
+            "param_cache": str(tmp_path / "params"),
+            "generate_dev_keys": True,
+            "load_at_start": [porep_cid, "winning-test"],
+        }
+    )
+    e = Engine(cfg, kinds=reg)
+    loading = threading.Event()
+    release = threading.Event()
+    preload = e.preload
+
+    def slow_preload(cid: str):
+        if cid == porep_cid:  # the big key takes its time
+            loading.set()
+            assert release.wait(GATE_TIMEOUT_S)
+        return preload(cid)
+
+    e.preload = slow_preload  # type: ignore[method-assign]
+    e.start()
+    try:
+        assert loading.wait(GATE_TIMEOUT_S)
+        assert e.status().load_at_start["winning-test"].startswith("loaded")
+        assert e.status().load_at_start[porep_cid] == "loading"
+        req = ProofRequest(
+            ProofKind.WINNING_POST,
+            vanilla_proof=demo.make_vanilla(WINNING, 1),
+            vanilla_proofs=(b"sector",),  # (the envelope's; the stand-in reads vanilla_proof)
+            randomness=bytes(32),
+        )
+        job, timed_out = e.await_job(e.submit(req).job_id, 60)
+        assert not timed_out and job.state == JobState.COMPLETED, job.error
+        assert job.priority == Priority.CRITICAL
+        assert e.status().load_at_start[porep_cid] == "loading"  # still
+    finally:
+        release.set()
         e.stop()
