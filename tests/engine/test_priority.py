@@ -90,6 +90,12 @@ def test_a_critical_job_behind_a_queue_of_porep_partitions_finishes_first(tmp_pa
         win_cid = demo.circuit_id(WINNING.rounds, WINNING.words)
         _, partition = circuit_bytes(win_cid)
         assert dev.budget.kept >= partition > 0
+        (line,) = [
+            x
+            for x in e.metrics_text().splitlines()
+            if x.startswith('cuzk_memory_kept_bytes{budget="vram:0"} ')
+        ]
+        assert float(line.split()[-1]) == dev.budget.kept
         be.gate.set()
         job, timed_out = e.await_job(porep, 120)
         assert not timed_out and job.state == JobState.COMPLETED, job.error
