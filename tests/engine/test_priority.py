@@ -301,3 +301,29 @@ def test_a_winning_post_is_served_while_a_big_key_loads_at_start(tmp_path: Path)
     finally:
         release.set()
         e.stop()
+
+
+def test_preloading_a_winning_post_key_keeps_its_working_set(tmp_path: Path) -> None:
+    """PreloadSRS (and [srs] load_at_start) of a WinningPoSt key sizes the VRAM kept
+    for time-critical proofs ("auto"); a fixed [gpus] time_critical_vram stays."""
+    from cuzk.engine.kinds import KindRegistry
+
+    for setting, want in (("auto", None), ("1MiB", 1 << 20)):
+        limit = 1 << 30
+        vram = DeviceBudget(0, limit)
+        dev = Device(0, "stand-in GPU 0", StandInGpu(vram), limit, Budget("vram:0", limit, vram))
+        reg = KindRegistry()
+        reg.register(demo.DemoKind())
+        reg.register(FakeWinning())
+        cfg = config(tmp_path / setting, time_critical_vram=setting).with_overrides(
+            srs={"param_cache": str(tmp_path / "params"), "generate_dev_keys": True}
+        )
+        e = Engine(cfg, kinds=reg, devices=[dev])
+        e.start()
+        try:
+            assert dev.budget.kept == (want or 0)
+            e.preload("winning-test")
+            res = e.keys.residency(e.keys.entry("winning-test"), dev)
+            assert dev.budget.kept == (want or res.partition_device_bytes) > 0
+        finally:
+            e.stop()

@@ -575,8 +575,6 @@ class Engine:
             t = time.monotonic()
             try:
                 self.preload(cid)
-                if self.time_critical_circuit(cid, Priority.CRITICAL):
-                    self._keep_for(cid)
             except Exception as e:  # the daemon keeps serving; the log and /status say why
                 self.start_loads[cid] = f"failed: {e}"
                 log.error("[srs] load_at_start: %s could not be loaded: %s", cid, e)
@@ -595,9 +593,13 @@ class Engine:
                 self.pipeline.keep_for_time_critical(d, res.partition_device_bytes)
 
     def preload(self, circuit_id: str) -> tuple[bool, float]:
-        """PreloadSRS: the key made HOT on every healthy device."""
+        """PreloadSRS: the key made HOT on every healthy device (a WinningPoSt's
+        also sizes the VRAM kept for time-critical proofs there)."""
         healthy = [d.ordinal for d in self.devices if self.pipeline.health.healthy(d.ordinal)]
-        return self.keys.preload(circuit_id, healthy)
+        got = self.keys.preload(circuit_id, healthy)
+        if self.time_critical_circuit(circuit_id, Priority.CRITICAL):
+            self._keep_for(circuit_id)
+        return got
 
     def evict(self, circuit_id: str) -> tuple[bool, int]:
         return self.keys.evict(circuit_id)
