@@ -182,6 +182,8 @@ def test_batch_with_probes_reports_their_latency_and_both_throughputs(tmp_path: 
         assert "--baseline" in capsys.readouterr().err
         assert main([*argv, "--probe", "demo", "--probe-every", "soon"]) == 2
         assert "--probe-every" in capsys.readouterr().err
+        assert main([*argv, "--probe", "winning"]) == 2
+        assert "--probe-vanilla required for winning probes" in capsys.readouterr().err
 
 
 def test_percentiles_are_nearest_rank() -> None:

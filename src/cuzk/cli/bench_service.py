@@ -307,6 +307,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     if every <= 0:
         raise UsageError("--probe-every: the interval must be positive")
+    probe_kind = TYPES.get(args.probe.lower())
+    needs_vanilla = probe_kind not in (None, ProofKind.DEMO, ProofKind.POREP_SEAL_COMMIT)
+    if needs_vanilla and args.probe_vanilla is None:
+        raise UsageError(f"--probe-vanilla required for {args.probe} probes")
     probe_args = argparse.Namespace(**vars(args))
     probe_args.type, probe_args.vanilla = args.probe, args.probe_vanilla
     probe_args.priority = args.probe_priority
