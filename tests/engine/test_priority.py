@@ -327,3 +327,87 @@ def test_preloading_a_winning_post_key_keeps_its_working_set(tmp_path: Path) -> 
             assert dev.budget.kept == (want or res.partition_device_bytes) > 0
         finally:
             e.stop()
+
+
+class Gates(StandInGpu):
+    """A stand-in GPU whose proofs of a circuit (by its constraint count) each
+    take a permit of that circuit's semaphore (at their first sparse product,
+    A·w), counting those waiting."""
+
+    def __init__(self, vram: DeviceBudget, gates: dict[int, threading.Semaphore]) -> None:
+        super().__init__(vram)
+        self.gates = gates
+        self.waiting: dict[int, int] = dict.fromkeys(gates, 0)
+        self._products = threading.local()  # A, B, C: three products a proof
+
+    def spmv(self, m, w, rows=None):
+        n = getattr(self._products, "n", 0)
+        self._products.n = n + 1
+        gate = self.gates.get(m.inner.num_rows) if n % 3 == 0 else None
+        if gate is not None:
+            with self._lock:
+                self.waiting[m.inner.num_rows] += 1
+            try:
+                assert gate.acquire(timeout=GATE_TIMEOUT_S), "the test never let it through"
+            finally:
+                with self._lock:
+                    self.waiting[m.inner.num_rows] -= 1
+        return super(StandInGpu, self).spmv(m, w, rows)
+
+
+def test_a_worker_proving_a_batch_gives_its_rest_back_to_higher_priority_work(tmp_path):
+    """The time-critical worker busy, a HIGH job queued behind a batch that the
+    other worker proves is proven right after that worker's current partition:
+    the rest of its batch goes back to the queue."""
+    kind = demo.DemoKind()
+    rows = {
+        name: kind.r1cs(demo.circuit_id(c.rounds, c.words)).num_constraints
+        for name, c in (("porep", POREP), ("winning", WINNING))
+    }
+    gates = {rows["porep"]: threading.Semaphore(0), rows["winning"]: threading.Semaphore(0)}
+    limit = 1 << 30
+    vram = DeviceBudget(0, limit)
+    be = Gates(vram, gates)
+    dev = Device(0, "stand-in GPU 0", be, limit, Budget("vram:0", limit, vram))
+    cfg = config(tmp_path, gpu_workers_per_device=1).with_overrides(
+        pipeline={"synthesis_concurrency": 2, "synthesis_lookahead": 4}
+    )
+    e = Engine(cfg, devices=[dev])
+    e.start()
+    (regular,) = [w for w in e.pipeline.workers if w.device is not None and not w.urgent]
+    (urgent,) = [w for w in e.pipeline.workers if w.device is not None and w.urgent]
+
+    def submit(circuit: DemoCircuit, n: int, priority: Priority) -> str:
+        req = ProofRequest(
+            ProofKind.DEMO, priority=priority, vanilla_proof=demo.make_vanilla(circuit, n)
+        )
+        return e.submit(req).job_id
+
+    def done(job_id: str) -> int:
+        return sum(1 for t in e.registry.get(job_id).trace.values() if t.state == "done")
+
+    try:
+        porep = submit(POREP, 8, Priority.NORMAL)
+        wait_for(lambda: be.waiting[rows["porep"]] == 1, "the first PoRep partition proving")
+        wait_for(lambda: len(e.pipeline.synthesized) >= 3, "PoRep partitions queued")
+        critical = submit(WINNING, 1, Priority.CRITICAL)  # keeps the urgent worker busy
+        wait_for(lambda: urgent.job_id == critical, "the urgent worker on the CRITICAL job")
+        gates[rows["porep"]].release()  # the first PoRep partition finishes
+        wait_for(lambda: done(porep) == 1, "the first PoRep partition proven")
+        wait_for(
+            lambda: regular.held >= 2 and be.waiting[rows["porep"]] == 1,
+            "the regular worker proving a batch",
+        )
+        high = submit(DemoCircuit(rounds=10, words=1), 1, Priority.HIGH)
+        wait_for(
+            lambda: e.pipeline.synthesized.outranks(Priority.NORMAL), "the HIGH partition queued"
+        )
+        gates[rows["porep"]].release()  # the batch's current partition finishes
+        job, timed_out = e.await_job(high, 30)
+        assert not timed_out and job.state == JobState.COMPLETED, job.error
+        assert done(porep) == 2  # not the rest of the batch
+    finally:
+        for g in gates.values():
+            for _ in range(16):
+                g.release()
+        e.stop()
