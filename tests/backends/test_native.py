@@ -461,3 +461,23 @@ def test_sparse_kernels_name_a_broken_csr(op):
         call([0, 4, 3], [0, 1, 1])  # row 1 runs backwards
     with pytest.raises(ValueError, match=r"CSR entry 2: column outside \[0, 2\)"):
         call([0, 1, 3], [0, 1, 5])
+
+
+def test_prepare_into_in_slices_reports_the_first_bad_point(monkeypatch):
+    """Bases converted in slices on several threads are the one-call result,
+    and of two bad points the lower index is reported, whichever slice ends first."""
+    monkeypatch.setattr(native, "PREPARE_SLICE", 4)
+    monkeypatch.setattr(native, "threads", lambda: 4)
+    pts = g1_to_array([G1.generator] * 40)
+    one, many = np.empty_like(pts), np.empty_like(pts)
+    monkeypatch.setattr(native, "PREPARE_SLICE", 1 << 30)
+    assert native.prepare_into(pts, one) == (-1, 0)
+    monkeypatch.setattr(native, "PREPARE_SLICE", 4)
+    assert native.prepare_into(pts, many) == (-1, 0)
+    assert np.array_equal(one, many)
+    bad = pts.copy()
+    bad[33, 0, 0] ^= np.uint64(2)  # off the curve, in the last slice
+    bad[17, 1] = np.frombuffer(Q.to_bytes(48, "little"), dtype="<u8")  # y = q, in the second
+    assert native.prepare_into(bad, many) == (17, native.PREPARE_NOT_CANONICAL)
+    bad[17] = pts[17]
+    assert native.prepare_into(bad, many) == (33, native.PREPARE_OFF_CURVE)

@@ -201,3 +201,49 @@ def test_an_unreachable_daemon_is_reported_with_the_address_tried(
         out, err = capsys.readouterr()
         assert f"no cuzk daemon answers at unix://{tmp_path}/other.sock. Start one" in err
         assert "Batch Summary" not in out  # said once, not as proofs that failed
+
+
+def test_batch_with_probes_reports_their_latency_and_both_throughputs(tmp_path: Path, capsys):
+    with running_daemon(tmp_path) as d:
+        addr = d.servers.bound[0]
+        argv = ["-a", addr, "batch", "-t", "demo", "--constraints", "300", "-c", "3", "-j", "2"]
+        probe = ["--probe", "demo", "--probe-constraints", "200", "--probe-every", "50ms"]
+        rc = main(argv + probe + ["--probe-priority", "critical", "--baseline"])
+        out = capsys.readouterr().out
+        assert rc == 0, out
+        assert out.count("=== Batch Summary ===") == 2  # the baseline, then with probes
+        summary = out[out.index("=== Probe Summary ===") :]
+        m = re.search(r"probes:        (\d+) completed, 0 failed, \d+ late", summary)
+        assert m and int(m.group(1)) >= 1, summary
+        assert re.search(
+            r"latency:       p50=\d+\.\d{3}s p95=\d+\.\d{3}s p99=\d+\.\d{3}s max=\d+\.\d{3}s",
+            summary,
+        )
+        assert re.search(
+            r"throughput:    with probes \d+\.\d\ds/proof, without \d+\.\d\ds/proof "
+            r"\(baseline run\): [+-]\d+\.\d%",
+            summary,
+        )
+        # the probes' priority reached the daemon: CRITICAL jobs were submitted
+        text = d.engine.metrics_text()
+        assert re.search(
+            r'cuzk_jobs_submitted_total\{priority="CRITICAL",proof_kind="demo"\} [1-9]', text
+        )
+        assert main([*argv[:3], "-t", "demo", "--baseline"]) == 2  # --baseline needs --probe
+        assert "--baseline" in capsys.readouterr().err
+        assert main([*argv, "--probe", "demo", "--probe-every", "soon"]) == 2
+        assert "--probe-every" in capsys.readouterr().err
+        assert main([*argv, "--probe", "winning"]) == 2
+        assert "--probe-vanilla required for winning probes" in capsys.readouterr().err
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    from cuzk.bench.load import percentile
+
+    values = [float(v) for v in range(1, 101)]
+    assert (percentile(values, 50), percentile(values, 99), percentile(values, 100)) == (
+        50,
+        99,
+        100,
+    )
+    assert percentile([3.0], 99) == 3.0

@@ -111,4 +111,7 @@ def test_load_params_bench_streams_a_file_into_the_cpu_backend(tmp_path, capsys)
     # h: 2^10 − 1 G1 points, a: 1, b_g1: 2^8 G1, b_g2: 2^8 G2, after the verifying key
     assert report["bytes"] == 288 + 576 + 4 + 96 + 5 * 4 + 96 * (1023 + 1 + 256) + 192 * 256
     assert report["load_warm_gb_s"] > 0 and report["host_peak_anon_mib"] > 0
+    # the host's stages alone: the file read (one thread, and split), the decoding
+    assert report["read_warm_gb_s"] > 0 and report["read_warm_threads_gb_s"] > 0
+    assert report["decode_gb_s"] > 0
     assert list(tmp_path.iterdir()) == []  # the file is removed

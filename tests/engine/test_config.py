@@ -284,3 +284,17 @@ def test_admission_and_dev_key_defaults_are_bounded() -> None:
         {"admission": {"max_pending_bytes": "512MiB"}, "srs": {"dev_key_disk_budget": "1GiB"}}
     )
     assert cfg.admission.max_pending_bytes == 512 * MIB and cfg.srs.dev_key_disk_budget == GIB
+
+
+def test_time_critical_vram_and_keys_loaded_at_start() -> None:
+    assert Config().gpus.time_critical_bytes() is None  # "auto"
+    cfg = config_from_dict(
+        {"gpus": {"time_critical_vram": "2GiB"}, "srs": {"load_at_start": ["winning-32g"]}}
+    )
+    assert cfg.gpus.time_critical_bytes() == 2 * GIB
+    assert cfg.srs.load_at_start == ("winning-32g",)
+    assert config_from_dict({"gpus": {"time_critical_vram": 0}}).gpus.time_critical_bytes() == 0
+    with pytest.raises(InputError, match=r"gpus\.time_critical_vram.*not a size"):
+        config_from_dict({"gpus": {"time_critical_vram": "lots"}})
+    with pytest.raises(InputError, match=r"srs\.load_at_start.*circuit ids"):
+        config_from_dict({"srs": {"load_at_start": "porep-32g"}})

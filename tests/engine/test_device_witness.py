@@ -24,7 +24,7 @@ from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
-from cuzk.engine.jobs import JobState, ProofKind, ProofRequest
+from cuzk.engine.jobs import JobState, Priority, ProofKind, ProofRequest
 
 RND = bytes(range(32))
 WINNING_2K = 0  # RegisteredPoStProof
@@ -152,7 +152,7 @@ def _winning_engine(
     return e, dev, maker
 
 
-def _winning_jobs(e: Engine, n: int) -> list:
+def _winning_jobs(e: Engine, n: int, priority: Priority = Priority.UNSPECIFIED) -> list:
     win = config_for_registered_proof(WINNING_2K)
     vanilla = write_sector_proof(generate_sector_proof(win, RND, 5))
     req = ProofRequest(
@@ -160,6 +160,7 @@ def _winning_jobs(e: Engine, n: int) -> list:
         registered_proof=WINNING_2K,
         vanilla_proofs=(vanilla,),
         randomness=RND,
+        priority=priority,
     )
     ids = [e.submit(req).job_id for _ in range(n)]
     return [e.await_job(j, 300)[0] for j in ids]
@@ -215,11 +216,18 @@ def test_a_witness_starts_on_its_share_while_another_partition_proves(tmp_path: 
     assert limit < key + plan_res + 2 * whole  # two whole sets do not fit
     e, dev, maker = _winning_engine(tmp_path, limit)
     try:
-        jobs = _winning_jobs(e, 4)
+        jobs = _winning_jobs(e, 4, Priority.NORMAL)
         assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
         assert maker.most == 2  # a witness was made while another partition proved
         assert dev.backend.vram.overdrawn_by_operation == {}
         assert maker.assignments == {}
+        # time-critical partitions take their whole set at once (the share slot
+        # may be held by a partition waiting for another): one at a time here
+        maker.most = 0
+        jobs = _winning_jobs(e, 2)
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        assert maker.most == 1
+        assert dev.backend.vram.overdrawn_by_operation == {}
     finally:
         e.stop()
 
@@ -227,11 +235,15 @@ def test_a_witness_starts_on_its_share_while_another_partition_proves(tmp_path: 
 def test_the_witness_and_the_proof_run_on_their_own_streams(tmp_path: Path) -> None:
     """Where the backend has work streams, a partition's witness passes run on
     the witness's and its MSMs on the prover's (the CUDA backend schedules the
-    latter first), whichever worker thread runs them."""
+    latter first), whichever worker thread runs them; a time-critical
+    partition's both run on the urgent stream (scheduled before either)."""
     e, dev, _ = _winning_engine(tmp_path, 4 << 30, streams=True)
     try:
-        jobs = _winning_jobs(e, 2)
+        jobs = _winning_jobs(e, 2, Priority.NORMAL)
+        assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+        assert dev.backend.roles == {"msm": {"prove"}, "witness pass": {"witness"}}
+        jobs = _winning_jobs(e, 1)  # CRITICAL, WinningPoSt's own priority
         assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
     finally:
         e.stop()
-    assert dev.backend.roles == {"msm": {"prove"}, "witness pass": {"witness"}}
+    assert dev.backend.roles == {"msm": {"prove", "urgent"}, "witness pass": {"witness", "urgent"}}

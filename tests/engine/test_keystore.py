@@ -422,3 +422,43 @@ def test_matrices_too_big_for_the_budget_are_refused_with_the_reason(tmp_path: P
     with pytest.raises(ResourceError, match=f"matrices of {A} needs"):
         m.ensure_r1cs(A)
     assert kind.builds == []
+
+
+def test_post_keys_are_never_evicted_for_porep(tmp_path: Path) -> None:
+    """An idle WinningPoSt key stays HOT while a PoRep-like key waits for memory
+    another key holds, and the idle other key goes instead; time-critical work
+    may evict it."""
+    from cuzk.engine.budget import time_critical
+
+    post = "winning-test"
+    kp = key_host_bytes(FakePost().r1cs(post))
+    ka = key_host_bytes(demo.DemoKind().r1cs(A))
+    kb = key_host_bytes(demo.DemoKind().r1cs(B))
+    m, _ = manager(tmp_path, limit=kp + kb + 200, dev=True)
+    assert kp + ka + kb + 200 > kp + kb + 200 >= kp + ka + 100  # A or B beside the PoSt key
+    m.release_host(m.acquire_host(post, 100))
+    lease = m.acquire_host(A, 100)  # A in use: B must wait for it, not take the PoSt key's place
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    with pytest.raises(Cancelled):
+        m.acquire_host(B, 100, cancelled=stop.is_set)
+    assert status(m, post).tier == Tier.HOT
+    m.release_host(lease)
+    m.release_host(m.acquire_host(B, 100))  # A is idle now: it goes
+    assert status(m, post).tier == Tier.HOT and status(m, A).tier == Tier.WARM
+    assert status(m, B).tier == Tier.HOT
+    with time_critical():  # time-critical work may take the PoSt key's place
+        m.release_host(m.acquire_host(A, 100))
+    assert status(m, A).tier == Tier.HOT and Tier.WARM in (status(m, post).tier, status(m, B).tier)
+
+
+def test_a_post_key_gives_way_to_work_that_could_never_fit_beside_it(tmp_path: Path, caplog):
+    """A PoRep-like key that does not fit the budget beside an idle PoSt key
+    would wait for ever: the PoSt key is evicted for it, with a warning."""
+    post = "winning-test"
+    kb = key_host_bytes(demo.DemoKind().r1cs(B))
+    m, _ = manager(tmp_path, limit=kb + 4096, dev=True)
+    m.release_host(m.acquire_host(post, 100))
+    m.release_host(m.acquire_host(B, 100))
+    assert status(m, post).tier == Tier.WARM and status(m, B).tier == Tier.HOT
+    assert "other work could never fit beside it" in caplog.text

@@ -154,3 +154,20 @@ def test_no_batching_at_size_one() -> None:
     bc = BatchCollector(1, 60_000, rel)
     bc.add(job("a", Priority.NORMAL), batchable=True)
     assert rel.batches == [["a"]]
+
+
+def test_time_critical_items_pass_a_full_queue_and_outrank_what_is_queued() -> None:
+    q = PartitionQueue("gpu", capacity=1)
+    porep = job("p", Priority.NORMAL)
+    q.put(WorkItem(porep, 0, None, seq=1))
+    assert not q.outranks(Priority.NORMAL)
+    blocked = threading.Thread(target=q.put, args=(WorkItem(porep, 1, None, seq=1),))
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive()  # a PoRep partition waits for room
+    q.put(WorkItem(job("w", Priority.CRITICAL), 0, None, seq=2))  # a WinningPoSt does not
+    assert q.outranks(Priority.NORMAL) and not q.outranks(Priority.CRITICAL)
+    assert q.get(0).job.job_id == "w"
+    assert q.get(0).job.job_id == "p"
+    blocked.join(5)
+    assert not blocked.is_alive() and len(q) == 1

@@ -3,12 +3,14 @@ and ``demo-service``, in the format of Curio's cuzk-bench ("=== Batch Benchmark 
 
 A :class:`ProofTemplate` makes each request (a fresh demo instance each
 time); :func:`run_batch` sends N with a concurrency and reports wall and
-prove times and throughput; :func:`run_stress` sends streams of proofs at
-Poisson arrival times for a duration and reports each stream.
+prove times and throughput, optionally with probes of another kind beside
+it (:class:`Probe`: latency under load); :func:`run_stress` sends streams of
+proofs at Poisson arrival times for a duration and reports each stream.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 import threading
@@ -16,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -95,11 +97,124 @@ class Progress:
             sys.stdout.flush()
 
 
-def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, conc: int) -> int:
+@dataclass
+class Probe:
+    """Proofs of another kind sent beside a batch, one at a time over one
+    persistent client (``client``, kept open for the whole run), one due every
+    ``every`` seconds from the batch's start plus one interval; a probe due while
+    the one before is in flight starts when it returns (``late``). Latency is
+    what that client sees: submission to proof, the connection already open."""
+
+    template: ProofTemplate
+    type_name: str
+    every: float
+    client: Client
+    walls: list[float] = field(default_factory=list)  # completed probes' latencies
+    failed: list[str] = field(default_factory=list)
+    late: int = 0
+
+    def run(self, t0: float, stop: threading.Event) -> None:
+        due = t0 + self.every
+        while not stop.wait(max(0.0, due - time.perf_counter())):
+            start = time.perf_counter()
+            if start - due > 0.05 * self.every:
+                self.late += 1
+            try:
+                r = self.client.prove(self.template.fresh())
+                if r.status == pb.AwaitProofResponse.COMPLETED:
+                    self.walls.append(time.perf_counter() - start)
+                else:
+                    self.failed.append(r.error_message or STATUS.get(r.status, "UNKNOWN"))
+            except grpc.RpcError as e:
+                self.failed.append(f"{e.code().name}: {e.details()}")
+            due += self.every
+            while due < time.perf_counter() - self.every:  # skipped while one was in flight
+                due += self.every
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank ``p``-th percentile of ``values`` (not empty)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    count: int
+    completed: int
+    elapsed: float  # seconds, the whole batch
+    sustained: float | None  # seconds a proof, first completion to last (None: < 2)
+
+    @property
+    def per_proof(self) -> float:
+        """Seconds a proof: sustained where it was measured, else the whole batch's."""
+        if self.sustained is not None:
+            return self.sustained
+        return self.elapsed / max(1, self.completed)
+
+
+def run_batch(
+    client: Client,
+    tpl: ProofTemplate,
+    type_name: str,
+    count: int,
+    conc: int,
+    probe: Probe | None = None,
+    baseline: bool = False,
+) -> int:
+    """The batch report (Curio's). With ``probe``, probes run beside the batch and
+    their latencies are reported with the batch's throughput; with ``baseline``
+    the batch runs alone first, and the report compares the two throughputs."""
+    base = None
+    if probe is not None and baseline:
+        print("--- baseline: the batch alone ---")
+        base = _batch(client, tpl, type_name, count, conc)
+        print()
+        print("--- the batch with probes ---")
+    got = _batch(client, tpl, type_name, count, conc, probe)
+    if probe is not None:
+        _probe_report(probe, got, base)
+    ok = got.completed == count and (base is None or base.completed == count)
+    return 0 if ok and (probe is None or not probe.failed) else 1
+
+
+def _probe_report(probe: Probe, got: BatchResult, base: BatchResult | None) -> None:
+    print()
+    print("=== Probe Summary ===")
+    print(f"probe type:    {probe.type_name} (every {probe.every:g}s, one client)")
+    done, failed = len(probe.walls), len(probe.failed)
+    print(f"probes:        {done} completed, {failed} failed, {probe.late} late")
+    for reason in sorted(set(probe.failed))[:3]:
+        print(f"  failed: {reason}")
+    if probe.walls:
+        w = probe.walls
+        print(
+            f"latency:       p50={percentile(w, 50):.3f}s p95={percentile(w, 95):.3f}s "
+            f"p99={percentile(w, 99):.3f}s max={max(w):.3f}s"
+        )
+    line = f"throughput:    with probes {got.per_proof:.2f}s/proof"
+    if base is not None:
+        loss = 100.0 * (got.per_proof - base.per_proof) / base.per_proof
+        line += f", without {base.per_proof:.2f}s/proof (baseline run): {loss:+.1f}%"
+    else:
+        line += "; without: not measured (--baseline runs the batch alone first)"
+    print(line)
+
+
+def _batch(
+    client: Client,
+    tpl: ProofTemplate,
+    type_name: str,
+    count: int,
+    conc: int,
+    probe: Probe | None = None,
+) -> BatchResult:
     print("=== Batch Benchmark ===")
     print(f"proof type:  {type_name}")
     print(f"count:       {count}")
     print(f"concurrency: {conc}")
+    if probe is not None:
+        print(f"probe:       {probe.type_name} every {probe.every:g}s")
     print()
     progress = Progress(count)
     results: list[tuple[int, pb.AwaitProofResponse, float]] = []
@@ -119,6 +234,11 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
 
     t0 = time.perf_counter()
     progress.start()
+    stop = threading.Event()
+    prober = None
+    if probe is not None:
+        prober = threading.Thread(target=probe.run, args=(t0, stop), name="probe", daemon=True)
+        prober.start()
     with ThreadPoolExecutor(max_workers=max(1, conc)) as pool:
         futures = [pool.submit(one, i) for i in range(count)]
         for f in as_completed(futures):
@@ -139,6 +259,9 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
             progress.print(line)
             results.append((i, resp, wall))
     elapsed = time.perf_counter() - t0
+    stop.set()  # no probe starts after the batch; the one in flight finishes
+    if prober is not None:
+        prober.join()
     progress.stop()
     completed = [(r, w) for _, r, w in results if r.status == pb.AwaitProofResponse.COMPLETED]
     print()
@@ -172,14 +295,15 @@ def run_batch(client: Client, tpl: ProofTemplate, type_name: str, count: int, co
             f"throughput:    {len(completed) / elapsed * 60:.3f} proofs/min "
             f"({elapsed / len(completed):.1f}s/proof)"
         )
-        if len(completions) > 1:
-            # from the first completion to the last: without the pipeline's fill
-            span = max(completions) - min(completions)
-            print(
-                f"sustained:     {span / (len(completions) - 1):.1f}s/proof "
-                f"(first to last of {len(completions)} completions)"
-            )
-    return 0 if len(completed) == count else 1
+    sustained = None
+    if len(completions) > 1:
+        # from the first completion to the last: without the pipeline's fill
+        sustained = (max(completions) - min(completions)) / (len(completions) - 1)
+        print(
+            f"sustained:     {sustained:.1f}s/proof "
+            f"(first to last of {len(completions)} completions)"
+        )
+    return BatchResult(count, len(completed), elapsed, sustained)
 
 
 def run_stress(

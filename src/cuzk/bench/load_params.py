@@ -8,23 +8,31 @@ as ``cuzk gen-params``; then loads every query into the backend as the engine do
 (:meth:`Backend.load_g1` / ``load_g2`` from the file's reader), once with the
 file's pages dropped from the page cache (cold, where the kernel honours the
 advice) and once warm. Each loaded query's first and last points are
-compared with the CPU backend's load of the same bytes. Prints one JSON
-object: GB/s for the write and each load, and the peak host memory of the
+compared with the CPU backend's load of the same bytes. Then the host's
+part of a load alone, warm: the file read a chunk at a time as the CUDA
+loader reads it (``read_warm_gb_s``), the same with each chunk read by
+``READ_THREADS`` threads at once (``read_warm_threads_gb_s``: whether
+splitting the reads would pay on this host), and those bytes decoded to
+limbs as the CPU backend decodes them (``decode_gb_s``), so a slow load says
+whether the host or the device holds it back. Prints one JSON object: GB/s for the
+write, each load and the host's stages, and the peak host memory of the
 process (the key must never be whole in it).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from cuzk.algebra.arrays import fr_random
+from cuzk.algebra.arrays import fr_random, g1_from_zcash, g2_from_zcash
 from cuzk.algebra.curves import G1
 from cuzk.bench.hostmem import HostMemory
 from cuzk.errors import CuzkError
@@ -160,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
                     close = getattr(h, "close", None)
                     if close is not None:
                         close()
+            report.update(_host_stages(params))
         report.update(mem.report())
     except (CuzkError, OSError, ValueError) as e:
         print(f"cuzk-bench load-params: {e}", file=sys.stderr)
@@ -169,6 +178,52 @@ def run(args: argparse.Namespace) -> int:
             path.unlink(missing_ok=True)
     print(json.dumps(report, indent=2))
     return 0 if report.get("check") else 1
+
+
+# Bytes a host stage handles at a time: the CUDA loader's chunk.
+HOST_CHUNK_BYTES = 192 << 20
+READ_THREADS = 4
+
+
+def _host_stages(params: MappedParams) -> dict:
+    """GB/s of the file read alone (warm, a chunk at a time into one buffer;
+    and split over READ_THREADS threads) and of the zcash decoding of what
+    was read, over every query."""
+    read_s = decode_s = split_s = 0.0
+    total = 0
+    pool = ThreadPoolExecutor(READ_THREADS)
+    for q in QUERIES:
+        n = params.count(q)
+        g2 = query_group(q) == "G2"
+        size = 192 if g2 else 96
+        chunk = max(1, min(n, HOST_CHUNK_BYTES // size))
+        buf = np.empty((chunk, size), np.uint8)
+        read = params.reader(q)
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
+            t = time.perf_counter()
+            read(lo, hi, buf[: hi - lo])
+            t1 = time.perf_counter()
+            (g2_from_zcash if g2 else g1_from_zcash)(buf[: hi - lo])
+            decode_s += time.perf_counter() - t1
+            read_s += t1 - t
+            cuts = [lo + (hi - lo) * i // READ_THREADS for i in range(READ_THREADS + 1)]
+            t = time.perf_counter()
+            parts = [
+                pool.submit(read, a, b, buf[a - lo : b - lo])
+                for a, b in itertools.pairwise(cuts)
+                if b > a
+            ]
+            for f in parts:
+                f.result()
+            split_s += time.perf_counter() - t
+        total += n * size
+    pool.shutdown()
+    return {
+        "read_warm_gb_s": round(total / max(read_s, 1e-9) / 1e9, 3),
+        "read_warm_threads_gb_s": round(total / max(split_s, 1e-9) / 1e9, 3),
+        "decode_gb_s": round(total / max(decode_s, 1e-9) / 1e9, 3),
+    }
 
 
 def _check(handles: dict, params: MappedParams, cpu) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 
 import grpc
 
-from cuzk.bench.load import STATUS, ProofTemplate, run_batch, run_stress
+from cuzk.bench.load import STATUS, Probe, ProofTemplate, run_batch, run_stress
 from cuzk.cli._progress import Ticker
 from cuzk.engine.jobs import KIND_ALIASES, KIND_NAMES, Priority, ProofKind
 from cuzk.engine.kinds import demo
@@ -120,6 +120,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     _proof_args(p)
     p.add_argument("-c", "--count", type=int, default=3)
     p.add_argument("-j", "--concurrency", type=int, default=1)
+    p.add_argument("--probe", help="beside the batch, proofs of this type (latency under load)")
+    p.add_argument("--probe-every", default="5s", help="one probe per interval (e.g. 5s, 500ms)")
+    p.add_argument("--probe-vanilla", type=Path, help="the probes' vanilla proofs (PoSt)")
+    p.add_argument("--probe-constraints", type=int, help="demo probes: circuit size")
+    p.add_argument(
+        "--probe-priority",
+        choices=[x.name.lower() for x in Priority][1:],
+        help="default: its kind's",
+    )
+    p.add_argument("--baseline", action="store_true", help="with --probe: the batch alone first")
     p.set_defaults(func=cmd_batch)
 
     p = sub.add_parser("stress", help="mixed proof kinds at given rates for a duration")
@@ -349,9 +359,36 @@ def print_result(resp: pb.AwaitProofResponse, wall_s: float, cpu: bool = False) 
 @guard
 def cmd_batch(args: argparse.Namespace) -> int:
     tpl = build_template(args)
-    with _client(args) as c:
-        c.status(timeout=30)  # an unreachable daemon is said so once, not as N failed proofs
-        return run_batch(c, tpl, args.type, args.count, args.concurrency)
+    if args.probe is None:
+        if args.baseline:
+            raise UsageError("--baseline compares a batch with and without --probe: give --probe")
+        with _client(args) as c:
+            c.status(timeout=30)  # an unreachable daemon is said so once, not as N failed proofs
+            return run_batch(c, tpl, args.type, args.count, args.concurrency)
+    from cuzk.engine.config import parse_duration
+    from cuzk.errors import InputError
+
+    try:
+        every = parse_duration(args.probe_every, "batch", "--probe-every")
+    except InputError as e:
+        raise UsageError(str(e)) from e
+    if every <= 0:
+        raise UsageError("--probe-every: the interval must be positive")
+    probe_kind = TYPES.get(args.probe.lower())
+    needs_vanilla = probe_kind not in (None, ProofKind.DEMO, ProofKind.POREP_SEAL_COMMIT)
+    if needs_vanilla and args.probe_vanilla is None:
+        raise UsageError(f"--probe-vanilla required for {args.probe} probes")
+    probe_args = argparse.Namespace(**vars(args))
+    probe_args.type, probe_args.vanilla = args.probe, args.probe_vanilla
+    probe_args.priority = args.probe_priority
+    probe_args.constraints = args.probe_constraints or args.constraints
+    probe_args.partitions = 1
+    probe_tpl = build_template(probe_args)
+    # the probes' own connection, open for the whole run
+    with _client(args) as c, _client(args) as probe_client:
+        c.status(timeout=30)
+        probe = Probe(probe_tpl, args.probe, every, probe_client)
+        return run_batch(c, tpl, args.type, args.count, args.concurrency, probe, args.baseline)
 
 
 def _rate(value: str, flag: str) -> float:

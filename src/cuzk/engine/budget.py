@@ -14,6 +14,11 @@ A device budget is backed by the CUDA backend's
 there is what the device's allocator enforces. The work a reservation was
 made for runs inside :meth:`Budget.lend`, so that the backend's own
 reservations for that work draw from it instead of counting it twice.
+
+A device budget may keep a slice for time-critical work (``kept``: WinningPoSt
+and WindowPoSt, CRITICAL and HIGH): a reservation made outside
+:func:`time_critical` may not take the budget's last ``kept`` bytes, so such
+work never waits behind a PoRep partition's reservation for its working set.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from cuzk.errors import CuzkError, ResourceError
@@ -30,6 +35,27 @@ from cuzk.errors import CuzkError, ResourceError
 log = logging.getLogger(__name__)
 
 Evictor = Callable[[int], bool]  # shortfall in bytes -> freed something
+
+
+_urgency = threading.local()
+
+
+@contextmanager
+def time_critical(on: bool = True) -> Iterator[None]:
+    """Inside, the calling thread's reservations are time-critical work's: they
+    may take a budget's kept slice, and idle keys of time-critical circuits may
+    be evicted for them (KeyStore.evict_idle); outside, neither."""
+    before = getattr(_urgency, "on", False)
+    _urgency.on = on
+    try:
+        yield
+    finally:
+        _urgency.on = before
+
+
+def is_time_critical() -> bool:
+    """Whether the calling thread works for a time-critical partition now."""
+    return getattr(_urgency, "on", False)
 
 
 class Cancelled(CuzkError):
@@ -84,9 +110,11 @@ class Reservation:
 class Budget:
     """A byte budget with reservations, peak tracking and waiting."""
 
-    def __init__(self, name: str, limit: int, device_budget: Any = None) -> None:
+    def __init__(self, name: str, limit: int, device_budget: Any = None, kept: int = 0) -> None:
         self.name = name
         self.limit = int(limit)
+        self.kept = max(0, min(int(kept), self.limit // 2))  # only time-critical work takes it
+        self._kept_warned = False
         self.reserved = 0
         self.peak = 0
         self.waits = 0  # reservations that had to wait for memory
@@ -97,21 +125,49 @@ class Budget:
     def free(self) -> int:
         return self.limit - self.reserved
 
-    def available(self) -> int:
+    def keep(self, nbytes: int) -> None:
+        """Keep the budget's last ``nbytes`` for time-critical work (0: none), at
+        most half the budget, so that other work always has room to run."""
+        with self._cond:
+            self.kept = max(0, min(int(nbytes), self.limit // 2))
+            self._cond.notify_all()
+
+    def _ceiling(self, total: int = 0) -> int:
+        """What the calling thread's reservation of ``total`` bytes may bring
+        ``reserved`` up to: the whole limit for time-critical work, the limit
+        less the kept slice for other work, unless that work could never fit
+        beside the slice (then the slice does not hold it back: it would wait
+        for ever; a warning says so once)."""
+        if is_time_critical() or not self.kept:
+            return self.limit
+        if total > self.limit - self.kept:
+            if not self._kept_warned:
+                self._kept_warned = True
+                log.warning(
+                    "%s: a reservation of %s does not fit beside the %s kept for "
+                    "time-critical proofs and may take it: lower [gpus] time_critical_vram",
+                    self.name,
+                    _gib(total),
+                    _gib(self.kept),
+                )
+            return self.limit
+        return self.limit - self.kept
+
+    def available(self, total: int = 0) -> int:
         """What a reservation can take now: the free budget, or less on a device
         whose backend holds memory of its own beyond the engine's reservations
         (long-lived tables made inside work that has finished): eviction is
         asked for the device's real shortfall, not the engine's view of it."""
-        free = self.free
+        free = self._ceiling(total) - self.reserved
         dev = self._device_budget
         if dev is not None:
             free = min(free, dev.limit_bytes - dev.reserved_bytes)
         return free
 
     # --- taking and giving back ---------------------------------------------
-    def _take(self, nbytes: int, what: str) -> Reservation | None:
+    def _take(self, nbytes: int, what: str, ceiling: int) -> Reservation | None:
         """Called with the condition held."""
-        if self.reserved + nbytes > self.limit:
+        if self.reserved + nbytes > ceiling:
             return None
         token = None
         if self._device_budget is not None:
@@ -151,11 +207,13 @@ class Budget:
     def try_reserve(self, parts: Sequence[tuple[int, str]]) -> list[Reservation] | None:
         """All parts now, or none (without waiting)."""
         with self._cond:
-            if self.reserved + sum(n for n, _ in parts) > self.limit:
+            total = sum(n for n, _ in parts)
+            ceiling = self._ceiling(total)
+            if self.reserved + total > ceiling:
                 return None
             taken: list[Reservation] = []
             for n, what in parts:
-                r = self._take(n, what)
+                r = self._take(n, what, ceiling)
                 if r is None:
                     for t in taken:
                         self._release(t)
@@ -189,14 +247,14 @@ class Budget:
                 return got
             if cancelled is not None and cancelled():
                 raise Cancelled("cancelled while waiting for memory")
-            if evict is not None and evict(total - self.available()):
+            if evict is not None and evict(total - self.available(total)):
                 continue
             if not waited:
                 waited = True
                 self.waits += 1
                 log.debug("%s: %s waits for %s (free %s)", self.name, parts, total, self.free)
             with self._cond:
-                if self.available() < total:  # (the device's own holds too: no busy loop)
+                if self.available(total) < total:  # (the device's own holds too: no busy loop)
                     self._cond.wait(poll_s)
 
     def snapshot(self) -> dict[str, int]:
@@ -210,6 +268,7 @@ class Budget:
                 "reserved_bytes": self.reserved,
                 "peak_bytes": self.peak,
                 "waits": self.waits,
+                "kept_bytes": self.kept,
             }
         dev = self._device_budget
         if dev is not None:

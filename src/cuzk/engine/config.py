@@ -211,6 +211,17 @@ class GpusConfig:
     # A device whose backend failed takes no work; it is probed this long after the
     # failure and after each failed probe, and takes work again when a probe passes.
     recovery_probe_interval: float = 60.0
+    # VRAM kept on each GPU for time-critical proofs (CRITICAL and HIGH: WinningPoSt,
+    # WindowPoSt), which PoRep and SnapDeals partitions may not take: "auto" (the
+    # largest working set of a CRITICAL (WinningPoSt) partition there), a size, "0" (off)
+    time_critical_vram: str = "auto"
+
+    def time_critical_bytes(self, source: str = "config") -> int | None:
+        """``time_critical_vram`` in bytes; None for ``"auto"``."""
+        text = self.time_critical_vram.strip()
+        if text == "auto":
+            return None
+        return parse_size(text, source, "gpus.time_critical_vram")
 
 
 @dataclass(frozen=True)
@@ -270,6 +281,10 @@ class SrsConfig:
     # Disk for the development keys of demo sizes (cuzk-dev-demo-r<R>-w<W>.params/.vk
     # in param_cache): the least recently used are deleted to stay within it.
     dev_key_disk_budget: int = 2 * GIB
+    # Circuits whose keys the daemon loads at start (Curio's deprecated
+    # ``preload`` stays ignored): those of the time-critical kinds (WinningPoSt,
+    # WindowPoSt) first, served while the others load
+    load_at_start: tuple[str, ...] = ()
 
     def cache_dir(self) -> Path:
         """The first folder searched for keys, and where generated ones are written."""
@@ -370,6 +385,12 @@ def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> An
         if not isinstance(items, list) or not items or not all(isinstance(s, str) for s in items):
             raise InputError(source, where, "expected an address or a list of addresses")
         return tuple(items)
+    if (section, key) == ("gpus", "time_critical_vram") and isinstance(value, int):
+        return str(parse_size(value, source, where))
+    if (section, key) == ("srs", "load_at_start"):
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise InputError(source, where, 'expected a list of circuit ids ("porep-32g", …)')
+        return tuple(value)
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
@@ -545,6 +566,7 @@ def _validate(cfg: Config, source: str) -> None:
         cfg.gpus.vram_budget, source, "gpus.vram_budget"
     ) < (1 << 30):
         raise InputError(source, "gpus.vram_budget", "must be at least 1GiB")
+    cfg.gpus.time_critical_bytes(source)  # "auto" or a size
     if bool(cfg.daemon.tls_cert_file) != bool(cfg.daemon.tls_key_file):
         raise InputError(source, "daemon.tls_cert_file", "TLS needs both a cert and a key file")
     cfg.memory.resolve_total_budget()  # a bad size fails at load, not at first use

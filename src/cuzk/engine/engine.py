@@ -26,6 +26,7 @@ from cuzk.engine.jobs import (
     JobRegistry,
     JobState,
     PartitionTrace,
+    Priority,
     ProofRequest,
     ShuttingDown,
     SubmitResult,
@@ -33,6 +34,7 @@ from cuzk.engine.jobs import (
 )
 from cuzk.engine.journal import Journal
 from cuzk.engine.keystore import KeyStatus, KeyStore
+from cuzk.engine.keystore.progress import under_way
 from cuzk.engine.kinds import KindRegistry, default_registry
 from cuzk.engine.metrics import EngineMetrics, curio_status_name
 from cuzk.engine.pipeline import Pipeline, PipelineHooks
@@ -100,6 +102,8 @@ class EngineStatus:
     synthesis_workers: int = 0
     synthesis_active: int = 0
     admission: dict[str, Any] = field(default_factory=dict)  # limits and what is pending
+    loading: tuple[dict[str, Any], ...] = ()  # keys on their way in now (progress)
+    load_at_start: dict[str, str] = field(default_factory=dict)  # circuit -> its start load
 
     def curio_json(self) -> dict[str, Any]:
         """The keys of Curio's ``GET /status`` (its Rust daemon's StatusSnapshot), with
@@ -200,6 +204,8 @@ class EngineStatus:
             ],
             "workers": list(self.workers),
             "admission": self.admission,
+            "loading": list(self.loading),
+            "load_at_start": self.load_at_start,
         }
 
 
@@ -247,6 +253,8 @@ class Engine:
         self._draining = False
         self._stopped = threading.Event()
         self._housekeeping: threading.Thread | None = None
+        # [srs] load_at_start: circuit -> queued, loading, loaded (N s), failed: why
+        self.start_loads: dict[str, str] = {}
         self.totals = {JobState.COMPLETED: 0, JobState.FAILED: 0, JobState.CANCELLED: 0}
 
     # --- lifecycle ----------------------------------------------------------
@@ -272,6 +280,12 @@ class Engine:
             target=self._housekeep, name="housekeeping", daemon=True
         )
         self._housekeeping.start()
+        if self.config.srs.load_at_start:
+            order = self.start_order(self.config.srs.load_at_start)
+            self.start_loads = dict.fromkeys(order, "queued")
+            threading.Thread(
+                target=self._load_at_start, args=(order,), name="load-at-start", daemon=True
+            ).start()
         log.info(
             "engine started: devices %s, host budget %.2f GiB, kinds %s",
             [d.label for d in self.devices],
@@ -537,10 +551,59 @@ class Engine:
                 log.info("forgot %d finished jobs older than job_retention", len(gone))
 
     # --- SRS ---------------------------------------------------------------------------
+    def time_critical_circuit(self, circuit_id: str, at_least: Priority = Priority.HIGH) -> bool:
+        """Whether ``circuit_id`` is a time-critical kind's (WinningPoSt, WindowPoSt;
+        with ``at_least`` CRITICAL, WinningPoSt's only); False for a circuit no
+        kind serves."""
+        try:
+            kind = self.kinds.for_circuit(circuit_id).kind
+        except CuzkError:
+            return False
+        return Priority.default_for(kind) >= at_least
+
+    def start_order(self, circuits: tuple[str, ...] | list[str]) -> list[str]:
+        """``[srs] load_at_start`` in the order the daemon loads it: the
+        time-critical kinds' keys first (small, and needed within seconds), then
+        the others as listed; each once."""
+        unique = list(dict.fromkeys(circuits))
+        return sorted(unique, key=lambda c: not self.time_critical_circuit(c))
+
+    def _load_at_start(self, order: list[str]) -> None:
+        """Load ``order``'s keys one after the other while the daemon serves: a
+        WinningPoSt proves as soon as its key is in, whatever loads after it. A
+        key that cannot load is logged and named in /status; the daemon goes on."""
+        for cid in order:
+            if self._stopped.is_set():
+                return
+            self.start_loads[cid] = "loading"
+            t = time.monotonic()
+            try:
+                self.preload(cid)
+            except Exception as e:  # the daemon keeps serving; the log and /status say why
+                self.start_loads[cid] = f"failed: {e}"
+                log.error("[srs] load_at_start: %s could not be loaded: %s", cid, e)
+                continue
+            dt = time.monotonic() - t
+            self.start_loads[cid] = f"loaded ({dt:.1f} s)"
+            log.info("[srs] load_at_start: %s loaded in %.1f s", cid, dt)
+
+    def _keep_for(self, circuit_id: str) -> None:
+        """Each GPU keeps a CRITICAL circuit's partition working set for it
+        (``[gpus] time_critical_vram = "auto"``) from the moment its key is in."""
+        e = self.keys.entry(circuit_id)
+        for d in self.devices:
+            if d.budget is not None and d.ordinal in e.prepared:
+                res = self.keys.residency(e, d)
+                self.pipeline.keep_for_time_critical(d, res.partition_device_bytes)
+
     def preload(self, circuit_id: str) -> tuple[bool, float]:
-        """PreloadSRS: the key made HOT on every healthy device."""
+        """PreloadSRS: the key made HOT on every healthy device (a WinningPoSt's
+        also sizes the VRAM kept for time-critical proofs there)."""
         healthy = [d.ordinal for d in self.devices if self.pipeline.health.healthy(d.ordinal)]
-        return self.keys.preload(circuit_id, healthy)
+        got = self.keys.preload(circuit_id, healthy)
+        if self.time_critical_circuit(circuit_id, Priority.CRITICAL):
+            self._keep_for(circuit_id)
+        return got
 
     def evict(self, circuit_id: str) -> tuple[bool, int]:
         return self.keys.evict(circuit_id)
@@ -607,8 +670,10 @@ class Engine:
             {"name": w.name, "job_id": w.job_id, "proof_kind": w.kind}
             for w in self.pipeline.workers
         )
-        gpu_workers = [w for w in self.pipeline.workers if w.device is not None]
-        synth = self.pipeline.synthesis_workers()
+        # Curio's counts are of the configured workers; the time-critical lane's
+        # (one synthesis worker, one GPU worker a device) are in ``workers``
+        gpu_workers = [w for w in self.pipeline.workers if w.device is not None and not w.urgent]
+        synth = [w for w in self.pipeline.synthesis_workers() if not w.urgent]
         completed_by_kind, failed_by_kind = self.metrics.by_kind()
         return EngineStatus(
             uptime_s=now - self._started_at,
@@ -644,6 +709,8 @@ class Engine:
             synthesis_workers=len(synth),
             synthesis_active=sum(1 for w in synth if w.job_id),
             admission=self.admission.snapshot(),
+            loading=tuple(under_way()),
+            load_at_start=dict(self.start_loads),
         )
 
     def metrics_text(self) -> str:

@@ -140,8 +140,14 @@ class _Live(Collector):
             "Largest overdraw of an engine reservation by the backend (its estimate was short)",
             labels=["budget"],
         )
+        kept = GaugeMetricFamily(
+            "cuzk_memory_kept_bytes",
+            "Bytes of the budget kept for time-critical proofs ([gpus] time_critical_vram)",
+            labels=["budget"],
+        )
         for name, b in s.budgets.items():
             limit.add_metric([name], b["limit_bytes"])
+            kept.add_metric([name], b.get("kept_bytes", 0))
             used.add_metric([name], b["reserved_bytes"])
             peak.add_metric([name], b["peak_bytes"])
             waits.add_metric([name], b["waits"])
@@ -152,6 +158,7 @@ class _Live(Collector):
         yield peak
         yield waits
         yield overdrawn
+        yield kept
         adm = getattr(s, "admission", None)  # a snapshot without it (tests) has none
         if adm:
             pending = GaugeMetricFamily(

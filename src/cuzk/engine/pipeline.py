@@ -18,6 +18,15 @@
   twice: a partition's proof is made by exactly one device.
 - Epilogue workers verify each partition proof against the key's verifying
   key; a job completes only when all its partitions are proven and verified.
+- Time-critical partitions (HIGH and CRITICAL: WinningPoSt, WindowPoSt) go
+  ahead of the rest everywhere: every queue takes them first, a worker proving
+  a batch gives its rest back when one is queued, and one synthesis worker
+  (with a process of its own in the pool) and one GPU worker per device take
+  only them, so they never wait for a PoRep partition to finish. On a GPU they
+  run on a stream of the highest priority (PoRep's prover runs just below it)
+  and reserve from a VRAM slice that other work may not take (``[gpus]
+  time_critical_vram``, :meth:`Budget.keep`); their keys are evicted only for
+  time-critical work (:meth:`KeyStore.evict_idle`).
 
 A job that is cancelled or has failed is dropped at the next partition
 boundary: each stage checks before it starts, and releases what the
@@ -38,12 +47,12 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.static_plan import StaticPlan
-from cuzk.engine.budget import Cancelled
+from cuzk.engine.budget import Cancelled, time_critical
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
 from cuzk.engine.faults import FailureInjection
 from cuzk.engine.health import DeviceHealth, is_device_failure
-from cuzk.engine.jobs import Job
+from cuzk.engine.jobs import Job, Priority
 from cuzk.engine.keystore import KeyStore
 from cuzk.engine.kinds import KindRegistry
 from cuzk.engine.kinds.base import PartitionInput, ProofKindHandler
@@ -68,6 +77,7 @@ class WorkerState:
     partition: int = -1  # the partition of job_id it works on
     circuit_id: str = ""  # of that partition (synthesis workers: placement counts them)
     held: int = 0  # GPU workers: partitions taken from the queue and not finished
+    urgent: bool = False  # takes time-critical partitions only
 
 
 @dataclass
@@ -123,6 +133,10 @@ class Pipeline:
         self._plans_lock = threading.Lock()  # guards _device_plans
         self._device_locks: dict[int, threading.Lock] = {}  # one plan upload per device
         self._stopping = threading.Event()
+        kept = self.config.gpus.time_critical_bytes()
+        for d in self.devices:
+            if d.budget is not None and kept is not None:
+                d.budget.keep(kept)
 
     # --- lifecycle ----------------------------------------------------------
     def start(self) -> None:
@@ -130,18 +144,28 @@ class Pipeline:
         n_synth = max(1, min(p.synthesis_concurrency, p.parallel_synthesis_limit()))
         procs = p.processes_for(any(d.backend.name == "cuda" for d in self.devices))
         if procs:
-            self.synth_pool = SynthesisPool(procs)
+            # one process more than the workers that wait on the pool: the
+            # time-critical worker's partition never queues behind PoRep's
+            self.synth_pool = SynthesisPool(procs + 1)
             n_synth = max(n_synth, procs)  # a thread waits on each process
         for i in range(n_synth):
             self._spawn(f"synth-{i}", self._synthesis_loop, None)
+        self._spawn("synth-urgent", self._synthesis_loop, None, urgent=True)
         for dev in self.devices:
             for w in range(self.config.gpus.gpu_workers_per_device):
                 self._spawn(f"gpu-{dev.label}-{w}", self._gpu_loop, dev)
+            self._spawn(f"gpu-{dev.label}-urgent", self._gpu_loop, dev, urgent=True)
         for i in range(p.epilogue_workers):
             self._spawn(f"epilogue-{i}", self._epilogue_loop, None)
 
-    def _spawn(self, name: str, target: Callable[[WorkerState], None], dev: Device | None) -> None:
-        state = WorkerState(name, dev)
+    def _spawn(
+        self,
+        name: str,
+        target: Callable[[WorkerState], None],
+        dev: Device | None,
+        urgent: bool = False,
+    ) -> None:
+        state = WorkerState(name, dev, urgent=urgent)
         self.workers.append(state)
         t = threading.Thread(target=self._guard, args=(target, state), name=name, daemon=True)
         self._threads.append(t)
@@ -200,7 +224,11 @@ class Pipeline:
     # --- stages ---------------------------------------------------------------
     def _synthesis_loop(self, state: WorkerState) -> None:
         while True:
-            item = self.pending.get()
+            if state.urgent:  # the first time-critical partition queued, if any
+                got = self.pending.get_batch(1, timeout=1.0, select=_first_urgent)
+                item = got[0] if got else None
+            else:
+                item = self.pending.get()
             if item is None:
                 continue
             job = item.job
@@ -209,7 +237,8 @@ class Pipeline:
             state.job_id, state.kind, state.busy_since = job.job_id, job.kind.label, time.time()
             state.partition, state.circuit_id = item.index, job.circuit_id
             try:
-                self._synthesize(item)
+                with time_critical(item.urgent):
+                    self._synthesize(item)
             except Cancelled:
                 self.release(item)
             except Exception as e:
@@ -282,17 +311,21 @@ class Pipeline:
             batch = self.synthesized.get_batch(
                 self.config.scheduler.max_batch_size,
                 timeout=1.0,
-                select=self._selector(dev),
+                select=self._selector(dev, state.urgent),
                 claim=claim,
             )
             for n, item in enumerate(batch):
-                if not self.health.healthy(dev.ordinal):
-                    # the device failed in the middle of the batch: the rest go elsewhere
+                if not self.health.healthy(dev.ordinal) or (
+                    n and self.synthesized.outranks(item.job.priority)
+                ):
+                    # the device failed in the middle of the batch, or work of a
+                    # higher priority is queued: the rest go back (keeping their place)
                     for rest in batch[n:]:
                         self._give_back(rest)
                     break
                 try:
-                    self._gpu_one(state, item)
+                    with time_critical(item.urgent):
+                        self._gpu_one(state, item)
                 finally:
                     state.held -= 1
             state.held = 0
@@ -410,6 +443,8 @@ class Pipeline:
             extra=extra,
             witness_bytes=witness_bytes,
         )
+        if item.job.priority >= Priority.CRITICAL and lease.residency is not None:
+            self.keep_for_time_critical(device, lease.residency.partition_device_bytes + extra)
         try:
             now = time.monotonic()
             job.stage("srs_load", now - lease.load_ms / 1000, now)
@@ -426,7 +461,8 @@ class Pipeline:
                 # go of the host's: KeyStore.acquire_device)
                 circuit = r1cs if lease.key.r1cs is not None else None
                 if maker is None:
-                    with _lent(device, lease.working), _sized(lease), device.stream("prove"):
+                    role = "urgent" if item.urgent else "prove"
+                    with _lent(device, lease.working), _sized(lease), device.stream(role):
                         proof = prover.prove(
                             lease.key, circuit, witness.assignment, times=stages, **_mode(lease)
                         )
@@ -477,11 +513,12 @@ class Pipeline:
         t = time.perf_counter()
         # the witness's share (or the whole set), on the witness's stream: it
         # runs beside another partition's proof, which keeps the device first
-        with _lent(device, lease.working), device.stream("witness"):
+        role = "urgent" if item.urgent else "witness"
+        with _lent(device, lease.working), device.stream(role):
             W = plan.run_table(maker, item.witness.hints)
         try:
             inputs = list(item.public_inputs)
-            with device.stream("witness"):
+            with device.stream(role):
                 got = key.backend.to_host(W[1 : 1 + len(inputs)])
             stages.detail["witness"] = time.perf_counter() - t  # synchronised by the copy
             if not np.array_equal(got, fr_to_array(inputs)):
@@ -500,7 +537,8 @@ class Pipeline:
                 stages.detail["wait_rest"] = time.perf_counter() - t
             try:
                 working = rest if rest is not None else lease.working
-                with _lent(device, working), _sized(lease), device.stream("prove"):
+                role = "urgent" if item.urgent else "prove"
+                with _lent(device, working), _sized(lease), device.stream(role):
                     return prover.prove(key, circuit, W, times=stages, **_mode(lease))
             finally:
                 if rest is not None:
@@ -508,14 +546,31 @@ class Pipeline:
         finally:
             maker.free(W)
 
+    def keep_for_time_critical(self, device: Device, nbytes: int) -> None:
+        """With ``[gpus] time_critical_vram = "auto"``: ``device`` keeps at least
+        ``nbytes`` (a CRITICAL partition's working set there: a WinningPoSt's;
+        a 32GiB WindowPoSt's would take PoRep's room for a second partition)
+        for time-critical work."""
+        budget = device.budget
+        if budget is None or self.config.gpus.time_critical_bytes() is not None:
+            return
+        if nbytes > budget.kept:
+            budget.keep(nbytes)
+            log.info(
+                "%s keeps %.3f GiB of VRAM for time-critical proofs",
+                device.label,
+                budget.kept / 2**30,
+            )
+
     # --- placement and failover -------------------------------------------------------
-    def device_loads(self) -> dict[int, DeviceLoad]:
-        """Every device as placement sees it now."""
+    def device_loads(self, urgent: bool = False) -> dict[int, DeviceLoad]:
+        """Every device as placement sees it now (for a time-critical partition,
+        ``urgent``, with the workers kept for such work; else without them)."""
         placed = self.keys.placed_by_device()
         health = self.health.snapshot()
         out = {}
         for d in self.devices:
-            ws = [w for w in self.workers if w.device is d]
+            ws = [w for w in self.workers if w.device is d and (urgent or not w.urgent)]
             free = d.budget.free if d.budget is not None else self.keys.host_budget.free
             out[d.ordinal] = DeviceLoad(
                 ordinal=d.ordinal,
@@ -537,20 +592,25 @@ class Pipeline:
             counts[cid] = counts.get(cid, 0) + 1
         return counts
 
-    def _selector(self, dev: Device) -> Callable[[list[WorkItem]], list[int]]:
+    def _selector(self, dev: Device, urgent: bool = False) -> Callable[[list[WorkItem]], list[int]]:
         """What a free worker of ``dev`` takes from the queue (placement's rule): the
         first partition it may take, with up to ``max_batch_size`` − 1 more of its
-        circuit and priority, the batch shared out among the healthy devices."""
+        circuit and priority, the batch shared out among the healthy devices. A
+        worker kept for time-critical work (``urgent``) takes only that."""
         max_batch = self.config.scheduler.max_batch_size
 
         def select(items: list[WorkItem]) -> list[int]:
-            loads = self.device_loads()
+            if urgent and not (items and items[0].urgent):
+                return []  # (time-critical items are queued first)
+            loads = self.device_loads(urgent=bool(items) and items[0].urgent)
             me = loads[dev.ordinal]
             if not me.healthy:
                 return []
             every = list(loads.values())
             waiting = self._waiting(items)
             for i, it in enumerate(items):
+                if urgent and not it.urgent:
+                    break
                 cid = it.job.circuit_id
                 if not may_take(me, every, cid, waiting.get(cid, 0), it.failed_on):
                     continue
@@ -709,6 +769,11 @@ class Pipeline:
                 )
             finally:
                 state.job_id = state.kind = ""
+
+
+def _first_urgent(items: list[WorkItem]) -> list[int]:
+    """The first time-critical item (they are queued first), if any."""
+    return [0] if items and items[0].urgent else []
 
 
 def _mode(lease: Any) -> dict[str, Any]:

@@ -51,6 +51,12 @@ class WorkItem:
         return w is not None and getattr(w, "assignment", None) is None
 
     @property
+    def urgent(self) -> bool:
+        """Time-critical (HIGH or CRITICAL: WinningPoSt, WindowPoSt by default): it
+        has workers, a VRAM slice and a stream priority of its own."""
+        return self.job.priority >= Priority.HIGH
+
+    @property
     def sort_key(self) -> tuple[int, int, int]:
         return (-int(self.job.priority), self.seq, self.index)
 
@@ -82,9 +88,15 @@ class PartitionQueue:
     def put(self, item: WorkItem, block: bool = True) -> None:
         """Queue ``item``; while the queue is at its capacity, wait (``block``) or
         queue it beyond the capacity (a partition given back by a failed device
-        must never wait on the workers that take it)."""
+        must never wait on the workers that take it). Time-critical items pass
+        the capacity: they never wait behind partitions queued for a GPU."""
         with self._cond:
-            while self.capacity and not item.light and self._heavy() >= self.capacity:
+            while (
+                self.capacity
+                and not item.light
+                and not item.urgent
+                and self._heavy() >= self.capacity
+            ):
                 if self._closed or not block:
                     break
                 self._cond.wait(0.5)
@@ -150,6 +162,11 @@ class PartitionQueue:
                 claim(batch)
             self._cond.notify_all()
         return batch
+
+    def outranks(self, priority: Priority) -> bool:
+        """Whether an item of a higher priority than ``priority`` is queued."""
+        with self._cond:
+            return bool(self._items) and self._items[0][2].job.priority > priority
 
     def poke(self) -> None:
         """Wake the waiting takers: what their ``select`` depends on has changed."""

@@ -23,6 +23,7 @@ this one body.
 from __future__ import annotations
 
 import functools
+import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,8 @@ from cuzk.errors import BadPoint, InputError
 from cuzk.groth16.keys import QUERIES, KeySource, ProvingKey, VerifyingKey, point_bytes
 from cuzk.groth16.proof import Proof
 from cuzk.r1cs.system import R1CS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -260,17 +263,30 @@ def _prepared(
     r1cs = circuit if isinstance(circuit, R1CS) else None
     matrices = (r1cs.a, r1cs.b, r1cs.c) if r1cs is not None else tuple(circuit)
     handles: list[Any] = []
+    took: dict[str, float] = {}  # seconds per part: where a key's load spends its time
     try:
         for query in QUERIES:
+            t = time.perf_counter()
             handles.append(make(query))
+            took[query] = time.perf_counter() - t
         for name, m in zip(MATRICES, matrices, strict=False):
             keep = True if resident is None else resident.get(name, True)
+            t = time.perf_counter()
             handles.append(backend.prepare_matrix(m, keep))
+            took[name] = time.perf_counter() - t
+        t = time.perf_counter()
         handles.append(backend.prepare_index(a_select))
         handles.append(backend.prepare_index(b_select))
+        took["index"] = time.perf_counter() - t
     except BaseException:
         _close_all(handles)
         raise
+    log.info(
+        "key prepared on %s in %.2f s (%s)",
+        backend.name,
+        sum(took.values()),
+        ", ".join(f"{k} {v:.2f} s" for k, v in took.items()),
+    )
     h, l_, a, b_g1, b_g2, *prepared, a_index, b_index = handles
     return PreparedKey(
         vk=vk,

@@ -169,3 +169,22 @@ def test_an_msm_reserves_the_workspace_of_the_scalars_it_classified():
     assert peak["msm_g1 scalars"] == classify_bytes(n, True)
     assert peak["msm_g1 workspace"] == ws - classify_bytes(n, True)
     assert ws < workspace_bytes(G1_SPEC, n, True, Tuning()) / 2
+
+
+def test_time_critical_work_has_the_device_s_first_stream(target):
+    """A WinningPoSt's witness and proof ("urgent") are scheduled before a
+    PoRep partition's proof, which is scheduled before a witness; the urgent
+    stream's side branch keeps its priority."""
+    import cupy
+
+    from cuzk.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    with be.work_stream("urgent") as us:
+        branch = be.fork(16, 16)
+        branch.start(cupy.cuda.get_current_stream)
+        side = branch.join()
+    with be.work_stream("prove") as ps, be.work_stream("witness") as ws:
+        pass
+    assert us.priority < ps.priority < ws.priority
+    assert side is not us and side.priority == us.priority

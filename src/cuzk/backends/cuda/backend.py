@@ -210,22 +210,60 @@ class CudaBackend:
         with self._device():
             self.cp.cuda.get_current_stream().synchronize()
 
-    # The roles of work_stream and their stream priorities: the prover's stream
-    # is scheduled first; a witness runs in what the prover leaves of the device
-    # (it has a partition's proving time to finish in). CuPy's runtime module
-    # does not wrap cudaDeviceGetStreamPriorityRange, so these ask for the ends
-    # of the range without querying it: 0 (the default) is the least priority
-    # on every CUDA device, and cudaStreamCreateWithPriority clamps a number
-    # past the greatest (an H200's is -5) to the greatest.
-    STREAM_PRIORITY: ClassVar[dict[str, int]] = {"prove": -(1 << 16), "witness": 0}
+    # The roles of work_stream and their stream priorities: time-critical work
+    # (a WinningPoSt's witness and proof) is scheduled first, then the prover's
+    # stream; a witness runs in what they leave of the device (it has a
+    # partition's proving time to finish in). CuPy's runtime module does not
+    # wrap cudaDeviceGetStreamPriorityRange, so "urgent" asks for the end of
+    # the range without querying it (cudaStreamCreateWithPriority clamps a
+    # number past the greatest, an H200's -5, to the greatest) and "prove" is
+    # one step below what that stream got (stream_priority); 0 (the default) is
+    # the least priority on every CUDA device.
+    STREAM_PRIORITY: ClassVar[dict[str, int]] = {
+        "urgent": -(1 << 16),
+        "prove": -(1 << 16) + 1,  # resolved against the urgent stream's
+        "witness": 0,
+    }
+
+    def stream_priority(self, role: str) -> int:
+        """The priority asked for ``role``'s stream: "prove" one step below the
+        greatest (the urgent stream's, read back), or the greatest where the
+        device has a single step or the priority cannot be read."""
+        want = self.STREAM_PRIORITY[role]
+        if role != "prove":
+            return want
+        urgent = self._role_stream("urgent")
+        got = getattr(urgent, "priority", None)
+        if got is None:
+            try:
+                got = self.cp.cuda.runtime.streamGetPriority(urgent.ptr)
+            except AttributeError:
+                return self.STREAM_PRIORITY["urgent"]
+        return min(int(got) + 1, 0)
+
+    def _role_stream(self, role: str) -> Any:
+        """``role``'s stream on this device, made on first use (the caller has
+        made the device current)."""
+        with self._streams_lock:
+            stream = self._streams.get(role)
+        if stream is not None:
+            return stream
+        priority = self.stream_priority(role)
+        with self._streams_lock:
+            stream = self._streams.get(role)
+            if stream is None:
+                stream = self.cp.cuda.Stream(non_blocking=True, priority=priority)
+                self._streams[role] = stream
+            return stream
 
     @contextmanager
     def work_stream(self, role: str) -> Iterator[Any]:
         """The calling thread's work goes to this device's stream for ``role``
         (an optional capability: callers without it use the default stream).
 
-        One stream a role per device, non-blocking, the prover's at the
-        device's highest priority and the witness's at its lowest, so two
+        One stream a role per device, non-blocking: time-critical work's
+        ("urgent") at the device's highest priority, the prover's just below
+        it and the witness's at its lowest, so two
         workers' witness and proof overlap instead of queueing on the legacy
         default stream, and the proof is not slowed by the witness beside it.
         All workers of a role share its stream: CuPy's pool keeps freed
@@ -239,11 +277,7 @@ class CudaBackend:
             raise ValueError(f"work_stream: role {role!r} is not one of {roles}")
         cp = self.cp
         with self._device():
-            with self._streams_lock:
-                stream = self._streams.get(role)
-                if stream is None:
-                    stream = cp.cuda.Stream(non_blocking=True, priority=self.STREAM_PRIORITY[role])
-                    self._streams[role] = stream
+            stream = self._role_stream(role)
             before = cp.cuda.Event(disable_timing=True)
             before.record(cp.cuda.Stream.null)
             stream.wait_event(before)
@@ -283,7 +317,9 @@ class CudaBackend:
                 key = f"{role}:side"
                 side = self._streams.get(key)
                 if side is None:
-                    priority = self.STREAM_PRIORITY.get(role, 0)
+                    priority = getattr(origin, "priority", None)  # the same as its role's
+                    if priority is None:
+                        priority = self.STREAM_PRIORITY.get(role, 0)
                     side = cp.cuda.Stream(non_blocking=True, priority=priority)
                     self._streams[key] = side
             ready = cp.cuda.Event(disable_timing=True)

@@ -20,7 +20,10 @@ Montgomery product (used when the CPU has BMI2 and ADX) for portable C.
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -275,17 +278,45 @@ PREPARE_NOT_CANONICAL = 1  # kernels.h: a coordinate not below q
 PREPARE_OFF_CURVE = 2  # not on the curve
 
 
+# Points a thread of prepare_into converts at least (fewer: one call does all).
+PREPARE_SLICE = 4096
+_prepare_pool: ThreadPoolExecutor | None = None
+_prepare_pool_lock = threading.Lock()
+
+
+def _prepare_workers() -> ThreadPoolExecutor:
+    global _prepare_pool
+    with _prepare_pool_lock:
+        if _prepare_pool is None:
+            _prepare_pool = ThreadPoolExecutor(_default_threads(), thread_name_prefix="prepare")
+        return _prepare_pool
+
+
 def prepare_into(bases: np.ndarray, out: np.ndarray) -> tuple[int, int]:
     """Standard-form affine points ((n, 2, 6) G1 or (n, 2, 2, 6) G2) into ``out``
     in Montgomery form, checked: (−1, 0), or the index of the first point with
     a coordinate not below q or off the curve and PREPARE_NOT_CANONICAL /
-    PREPARE_OFF_CURVE (``out`` is then partly written)."""
+    PREPARE_OFF_CURVE (``out`` is then partly written). Slices of the points
+    are converted on the kernels' threads at once (the kernel lets go of the
+    interpreter); the first bad point is the lowest index any slice found."""
     src = np.ascontiguousarray(bases, dtype=_U64)
     fn = _lib().g2_prepare if src.ndim == 4 else _lib().g1_prepare
     if src.shape[1:] not in ((2, 6), (2, 2, 6)) or out.shape != src.shape:
         raise ValueError(f"bases: shapes {src.shape} in, {out.shape} out")
-    bad, why = fn(src, out, True)
-    return int(bad), int(why)
+    if not out.flags.c_contiguous:
+        raise ValueError("bases: the output must be C-contiguous")
+    n = len(src)
+    parts = max(1, min(threads(), n // PREPARE_SLICE))
+    if parts == 1:
+        bad, why = fn(src, out, True)
+        return int(bad), int(why)
+    cuts = [n * i // parts for i in range(parts + 1)]
+    spans = list(itertools.pairwise(cuts))
+    results = _prepare_workers().map(lambda s: fn(src[s[0] : s[1]], out[s[0] : s[1]], True), spans)
+    for (lo, _), (bad, why) in zip(spans, list(results), strict=True):
+        if bad >= 0:
+            return lo + int(bad), int(why)
+    return -1, 0
 
 
 def _limbs_to_int(limbs: np.ndarray) -> int:

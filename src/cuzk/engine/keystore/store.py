@@ -41,9 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cuzk.engine.budget import Budget, Cancelled, Reservation
+from cuzk.engine.budget import Budget, Cancelled, Reservation, is_time_critical
 from cuzk.engine.devices import Device
-from cuzk.engine.jobs import InUse
+from cuzk.engine.jobs import InUse, Priority
 from cuzk.engine.keystore import residency
 from cuzk.engine.keystore.devcache import DevKeyCache
 from cuzk.engine.keystore.entry import (
@@ -254,7 +254,9 @@ class KeyStore(KeySources):
                     whole = res.partition_device_bytes + extra
                     first = witness_bytes + extra
                     share = None
-                    if 0 < witness_bytes < whole - extra:
+                    # (time-critical work takes its whole set: the share slot may be
+                    # held by a PoRep partition waiting for another to finish)
+                    if 0 < witness_bytes < whole - extra and not is_time_critical():
                         share = self._take_share(device, first, e.circuit_id, cancelled)
                     if share is not None:
                         (working, slot), rest = share, whole - first
@@ -471,9 +473,19 @@ class KeyStore(KeySources):
             del self._entries[circuit_id]
             return True
 
-    def _evictable(self, e: KeyEntry, ordinal: int, now: float, respect_idle: bool) -> bool:
+    @staticmethod
+    def time_critical(e: KeyEntry) -> bool:
+        """A key of a time-critical kind (WinningPoSt, WindowPoSt: HIGH or CRITICAL
+        by default): memory pressure evicts it only for time-critical work."""
+        return Priority.default_for(e.handler.kind) >= Priority.HIGH
+
+    def _evictable(
+        self, e: KeyEntry, ordinal: int, now: float, respect_idle: bool, spare: bool = False
+    ) -> bool:
         if ordinal not in e.prepared:
             return False
+        if spare and self.time_critical(e):
+            return False  # not evicted for PoRep or SnapDeals
         dev = self.devices[ordinal]
         in_use = e.refs > 0 if dev.host_resident else e.device_refs.get(ordinal, 0) > 0
         if in_use:
@@ -499,6 +511,9 @@ class KeyStore(KeySources):
         """Evict least-recently-used idle HOT keys from a budget until ``shortfall`` is freed.
 
         ``device`` None means the host budget (keys of host-resident devices).
+        Keys of time-critical kinds are evicted only for time-critical work
+        (:func:`cuzk.engine.budget.time_critical`), or for a reservation that
+        could never fit beside them (it would wait for ever: a warning says so).
         """
         now = time.monotonic()
         freed = 0
@@ -507,12 +522,14 @@ class KeyStore(KeySources):
                 ordinals = [d.ordinal for d in self.devices.values() if d.host_resident]
             else:
                 ordinals = [device.ordinal]
+            budget = self.host_budget if device is None else device.budget
+            spare = not is_time_critical() and not self._blocked(shortfall, budget, ordinals)
             candidates = sorted(
                 (
                     (e.last_used, e, o)
                     for e in self._entries.values()
                     for o in ordinals
-                    if self._evictable(e, o, now, respect_idle=True)
+                    if self._evictable(e, o, now, respect_idle=True, spare=spare)
                 ),
                 key=lambda t: t[0],
             )
@@ -521,13 +538,37 @@ class KeyStore(KeySources):
                     break
                 n = self._drop(e, o)
                 freed += n
-                log.info(
-                    "evicted key %s from %s (%d bytes) under memory pressure",
+                log.log(
+                    logging.WARNING
+                    if self.time_critical(e) and not is_time_critical()
+                    else logging.INFO,
+                    "evicted key %s from %s (%d bytes) under memory pressure%s",
                     e.circuit_id,
                     self.devices[o].label,
                     n,
+                    " (a time-critical key: other work could never fit beside it)"
+                    if self.time_critical(e) and not is_time_critical()
+                    else "",
                 )
         return freed > 0
+
+    def _blocked(self, shortfall: int, budget: Budget | None, ordinals: list[int]) -> bool:
+        """Whether a reservation ``shortfall`` bytes short could never fit beside
+        the time-critical keys on ``ordinals`` (more than the budget, less its
+        kept slice, less those keys): then they may be evicted for it. Called
+        with the lock held."""
+        if budget is None:
+            return False
+        held = sum(
+            r.nbytes
+            for e in self._entries.values()
+            if self.time_critical(e)
+            for o in ordinals
+            if (r := e.reservations.get(o)) is not None
+        )
+        ceiling = budget.limit - budget.kept
+        wanted = shortfall + max(0, budget.available())
+        return held > 0 and wanted + held > ceiling
 
     def evict(self, circuit_id: str) -> tuple[bool, int]:
         """EvictSRS: HOT → WARM (or WARM → COLD). Returns (was_loaded, freed_bytes).
