@@ -78,3 +78,43 @@ def test_imports_point_down() -> None:
             if target not in ok:
                 bad.append(f"{path.relative_to(SRC)}:{line} imports {name} ({layer} → {target})")
     assert not bad, "\n".join(bad)
+
+
+# The library's layers above backends/ reach a backend only through the package's
+# face (cuzk.backends: get_backend, open_gpu, gpus, memory_model, choose_backend)
+# and its contract (cuzk.backends.base.Backend); benchmarks of one backend's
+# kernels and the CLI's doctor and kernels commands may name it.
+BACKEND_FACE = {"cuzk.backends", "cuzk.backends.base"}
+NAMES_A_BACKEND = {"bench", "cli"}
+
+
+def test_nothing_above_the_backends_names_one() -> None:
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        layer = path.relative_to(SRC).parts[0].removesuffix(".py")
+        if layer in NAMES_A_BACKEND or layer == "backends" or layer not in MAY_IMPORT:
+            continue
+        for line, name in imports(path):
+            if name.startswith("cuzk.backends") and name not in BACKEND_FACE:
+                bad.append(f"{path.relative_to(SRC)}:{line} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_backend_method_is_looked_up_by_name() -> None:
+    """Everything the engine and the prover ask of a backend is in the protocol."""
+    bad = []
+    for layer in ("engine", "groth16", "service", "formats"):
+        for path in sorted((SRC / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr")
+                    and len(node.args) >= 2
+                    and (
+                        ast.unparse(node.args[0]) == "be"
+                        or ast.unparse(node.args[0]).endswith("backend")
+                    )
+                ):
+                    bad.append(f"{path.relative_to(SRC)}:{node.lineno} {ast.unparse(node)}")
+    assert not bad, "\n".join(bad)

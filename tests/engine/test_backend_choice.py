@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_devices import fake_cupy
+from test_devices import fake_cupy, stand_in_gpu
 
 import cuzk.engine.devices as devices
 from cuzk.backends import choose_backend
@@ -84,13 +84,15 @@ def test_discover_on_the_three_hosts(monkeypatch, caplog):
         devices.discover(GpusConfig(backend="cuda"))
     # a GPU with CuPy: the GPU
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(1))
-    monkeypatch.setattr(devices, "_cuda_backend", lambda ctx: CpuBackend())
+    monkeypatch.setattr(devices, "_open_gpu", stand_in_gpu)
     (gpu,) = devices.discover(GpusConfig(backend="auto"))
     assert gpu.name == "Fake H200 #0"
 
 
 class KernelBackend(CpuBackend):
     """A CPU backend with kernels to load, as the CUDA backend has."""
+
+    compiles_kernels = True
 
     def __init__(self, seen: list) -> None:
         super().__init__()
@@ -99,7 +101,7 @@ class KernelBackend(CpuBackend):
     def load_kernels(self, progress=None) -> None:
         self.seen.append("load_kernels")
         if progress is not None:
-            progress(1, 1, ("ntt.cu", ()), 0.25)
+            progress(1, 1, "ntt.cu", 0.25)
 
 
 def test_the_engine_loads_every_kernel_before_it_starts(tmp_path: Path, caplog):
@@ -117,7 +119,7 @@ def test_the_engine_loads_every_kernel_before_it_starts(tmp_path: Path, caplog):
     try:
         assert seen == ["load_kernels", "pipeline"]
         text = "\n".join(r.getMessage() for r in caplog.records)
-        assert "kernels: loading every CUDA kernel module on cpu:0 before reporting ready" in text
+        assert "kernels: loading every kernel module on cpu:0 before reporting ready" in text
         assert "kernels: cpu:0 [1/1] ntt.cu: 0.2 s" in text and "kernels: ready in" in text
     finally:
         e.stop()
@@ -128,7 +130,7 @@ def test_a_kernel_that_does_not_load_stops_the_start(tmp_path: Path):
         def load_kernels(self, progress=None) -> None:
             raise OSError("nvrtc: error: something")
 
-    with pytest.raises(RuntimeError, match=r"kernels: cannot load the CUDA kernels on cpu:0"):
+    with pytest.raises(RuntimeError, match=r"kernels: cannot load the kernels on cpu:0"):
         devices.prepare_kernels([Device(0, "x", Broken([]), 0, None)])
     assert devices.prepare_kernels([Device(0, "cpu", CpuBackend(), 0, None)]) == 0.0
 

@@ -157,6 +157,16 @@ def test_overdrawn_reservations_show_in_status_and_metrics(tmp_path: Path) -> No
         e.stop()
 
 
+def stand_in_gpu(ordinal: int, limit_bytes: int) -> CpuBackend:
+    """What :func:`cuzk.backends.open_gpu` gives, for discovery's tests: a backend
+    with a device budget of its own (the CPU's arithmetic)."""
+    from cuzk.backends.cuda.memory import DeviceBudget
+
+    be = CpuBackend()
+    be.device_budget = DeviceBudget(ordinal, limit_bytes)
+    return be
+
+
 def fake_cupy(count: int) -> types.ModuleType:
     """Just what device discovery asks of CuPy, for a host of ``count`` GPUs of 141 GB."""
 
@@ -183,7 +193,7 @@ def test_gpus_devices_selects_a_subset_and_refuses_an_unknown_ordinal(monkeypatc
     import cuzk.engine.devices as devices
 
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(2))
-    monkeypatch.setattr(devices, "_cuda_backend", lambda ctx: CpuBackend())
+    monkeypatch.setattr(devices, "_open_gpu", stand_in_gpu)
     both = devices.discover(GpusConfig(backend="auto"))
     assert [(d.ordinal, d.name) for d in both] == [(0, "Fake H200 #0"), (1, "Fake H200 #1")]
     assert all(d.budget is not None and d.budget.limit == int(141e9 * 0.9) for d in both)

@@ -48,6 +48,38 @@ def memory_model(name: str):
 
 
 @dataclass(frozen=True)
+class GpuInfo:
+    """One GPU CuPy sees: its ordinal, its name and its memory."""
+
+    ordinal: int
+    name: str
+    total_bytes: int
+
+
+def gpus() -> list[GpuInfo]:
+    """Every GPU CuPy sees (CuPy must be importable: :func:`choose_backend` said so)."""
+    import cupy
+
+    out = []
+    for i in range(cupy.cuda.runtime.getDeviceCount()):
+        with cupy.cuda.Device(i):
+            _free, total = cupy.cuda.runtime.memGetInfo()
+        props = cupy.cuda.runtime.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        out.append(GpuInfo(i, name, int(total)))
+    return out
+
+
+def open_gpu(ordinal: int, limit_bytes: int) -> Backend:
+    """The CUDA backend of one GPU with a VRAM budget of ``limit_bytes`` (its
+    ``device_budget``, which the engine's reservations on that GPU share)."""
+    from cuzk.backends.cuda import CudaBackend
+    from cuzk.backends.cuda.memory import DeviceContext
+
+    return CudaBackend(ctx=DeviceContext(device_id=ordinal, limit_bytes=limit_bytes))
+
+
+@dataclass(frozen=True)
 class BackendChoice:
     """The backend a ``[gpus] backend`` setting gives on this host, and why."""
 

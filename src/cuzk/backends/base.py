@@ -8,16 +8,18 @@ backend's own device arrays between calls); points as the affine arrays of
 :mod:`cuzk.algebra.arrays`. Nothing above ``backends/`` knows which backend it
 holds.
 
-Beyond the protocol, a backend may offer optional capabilities, which callers
-look up by name and do without: ``prepared_key_bytes(point_bytes, r1cs)``
-(device bytes a prepared key holds, for the engine's device budget) and
-``peak_bytes_by_operation()`` (the largest device reservation of each
-operation, for benchmarks); the CUDA backend has both, the CPU one neither.
+Everything the engine asks of a backend is here, with the CPU backend's
+no-op versions of what only a GPU does (a device to make current, streams,
+kernels to load, a branch beside the prover, witness and point kernels): no
+caller looks a method up by name, and nothing above ``backends/`` imports a
+backend's own package (``tests/test_layers.py``). A GPU is opened through
+:func:`cuzk.backends.gpus` and :func:`cuzk.backends.open_gpu`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import numpy as np
@@ -197,3 +199,47 @@ class Backend(Protocol):
 
     def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
         """:meth:`msm_g1_many` in G2."""
+
+    # --- the device the backend runs on ----------------------------------
+    # (attributes: ``name``; ``memory_model``, the residency planner's figures
+    # or None for one tier; ``device_budget``, the device's own budget that its
+    # operations reserve from, or None where memory is the host's;
+    # ``compiles_kernels``, whether load_kernels has modules to load or build)
+
+    @staticmethod
+    def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:
+        """Device bytes a prepared key holds: its points (``point_bytes`` as raw
+        affine limbs), the circuit's matrices as the backend stores them and
+        the staging of their load."""
+
+    def activate(self) -> AbstractContextManager[Any]:
+        """Make this backend's device the calling thread's current one."""
+
+    def free_device_bytes(self) -> int | None:
+        """The device's free memory as its driver reports it (None: no device of
+        its own, or it cannot say)."""
+
+    def work_stream(self, role: str) -> AbstractContextManager[Any]:
+        """The calling thread's work of ``role`` ("urgent", "prove" or
+        "witness") on the device's stream for it."""
+
+    def load_kernels(self, progress: Callable[..., None] | None = None) -> None:
+        """Load (compiling what is not cached) every kernel module the backend
+        proves with; ``progress(done, total, description, seconds)`` after each."""
+
+    def fork(self, domain_size: int, num_variables: int, share: int | None = None) -> Any:
+        """A branch (``start(fn)``, ``join()``) running beside the calling
+        thread within ``share`` bytes, or None where the backend has no second
+        line of work (the caller then runs the work itself)."""
+
+    def witness_device(self) -> Any:
+        """Where this backend makes witnesses from static plans (the witness
+        kernels on a GPU), or None: the host's interpreter."""
+
+    def point_maker(self) -> Any:
+        """An object with ``fixed_base_g1(point, scalars, to_host)`` and
+        ``fixed_base_g2`` making a key's points on the device, or None."""
+
+    def peak_bytes_by_operation(self) -> dict[str, int]:
+        """The largest device reservation each operation made (empty without a
+        device budget)."""

@@ -20,10 +20,14 @@ falls back to them with a warning).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache, reduce
 from operator import add
+from typing import Any
 
 import numpy as np
 
@@ -179,11 +183,45 @@ class CpuBackend:
 
     name = "cpu"
     memory_model = None  # keys and proofs live in host memory: one tier
+    device_budget = None  # what it holds counts against the host budget
+    compiles_kernels = False  # its C kernels are built with the package
 
     def __init__(self, native: bool | None = None) -> None:
         """native: None = the C kernels when built (unless ``CUZK_CPU_NATIVE=0``),
         False = the Python twins, True = the C kernels or a RuntimeError."""
         self.native = _use_native(native)
+
+    # --- the device: the host itself -------------------------------------
+    @staticmethod
+    def prepared_key_bytes(point_bytes: int, r1cs: Any) -> int:
+        """A prepared key in host memory: its points and the matrices as CSR
+        (int64 row pointers and columns, 32-byte coefficients)."""
+        ms = (r1cs.a, r1cs.b, r1cs.c)
+        return point_bytes + sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in ms)
+
+    def activate(self) -> AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def free_device_bytes(self) -> int | None:
+        return None
+
+    def work_stream(self, role: str) -> AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def load_kernels(self, progress: Callable[..., None] | None = None) -> None:
+        """Nothing to load: the C kernels are built with the package."""
+
+    def fork(self, domain_size: int, num_variables: int, share: int | None = None) -> Any:
+        return None  # one line of work: the caller runs the side's MSMs itself
+
+    def witness_device(self) -> Any:
+        return None
+
+    def point_maker(self) -> Any:
+        return None
+
+    def peak_bytes_by_operation(self) -> dict[str, int]:
+        return {}
 
     # --- arrays ---------------------------------------------------------
     @staticmethod

@@ -129,11 +129,10 @@ def run(args: argparse.Namespace) -> int:
 
     backend = get_backend(args.backend)
     points = CpuPoints(1 << 17, 1 << 17)
-    if backend.name == "cuda":
-        from cuzk.backends.cuda.msm import MsmEngine
+    if backend.point_maker() is not None:
         from cuzk.groth16.setup_gpu import GpuPoints
 
-        points = GpuPoints(MsmEngine(backend.ctx))
+        points = GpuPoints(backend.point_maker())
     path = args.dir / f"cuzk-load-bench-2^{args.log}.params"
     report: dict = {"backend": backend.name, "log": args.log, "file": str(path)}
     try:

@@ -152,11 +152,10 @@ def _key_source(args: argparse.Namespace, cid: str, r1cs, backend):
     from cuzk.groth16.setup import DevParams
 
     points = None
-    if backend.name == "cuda":
-        from cuzk.backends.cuda.msm import MsmEngine
+    if backend.point_maker() is not None:
         from cuzk.groth16.setup_gpu import GpuPoints
 
-        points = GpuPoints(MsmEngine(backend.ctx))
+        points = GpuPoints(backend.point_maker())
     if args.key == "files" and args.tile == 1:
         dirs = load_config(None).srs.search_dirs()
         if args.param_cache is not None:
@@ -289,7 +288,7 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
         "seconds": clock.rounded(),
         "peak_mib": round(peak_rss_mib()),
     }
-    peaks = getattr(backend, "peak_bytes_by_operation", None)
-    if peaks is not None:  # a GPU: the largest reservation of each operation, for calibration
-        report["device_peak_bytes"] = peaks()
+    peaks = backend.peak_bytes_by_operation()
+    if peaks:  # a GPU: the largest reservation of each operation, for calibration
+        report["device_peak_bytes"] = peaks
     return 0, report

@@ -1,14 +1,13 @@
 """The devices the engine proves on: CUDA GPUs, or the CPU when there is none.
 
 Each device has a backend instance and, for a GPU, a VRAM budget backed by
-the CUDA backend's DeviceContext/DeviceBudget. The CPU "device" has no
+the backend's own device budget (:func:`cuzk.backends.open_gpu`). The CPU "device" has no
 budget of its own: what it holds (prepared keys, prover temporaries) counts
 against the host budget.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from contextlib import AbstractContextManager
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from cuzk import backends
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.backends import BackendChoice, choose_backend
 from cuzk.backends.base import Backend
@@ -50,42 +50,21 @@ class Device:
     def free_bytes(self) -> int | None:
         """The device's free memory as its driver reports it (what nvidia-smi shows,
         whatever the budget); None for the CPU, or when the device cannot say."""
-        if self.backend.name != "cuda":
-            return None
-        try:
-            import cupy
-
-            with cupy.cuda.Device(self.ordinal):
-                free, _total = cupy.cuda.runtime.memGetInfo()
-        except Exception as e:  # a lost device: its health check reports it
-            log.debug("%s: free memory unknown: %s", self.label, e)
-            return None
-        return int(free)
+        return self.backend.free_device_bytes()
 
     def activate(self) -> AbstractContextManager[Any]:
-        """Make this the current CUDA device of the calling thread (a no-op on the CPU)."""
-        if self.backend.name != "cuda":
-            return contextlib.nullcontext()
-        import cupy
-
-        return cupy.cuda.Device(self.ordinal)
+        """Make this the current device of the calling thread (a no-op on the CPU)."""
+        return self.backend.activate()
 
     def stream(self, role: str) -> AbstractContextManager[Any]:
-        """The calling thread's work of ``role`` ("prove" or "witness") on this
-        device's stream for it, where the backend has them (``work_stream``:
-        the proof at the device's highest priority, the witness beside it);
-        elsewhere a no-op."""
-        fn = getattr(self.backend, "work_stream", None)
-        return fn(role) if fn is not None else contextlib.nullcontext()
+        """The calling thread's work of ``role`` ("urgent", "prove" or
+        "witness") on this device's stream for it (a no-op on the CPU)."""
+        return self.backend.work_stream(role)
 
     def key_bytes(self, point_bytes: int, r1cs: R1CS) -> int:
         """Device memory a prepared key (its points: ``point_bytes`` as raw affine
         limbs) and its circuit's matrices occupy, the load's staging included."""
-        fn = getattr(self.backend, "prepared_key_bytes", None)
-        if fn is not None:
-            return int(fn(point_bytes, r1cs))
-        csr = sum(8 * (m.num_rows + 1) + 40 * m.nnz for m in (r1cs.a, r1cs.b, r1cs.c))
-        return point_bytes + csr
+        return int(self.backend.prepared_key_bytes(point_bytes, r1cs))
 
     def host_prover_bytes(self, num_constraints: int, num_variables: int) -> int:
         """Host memory a proof of this shape holds on this device (its backend's model)."""
@@ -132,57 +111,55 @@ def prepare_kernels(devices: list[Device]) -> float:
     the cache's path and each module's time; returns the seconds it took."""
     import time
 
-    todo = [d for d in devices if getattr(d.backend, "load_kernels", None) is not None]
+    todo = [d for d in devices if d.backend.compiles_kernels]
     if not todo:
         return 0.0
     from cuzk import environment
-    from cuzk.backends.cuda.loader import describe, kernel_cache_dir
 
     prebuilt = environment.kernel_prebuilt()
     log.info(
-        "kernels: loading every CUDA kernel module on %s before reporting ready "
+        "kernels: loading every kernel module on %s before reporting ready "
         "(cache %s%s); what is not cached is compiled now with NVRTC (about a minute "
         "on a first start; `cuzk kernels` does it ahead of time)",
         ", ".join(d.label for d in todo),
-        kernel_cache_dir(),
+        environment.kernel_cache_dir(),
         f", prebuilt {prebuilt}" if prebuilt else "",
     )
     start = time.perf_counter()
     for d in todo:
 
-        def progress(done: int, total: int, item, seconds: float, d: Device = d) -> None:
-            log.info(
-                "kernels: %s [%d/%d] %s: %.1f s", d.label, done, total, describe(*item), seconds
-            )
+        def progress(done: int, total: int, what: str, seconds: float, d: Device = d) -> None:
+            log.info("kernels: %s [%d/%d] %s: %.1f s", d.label, done, total, what, seconds)
 
         try:
             with d.activate():
                 d.backend.load_kernels(progress)
         except Exception as e:
-            raise RuntimeError(f"kernels: cannot load the CUDA kernels on {d.label}: {e}") from e
+            raise RuntimeError(f"kernels: cannot load the kernels on {d.label}: {e}") from e
     took = time.perf_counter() - start
     log.info("kernels: ready in %.1f s", took)
     return took
 
 
 def witness_device_for(backend: Backend) -> Any:
-    """Where ``backend`` makes witnesses from static plans: the witness kernels
-    on a CUDA GPU (its device context), the numpy interpreter elsewhere."""
-    if backend.name == "cuda":
-        from cuzk.backends.cuda.witness import CudaWitness
-
-        return CudaWitness(backend.ctx)
+    """Where ``backend`` makes witnesses from static plans: its own (the witness
+    kernels on a GPU), else the numpy interpreter."""
+    made = backend.witness_device()
+    if made is not None:
+        return made
     from cuzk.circuits.program_numpy import NumpyWitness
 
     return NumpyWitness()
 
 
-def _cuda_backend(ctx: Any) -> Backend:
-    """A CUDA backend bound to one device context: the engine's VRAM budget
-    for that GPU is the one the backend's kernels reserve from."""
-    from cuzk.backends.cuda import CudaBackend
+def _open_gpu(ordinal: int, limit_bytes: int) -> Backend:
+    """One GPU's backend (tests put a stand-in here)."""
+    return backends.open_gpu(ordinal, limit_bytes)
 
-    return CudaBackend(ctx=ctx)
+
+def _gpus() -> list[backends.GpuInfo]:
+    """The GPUs the host has (tests put stand-ins here)."""
+    return backends.gpus()
 
 
 def select_ordinals(devices: tuple[int, ...], count: int, source: str = "config") -> list[int]:
@@ -221,27 +198,18 @@ def devices_for(choice: BackendChoice, cfg: GpusConfig) -> list[Device]:
         log.warning("%s", choice.warning)
     log.info("backend: %s (%s)", choice.name, choice.reason)
     if choice.name != "cuda":
-        from cuzk.backends.cpu import CpuBackend
-
         if cfg.devices:
             log.warning(
                 "[gpus] devices %s is ignored: proving on the CPU backend", list(cfg.devices)
             )
-        return [Device(0, "cpu", CpuBackend(), 0, None)]
+        return [Device(0, "cpu", backends.get_backend("cpu"), 0, None)]
 
-    import cupy
-
-    from cuzk.backends.cuda.memory import DeviceContext
-
-    ordinals = select_ordinals(cfg.devices, cupy.cuda.runtime.getDeviceCount())
+    infos = _gpus()
     out = []
-    for i in ordinals:
-        with cupy.cuda.Device(i):
-            _free, total = cupy.cuda.runtime.memGetInfo()
-        limit = vram_budget_bytes(cfg, int(total))
-        ctx = DeviceContext(device_id=i, limit_bytes=limit)
-        props = cupy.cuda.runtime.getDeviceProperties(i)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        budget = Budget(f"GPU {i} VRAM", ctx.budget.limit_bytes, device_budget=ctx.budget)
-        out.append(Device(i, name, _cuda_backend(ctx), int(total), budget))
+    for i in select_ordinals(cfg.devices, len(infos)):
+        info = infos[i]
+        be = _open_gpu(i, vram_budget_bytes(cfg, info.total_bytes))
+        own = be.device_budget
+        budget = Budget(f"GPU {i} VRAM", own.limit_bytes, device_budget=own)
+        out.append(Device(i, info.name, be, info.total_bytes, budget))
     return out

@@ -374,9 +374,8 @@ def prove(
     never on the host.
 
     Whole (the default): the evaluations A·w, B·w, C·w are made together,
-    and a backend with the ``fork`` capability (the CUDA backend's
-    :meth:`~cuzk.backends.cuda.CudaBackend.fork`) runs the L, A and B MSMs on
-    a branch beside H's steps, within ``fork_share`` bytes (None: the
+    and a backend whose ``fork`` gives a branch (the CUDA backend's) runs the
+    L, A and B MSMs on it beside H's steps, within ``fork_share`` bytes (None: the
     backend's default; 0: no branch, they follow H's MSM). ``lean``: the
     proof of :func:`prove_many` (the H step within two domain vectors, the
     MSMs in turn), for devices whose memory a whole proof does not fit.
@@ -416,10 +415,10 @@ def prove(
 
     # With a backend that can fork, the side MSMs run beside H's (its own
     # stream and thread), after the evaluations; else after H's MSM, in turn.
-    fork = getattr(be, "fork", None) if fork_share != 0 else None
     branch = None
-    if fork is not None:
-        branch = fork(_domain_size(len(evaluations[0])), len(w), fork_share)
+    if fork_share != 0:
+        branch = be.fork(_domain_size(len(evaluations[0])), len(w), fork_share)
+    if branch is not None:
         branch.start(functools.partial(side, w))
     try:
         h = key.reduction.h(be, *evaluations)

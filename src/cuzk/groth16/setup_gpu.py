@@ -39,15 +39,14 @@ class GpuPoints:
     def __init__(self, engine: Any = None, xp: Any = None) -> None:
         """``engine``: an object with ``fixed_base_g1(point, scalars, to_host)`` and
         ``fixed_base_g2`` ((n, 4) uint64 scalars in, affine arrays of ``xp`` out,
-        CuPy by default), by default an :class:`~cuzk.backends.cuda.msm.MsmEngine`
-        on GPU 0."""
+        CuPy by default), by default the CUDA backend's on GPU 0
+        (:meth:`cuzk.backends.base.Backend.point_maker`)."""
         if xp is None:
             import cupy as xp
         if engine is None:
-            from cuzk.backends.cuda.memory import DeviceContext
-            from cuzk.backends.cuda.msm import MsmEngine
+            from cuzk.backends import get_backend
 
-            engine = MsmEngine(DeviceContext())
+            engine = get_backend("cuda").point_maker()
         self.engine = engine
         self.xp = xp
 

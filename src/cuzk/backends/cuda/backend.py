@@ -108,6 +108,7 @@ class CudaBackend:
 
     name = "cuda"
     memory_model = MODEL  # the residency planner's figures (cuzk.backends.cuda.model)
+    compiles_kernels = True  # NVRTC builds what the kernel cache does not hold
 
     def __init__(
         self,
@@ -128,6 +129,11 @@ class CudaBackend:
         self._msm = None
         self._streams: dict[str, Any] = {}
         self._streams_lock = threading.Lock()
+
+    @property
+    def device_budget(self) -> Any:
+        """The device's budget its operations reserve from (the context's)."""
+        return self.ctx.budget
 
     @staticmethod
     def prove_host_bytes(num_constraints: int, num_variables: int) -> int:
@@ -160,6 +166,31 @@ class CudaBackend:
 
     def _device(self):
         return self.cp.cuda.Device(self.ctx.device_id)
+
+    def activate(self) -> Any:
+        """This GPU made the calling thread's current device."""
+        return self._device()
+
+    def free_device_bytes(self) -> int | None:
+        """Free memory as the driver reports it (what nvidia-smi shows, whatever
+        the budget); None when the device cannot say (a lost device: its health
+        check reports it)."""
+        try:
+            with self._device():
+                free, _total = self.cp.cuda.runtime.memGetInfo()
+        except Exception:
+            return None
+        return int(free)
+
+    def witness_device(self) -> Any:
+        """The witness kernels on this GPU (static plans run on the device)."""
+        from cuzk.backends.cuda.witness import CudaWitness
+
+        return CudaWitness(self.ctx)
+
+    def point_maker(self) -> Any:
+        """This GPU's fixed-base multiples (a development key's points)."""
+        return self._msm_engine()
 
     # --- arrays ---------------------------------------------------------
     def asarray(self, a: Any):
@@ -194,15 +225,17 @@ class CudaBackend:
         """Load every kernel module the backend proves with
         (:func:`cuzk.backends.cuda.kernels.backend_modules`), compiling with NVRTC
         what neither the kernel cache nor ``CUZK_KERNEL_PREBUILT`` holds;
-        ``progress(done, total, (name, defines), seconds)`` after each."""
+        ``progress(done, total, description, seconds)`` after each (the module
+        and its defines, :func:`cuzk.backends.cuda.loader.describe`)."""
         from cuzk.backends.cuda.kernels import backend_modules
+        from cuzk.backends.cuda.loader import describe
 
         modules = backend_modules()
         for i, (name, extra) in enumerate(modules, 1):
             t = time.perf_counter()
             self.ctx.module(name, extra)
             if progress is not None:
-                progress(i, len(modules), (name, extra), time.perf_counter() - t)
+                progress(i, len(modules), describe(name, extra), time.perf_counter() - t)
 
     def synchronize(self) -> None:
         """Wait for the calling thread's queued work: its current stream (a

@@ -55,11 +55,10 @@ def dev_setup_host_bytes(num_constraints: int) -> int:
 
 
 def gpu_points(device: Any) -> PointMaker:
-    """The point maker of a CUDA device (its budget and kernels)."""
-    from cuzk.backends.cuda.msm import MsmEngine
+    """The point maker of a GPU device (its budget and kernels)."""
     from cuzk.groth16.setup_gpu import GpuPoints
 
-    return GpuPoints(MsmEngine(device.backend.ctx))
+    return GpuPoints(device.backend.point_maker())
 
 
 def disk_free(directory: Path) -> int:

@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from cuzk.backends.cpu import CpuBackend
+from cuzk.backends import memory_model
 from cuzk.circuits.cache import cache_dir, load_or_build_r1cs, r1cs_build_bytes, r1cs_path
 from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
@@ -232,9 +232,7 @@ class ProofKindHandler(ABC):
         """Host bytes synthesis of one partition peaks at, its assignment included."""
         return SYNTHESIS_BYTES_PER_VARIABLE * self.shape(circuit_id)[1]
 
-    def working_bytes(
-        self, circuit_id: str, prover: ProverHostModel = CpuBackend.prove_host_bytes
-    ) -> int:
+    def working_bytes(self, circuit_id: str, prover: ProverHostModel | None = None) -> int:
         """Host memory one partition holds from synthesis until its proof is made.
 
         Synthesis' temporaries are gone before proving starts, the assignment
@@ -243,6 +241,7 @@ class ProofKindHandler(ABC):
         domain-sized vector on the host, unless the engine says otherwise.
         """
         nc, nv = self.shape(circuit_id)
+        prover = prover or memory_model("cpu").prove_host_bytes
         return max(self.synthesis_bytes(circuit_id), prover(nc, nv))
 
     def assemble(self, partition_proofs: list[bytes]) -> bytes:
