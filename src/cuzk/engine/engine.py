@@ -17,7 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cuzk.engine.admission import Admission, AdmissionRefused, request_bytes
+from cuzk.engine.admission import (
+    Admission,
+    AdmissionRefused,
+    ParseGate,
+    request_bytes,
+    return_memory,
+)
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device, discover
@@ -33,9 +39,10 @@ from cuzk.engine.jobs import (
 )
 from cuzk.engine.journal import Journal
 from cuzk.engine.keystore import KeyStatus, KeyStore
-from cuzk.engine.kinds import KindRegistry, default_registry
+from cuzk.engine.kinds import KindRegistry, ProofKindHandler, default_registry
 from cuzk.engine.metrics import EngineMetrics, curio_status_name
 from cuzk.engine.pipeline import Pipeline, PipelineHooks
+from cuzk.engine.ratelog import RateLimitedLog
 from cuzk.engine.scheduler import BatchCollector, WorkItem
 from cuzk.engine.statelock import StateLock
 from cuzk.errors import CuzkError
@@ -225,6 +232,8 @@ class Engine:
         )
         self.registry = JobRegistry()
         self.admission = Admission(config.admission)
+        self.parse_gate = ParseGate(config.admission.max_parsing_bytes)
+        self.exhausted = RateLimitedLog(log)  # lines about limits reached, a few a minute
         self.metrics = EngineMetrics(self.status)
         self.pipeline = Pipeline(
             config,
@@ -314,31 +323,21 @@ class Engine:
         if known_job is not None:  # before parsing: a retry's input is not read again
             return self._answer(known_job)
         kind, nbytes = request.proof_kind.label, request_bytes(request)
+        ticket = None
         try:
-            self.admission.check(kind, nbytes)  # before parsing: a full daemon reads nothing
-            pool = self.pipeline.synth_pool  # off the interpreter the GPU workers use
-            handler, parsed = self.kinds.parse(request, pool.parse if pool is not None else None)
-            with self._submit_lock:
-                if self._draining:  # checked again where drain sees the registry
-                    raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
-                job, known = self.registry.new_job(request, digest=digest)
-                if known:
-                    return self._answer(job)
-                self.admission.admit(job.job_id, kind, nbytes)
-                job.parsed = parsed
-                job.circuit_id = parsed.circuit_id
-                job.num_partitions = len(parsed.partitions)
-                assert self.journal is not None
-                try:
-                    self.journal.insert(job)  # durable before acknowledged
-                except BaseException:
-                    self.admission.release(job.job_id)
-                    raise
-                self.registry.add(job)
+            # Counted before parsing: a full daemon reads nothing, and requests being
+            # parsed count as much as the jobs they become.
+            ticket = self.admission.hold(kind, nbytes)
+            job, handler = self._parse_and_journal(request, digest, ticket, nbytes)
         except AdmissionRefused as e:
             self.metrics.rejected.labels("admission").inc()
-            log.warning("request refused: %s", e)
+            self.exhausted.warning(f"admission:{e.limit}", "request refused: %s", e)
             raise
+        finally:
+            if ticket is not None:
+                self.admission.release(ticket)  # transferred to the job when accepted
+        if handler is None:  # a job that answers this request was accepted meanwhile
+            return self._answer(job)
         self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
         position = self._queue_position(job)
         again = (
@@ -359,6 +358,39 @@ class Engine:
         if self._draining:  # drain flushed the batches before this job reached them
             self.batcher.flush_all()
         return SubmitResult(job.job_id, position, "", existing=False)
+
+    def _parse_and_journal(
+        self, request: ProofRequest, digest: bytes, ticket: str, nbytes: int
+    ) -> tuple[Job, ProofKindHandler | None]:
+        """The request parsed (within the parse gate) and its job journalled, with
+        its kind; (the job, None) when a job answered it meanwhile."""
+        pool = self.pipeline.synth_pool  # off the interpreter the GPU workers use
+        try:
+            with self.parse_gate.parsing(nbytes):
+                handler, parsed = self.kinds.parse(
+                    request, pool.parse if pool is not None else None
+                )
+        except BaseException:
+            return_memory(nbytes)  # what a refused body's parse held goes back
+            raise
+        with self._submit_lock:
+            if self._draining:  # checked again where drain sees the registry
+                raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
+            job, known = self.registry.new_job(request, digest=digest)
+            if known:
+                return job, None
+            self.admission.transfer(ticket, job.job_id)
+            job.parsed = parsed
+            job.circuit_id = parsed.circuit_id
+            job.num_partitions = len(parsed.partitions)
+            assert self.journal is not None
+            try:
+                self.journal.insert(job)  # durable before acknowledged
+            except BaseException:
+                self.admission.release(job.job_id)
+                raise
+            self.registry.add(job)
+        return job, handler
 
     def _answer(self, job: Job) -> SubmitResult:
         """A request that ``job`` answers (same request_id and content; queued,

@@ -72,6 +72,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 """
 _TERMINAL = "('COMPLETED','FAILED','CANCELLED')"
+# Dropped payloads are given back to the file system once this many bytes are free.
+COMPACT_AFTER_BYTES = 4 << 20
+WAL_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -129,15 +132,37 @@ class Journal:
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         _private(self.path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        if fresh:  # freed pages go back to the file system (a dropped payload's space)
-            self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        # freed pages go back to the file system (a dropped payload's space)
+        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
+        # the -wal file is cut back to this after a checkpoint (a 50 MB request
+        # passes through it on its way into the file)
+        self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+        self._freed = 0  # payload bytes dropped since the last compaction
         try:
             self._open_schema()
+            if not fresh:
+                self._migrate_vacuum()
         except Exception:
             self._db.close()
             raise
+
+    def _migrate_vacuum(self) -> None:
+        """A journal made before incremental vacuum kept every dropped payload's pages
+        (a 2 GiB file stayed 2 GiB with no job in it): rebuilt once so that it can
+        give them back."""
+        if self._db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+            return
+        before = self.path.stat().st_size
+        self._db.execute("VACUUM")  # takes the auto_vacuum set above
+        self._compact()  # the rebuilt pages out of the -wal file
+        log.info(
+            "journal %s: rebuilt to give back dropped requests' space (%d → %d bytes)",
+            self.path,
+            before,
+            self.path.stat().st_size,
+        )
 
     def _open_schema(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -178,9 +203,21 @@ class Journal:
             self.compact()
 
     def compact(self) -> None:
-        """Give freed pages back to the file system (journals made by this version)."""
+        """Give freed pages back to the file system, and the -wal file's too."""
         with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+            self._compact()
+
+    def _compact(self) -> None:
+        # the pragma frees one page a step and execute() steps once; a script is
+        # stepped to its end
+        self._db.executescript("PRAGMA incremental_vacuum;")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        self._freed = 0
+
+    def file_bytes(self) -> int:
+        """The journal's size on disk, its -wal file included."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
     def close(self) -> None:
         with self._lock:
@@ -224,6 +261,8 @@ class Journal:
     def finish(self, job: Job) -> None:
         t = job.timings
         timings = {k: getattr(t, k) for k in t.__dataclass_fields__}
+        r = job.request
+        payload = len(r.vanilla_proof) + sum(len(v) for v in r.vanilla_proofs)
         with self._lock:
             # Every terminal state drops the inputs: a retry after FAILED or CANCELLED
             # carries its own, and only the result stays answerable.
@@ -239,6 +278,9 @@ class Journal:
                     job.job_id,
                 ),
             )
+            self._freed += payload
+            if self._freed >= COMPACT_AFTER_BYTES:  # the file shrinks as payloads go
+                self._compact()
 
     def prune(self, older_than: float) -> int:
         with self._lock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,20 @@ SECTOR_SIZES = {
     32 * GIB: "32GiB",
     64 * GIB: "64GiB",
 }
+# Keys a c1.json (and its Phase1Out) may carry besides the ones read, in all: room
+# for a newer Curio's small additions; a body padded with more is refused before
+# it is journalled (it would be held, and stored, until its job ends).
+UNKNOWN_KEYS_MAX_BYTES = 1024
+C1_KEYS = ("SectorNum", "Phase1Out", "SectorSize")
+PHASE1_KEYS = (
+    "registered_proof",
+    "vanilla_proofs",
+    "comm_r",
+    "comm_d",
+    "replica_id",
+    "seed",
+    "ticket",
+)
 _B64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
 
@@ -74,6 +89,26 @@ def decode_base64(text: str, source: str, field: str) -> bytes:
         ) from e
 
 
+def check_unknown_keys(doc: dict[str, Any], known: tuple[str, ...], source: str, at: str) -> None:
+    """InputError when the keys of ``doc`` outside ``known`` hold more than
+    UNKNOWN_KEYS_MAX_BYTES of JSON text, naming the largest."""
+    sizes = {}
+    for key, value in doc.items():
+        if key not in known:
+            text = value if isinstance(value, str) else json.dumps(value)
+            sizes[key] = len(key) + len(text)
+    if sum(sizes.values()) > UNKNOWN_KEYS_MAX_BYTES:
+        largest = max(sizes, key=sizes.__getitem__)
+        shown = repr(largest) if len(largest) <= 40 else repr(largest[:37]) + "..."
+        raise InputError(
+            source,
+            f"{at}{shown}",
+            f"unknown key{'s' if len(sizes) > 1 else ''} ({len(sizes)}, {sum(sizes.values())} "
+            f"bytes) beside {', '.join(known)}: at most {UNKNOWN_KEYS_MAX_BYTES} bytes of "
+            "them are accepted",
+        )
+
+
 def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     data = request.vanilla_proof
     if not data:
@@ -81,6 +116,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     doc = jsondoc.loads(data, source)
     if not isinstance(doc, dict):
         raise InputError(source, "", f"expected a JSON object, got {type(doc).__name__}")
+    check_unknown_keys(doc, C1_KEYS, source, "")
     for key, typ in (("SectorNum", int), ("Phase1Out", str), ("SectorSize", int)):
         if key not in doc:
             raise InputError(source, key, "is missing")
@@ -100,15 +136,8 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     phase1 = jsondoc.loads(inner, source, "Phase1Out")
     if not isinstance(phase1, dict):
         raise InputError(source, "Phase1Out", "expected a SealCommitPhase1Output JSON object")
-    for key in (
-        "registered_proof",
-        "vanilla_proofs",
-        "comm_r",
-        "comm_d",
-        "replica_id",
-        "seed",
-        "ticket",
-    ):
+    check_unknown_keys(phase1, PHASE1_KEYS, source, "Phase1Out.")
+    for key in PHASE1_KEYS:
         if key not in phase1:
             raise InputError(source, f"Phase1Out.{key}", "is missing")
     rp = phase1["registered_proof"]
