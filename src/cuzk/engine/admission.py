@@ -240,7 +240,7 @@ class ParseGate:
                 self._cond.notify_all()
 
 
-_libc: ctypes.CDLL | None | bool = False
+_libc: ctypes.CDLL | bool | None = False
 
 
 def return_memory(nbytes: int) -> None:

@@ -230,7 +230,7 @@ class Engine:
             search_dirs=config.srs.search_dirs(),
             dev_key_disk_budget=config.srs.dev_key_disk_budget,
         )
-        self.registry = JobRegistry()
+        self.registry = JobRegistry(config.daemon.max_retained_jobs)
         self.admission = Admission(config.admission)
         self.parse_gate = ParseGate(config.admission.max_parsing_bytes)
         self.exhausted = RateLimitedLog(log)  # lines about limits reached, a few a minute
@@ -295,10 +295,10 @@ class Engine:
         self.batcher.flush_all()
         end = time.monotonic() + timeout
         while time.monotonic() < end and not abort():
-            if all(j.finished for j in self.registry.all()):
+            if not self.registry.live():
                 return True
             time.sleep(0.05)
-        left = sum(1 for j in self.registry.all() if not j.finished)
+        left = len(self.registry.live())
         if left:
             log.warning("stopping with %d unfinished job(s); they resume at the next start", left)
         return left == 0
@@ -408,7 +408,7 @@ class Engine:
             return 0
         return sum(
             1
-            for j in self.registry.all()
+            for j in self.registry.live()
             if j is not job
             and j.state == JobState.QUEUED
             and j.priority >= job.priority
@@ -496,10 +496,11 @@ class Engine:
         self.admission.release(job.job_id)
         job.partition_proofs = {} if state != JobState.COMPLETED else job.partition_proofs
         self.totals[state] += 1
+        forgotten = self.registry.ended(job)  # past max_retained_jobs: the oldest go
         self.metrics.job_finished(job.kind.label, state.value.lower(), job.timings.total_ms / 1000)
         if self.journal is not None:
             try:
-                self.journal.finish(job)
+                self.journal.finish(job, forget=forgotten)
             except Exception:
                 log.exception("journal: cannot record the end of job %s", job.job_id)
         # What a finished job no longer needs: its parsed input and vanilla bytes
@@ -516,9 +517,12 @@ class Engine:
     def _recover(self) -> None:
         assert self.journal is not None
         retention = time.time() - self.config.daemon.job_retention
-        self.journal.prune(retention)
+        self.journal.prune(retention, keep=self.config.daemon.max_retained_jobs)
         resumed = failed = 0
-        for rec in self.journal.records():
+        records = self.journal.records()
+        # finished ones in the order they ended (the registry keeps that order)
+        records.sort(key=lambda r: r.finished_at or 0.0 if r.state.terminal else 0.0)
+        for rec in records:
             job = Job(
                 job_id=rec.job_id,
                 request=rec.request,
@@ -559,7 +563,8 @@ class Engine:
         while not self._stopped.wait(60.0):
             cutoff = time.time() - self.config.daemon.job_retention
             gone = self.registry.prune(cutoff)
-            if self.journal is not None and self.journal.prune(cutoff):
+            keep = self.config.daemon.max_retained_jobs
+            if self.journal is not None and self.journal.prune(cutoff, keep=keep):
                 self.journal.compact()
             if gone:
                 log.info("forgot %d finished jobs older than job_retention", len(gone))
@@ -576,8 +581,8 @@ class Engine:
     # --- status ----------------------------------------------------------------------------
     def status(self) -> EngineStatus:
         now, mono = time.time(), time.monotonic()
-        with self.registry.lock:  # queues and totals from one moment
-            jobs = self.registry.all()
+        with self.registry.lock:  # queues and totals from one moment; O(live jobs)
+            jobs = self.registry.live() + self.registry.recently_finished(now - PIPELINE_LINGER_S)
             states = [(j, j.state) for j in jobs]
             totals = dict(self.totals)
         by_kind: dict[str, list[int]] = {}

@@ -24,6 +24,7 @@ import threading
 import time
 import unicodedata
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -362,10 +363,18 @@ RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
 
 class JobRegistry:
-    """Every job the daemon knows, by id and by (request_id, content); thread safe."""
+    """Every job the daemon knows, by id and by (request_id, content); thread safe.
 
-    def __init__(self) -> None:
+    Unfinished jobs are kept apart from finished ones, so that what status and
+    control calls read costs O(unfinished jobs), however many finished ones are
+    retained; finished jobs are kept in the order they ended, at most
+    ``max_retained`` of them (the oldest are forgotten first)."""
+
+    def __init__(self, max_retained: int = 10_000) -> None:
+        self.max_retained = max_retained
         self._jobs: dict[str, Job] = {}
+        self._live: dict[str, Job] = {}  # unfinished, in submission order
+        self._finished: OrderedDict[str, Job] = OrderedDict()  # in the order they ended
         # (request_id, digest) -> ids of the jobs made for it, oldest first
         self._by_request: dict[tuple[str, bytes], list[str]] = {}
         self._lock = threading.RLock()
@@ -426,13 +435,67 @@ class JobRegistry:
             n += 1
         return f"{request_id}#{n}"
 
-    def add(self, job: Job) -> None:
+    def add(self, job: Job) -> list[str]:
+        """Register a job (a finished one restored from the journal too); the ids of
+        finished jobs forgotten to stay within ``max_retained``."""
         with self._lock:
             self._jobs[job.job_id] = job
             if job.request.request_id:
                 self._by_request.setdefault((job.request.request_id, job.digest), []).append(
                     job.job_id
                 )
+            if not job.finished:
+                self._live[job.job_id] = job
+                return []
+            self._finished[job.job_id] = job
+            return self._trim()
+
+    def ended(self, job: Job) -> list[str]:
+        """A registered job has reached a terminal state (called with the lock held by
+        whoever set it); the ids of finished jobs forgotten to make room."""
+        with self._lock:
+            if self._live.pop(job.job_id, None) is None:
+                return []
+            self._finished[job.job_id] = job
+            return self._trim()
+
+    def _trim(self) -> list[str]:
+        gone = []
+        while len(self._finished) > self.max_retained:
+            job_id, _ = self._finished.popitem(last=False)
+            self._forget(job_id)
+            gone.append(job_id)
+        return gone
+
+    def _forget(self, job_id: str) -> None:
+        job = self._jobs.pop(job_id)
+        self._finished.pop(job_id, None)
+        key = (job.request.request_id, job.digest)
+        ids = self._by_request.get(key)
+        if ids is not None:
+            ids.remove(job_id)
+            if not ids:
+                del self._by_request[key]
+
+    def live(self) -> list[Job]:
+        """Unfinished jobs, in submission order: O(their number)."""
+        with self._lock:
+            return list(self._live.values())
+
+    def recently_finished(self, since: float) -> list[Job]:
+        """Finished jobs that ended at ``since`` (time.time()) or later, newest first:
+        O(their number)."""
+        out = []
+        with self._lock:
+            for job in reversed(self._finished.values()):
+                if job.finished_at is None or job.finished_at < since:
+                    break
+                out.append(job)
+        return out
+
+    def finished_count(self) -> int:
+        with self._lock:
+            return len(self._finished)
 
     def get(self, job_id: str) -> Job:
         with self._lock:
@@ -448,17 +511,13 @@ class JobRegistry:
     def prune(self, older_than: float) -> list[str]:
         """Forget finished jobs that ended before ``older_than`` (time.time())."""
         with self._lock:
+            for job in [j for j in self._live.values() if j.finished]:  # ended unannounced
+                self.ended(job)
             gone = [
                 j.job_id
-                for j in self._jobs.values()
-                if j.finished and j.finished_at is not None and j.finished_at < older_than
+                for j in self._finished.values()
+                if j.finished_at is not None and j.finished_at < older_than
             ]
             for job_id in gone:
-                job = self._jobs.pop(job_id)
-                key = (job.request.request_id, job.digest)
-                ids = self._by_request.get(key)
-                if ids is not None:
-                    ids.remove(job_id)
-                    if not ids:
-                        del self._by_request[key]
+                self._forget(job_id)
         return gone

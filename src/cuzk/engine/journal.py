@@ -258,7 +258,9 @@ class Journal:
                 ),
             )
 
-    def finish(self, job: Job) -> None:
+    def finish(self, job: Job, forget: list[str] | tuple[str, ...] = ()) -> None:
+        """Record a job's end, and forget the finished jobs ``forget`` (past
+        ``max_retained_jobs``) in the same transaction."""
         t = job.timings
         timings = {k: getattr(t, k) for k in t.__dataclass_fields__}
         r = job.request
@@ -266,30 +268,49 @@ class Journal:
         with self._lock:
             # Every terminal state drops the inputs: a retry after FAILED or CANCELLED
             # carries its own, and only the result stays answerable.
-            self._db.execute(
-                "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
-                "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
-                (
-                    job.state.value,
-                    job.finished_at,
-                    job.error,
-                    job.proof,
-                    json.dumps(timings),
-                    job.job_id,
-                ),
-            )
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute(
+                    "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
+                    "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
+                    (
+                        job.state.value,
+                        job.finished_at,
+                        job.error,
+                        job.proof,
+                        json.dumps(timings),
+                        job.job_id,
+                    ),
+                )
+                self._db.executemany(
+                    f"DELETE FROM jobs WHERE job_id=? AND state IN {_TERMINAL}",
+                    [(job_id,) for job_id in forget],
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
             self._freed += payload
             if self._freed >= COMPACT_AFTER_BYTES:  # the file shrinks as payloads go
                 self._compact()
 
-    def prune(self, older_than: float) -> int:
+    def prune(self, older_than: float, keep: int | None = None) -> int:
+        """Forget finished jobs that ended before ``older_than``, and all but the
+        ``keep`` newest finished ones; how many were forgotten."""
         with self._lock:
             cur = self._db.execute(
-                "DELETE FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED') "
-                "AND finished_at < ?",
+                f"DELETE FROM jobs WHERE state IN {_TERMINAL} AND finished_at < ?",
                 (older_than,),
             )
-            return cur.rowcount
+            n = cur.rowcount
+            if keep is not None:
+                n += self._db.execute(
+                    f"DELETE FROM jobs WHERE state IN {_TERMINAL} AND job_id NOT IN "
+                    f"(SELECT job_id FROM jobs WHERE state IN {_TERMINAL} "
+                    "ORDER BY finished_at DESC LIMIT ?)",
+                    (keep,),
+                ).rowcount
+            return n
 
     def records(self) -> list[JournalRecord]:
         """Every job, oldest submission first."""

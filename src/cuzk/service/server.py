@@ -109,9 +109,12 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
 # Calls grpc core may hold before the event loop has taken them on (see Servers._start).
 PENDING_CALLS = 50_000
 
-# Threads of the pool that answers GetStatus, GetMetrics and CancelProof: apart from
-# grpc_threads, so that submissions being parsed never delay them.
+# Threads of the pool that answers GetStatus and GetMetrics: apart from grpc_threads,
+# so that submissions being parsed never delay them.
 QUICK_THREADS = 4
+# Threads of the pool that answers CancelProof: apart from the status pool, so that a
+# flood of GetStatus calls queued there never delays a cancel.
+CONTROL_THREADS = 2
 
 
 class ProvingService(pb_grpc.ProvingEngineServicer):
@@ -121,17 +124,22 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         self.engine = engine
         self._work = futures.ThreadPoolExecutor(threads, thread_name_prefix="grpc")
         self._quick = futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="grpc-quick")
+        self._control = futures.ThreadPoolExecutor(CONTROL_THREADS, thread_name_prefix="grpc-ctl")
         self.waiting = 0  # calls waiting for a job to end (AwaitProof, Prove)
 
     def close(self) -> None:
         self._work.shutdown(wait=False, cancel_futures=True)
         self._quick.shutdown(wait=False, cancel_futures=True)
+        self._control.shutdown(wait=False, cancel_futures=True)
 
     async def _work_on(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._work, fn, *args)
 
     async def _quickly(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._quick, fn, *args)
+
+    async def _control_now(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._control, fn, *args)
 
     @_rpc
     async def SubmitProof(
@@ -184,7 +192,7 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
     async def CancelProof(
         self, request: pb.CancelProofRequest, context: Any
     ) -> pb.CancelProofResponse:
-        was_running = await self._quickly(self.engine.cancel, request.job_id)
+        was_running = await self._control_now(self.engine.cancel, request.job_id)
         return pb.CancelProofResponse(was_running=was_running)
 
     @_rpc
