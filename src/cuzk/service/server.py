@@ -61,6 +61,13 @@ from cuzk.engine.jobs import (
 from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
 from cuzk.service.aioloop import LoopThread
+from cuzk.service.gate import Gate
+from cuzk.service.limits import (
+    HANDSHAKE_TIMEOUT_MS,
+    IDLE_TIMEOUT_MS,
+    connection_budget,
+    raise_fd_limit,
+)
 from cuzk.service.proto import proving_pb2 as pb
 from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 
@@ -93,8 +100,14 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
             return await method(self, request, context)
         except Exception as e:
             known = _status_of(e)
-            if known is None:
-                log.exception("%s failed", method.__name__)
+            if known is None:  # a few a minute: a flood of one failure is one line
+                self.engine.exhausted.log(
+                    f"internal:{method.__name__}",
+                    logging.ERROR,
+                    "%s failed",
+                    method.__name__,
+                    exc_info=True,
+                )
                 known = (grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
             code, message = known
             if code == grpc.StatusCode.INVALID_ARGUMENT:
@@ -482,6 +495,7 @@ class Servers:
         self.bound: list[str] = []  # actual addresses (a TCP port 0 resolved)
         self._sockets: list[tuple[str, int, int]] = []  # path, device, inode: ours to remove
         self._loop = LoopThread("grpc")
+        self.gate = Gate(engine.config.daemon.max_connections_per_peer, engine.exhausted)
 
     def waiting_calls(self) -> int:
         """Calls waiting for a job to end (AwaitProof, Prove): coroutines, not threads."""
@@ -489,6 +503,7 @@ class Servers:
 
     def start(self) -> None:
         d = self.engine.config.daemon
+        raise_fd_limit()
         token = read_token(d.auth_token_file) if d.auth_token_file else None
         tls = read_tls(d)
         self._loop.start()
@@ -499,6 +514,7 @@ class Servers:
             raise
 
     async def _start(self, d: DaemonConfig, token: str | None, tls: TlsFiles | None) -> None:
+        tcp = sum(1 for raw in d.listen if parse_address(raw).is_tcp) + bool(d.status_listen)
         options = [
             ("grpc.max_receive_message_length", d.max_message_size),
             ("grpc.max_send_message_length", d.max_message_size),
@@ -510,6 +526,11 @@ class Servers:
             ("grpc.server.max_pending_requests", PENDING_CALLS),
             ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
             ("grpc.server_max_unrequested_time_in_server", 300),
+            # a flood of connections is refused at the door, within the descriptors
+            # left for the daemon's own files (cuzk.service.limits)
+            ("grpc.max_allowed_incoming_connections", connection_budget(d.max_connections, tcp)),
+            ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+            ("grpc.max_connection_idle_ms", IDLE_TIMEOUT_MS),
         ]
         for raw in d.listen:
             addr = parse_address(raw)
@@ -520,6 +541,7 @@ class Servers:
                     log.warning("%s", warning)
                 if token is not None:
                     interceptors.append(BearerAuth(token))
+            interceptors.append(self.gate)
             server = grpc.aio.server(options=options, interceptors=interceptors)
             pb_grpc.add_ProvingEngineServicer_to_server(self.service, server)
             if addr.unix_path is not None:
