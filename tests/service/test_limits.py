@@ -150,3 +150,26 @@ def test_one_host_holds_calls_on_a_bounded_number_of_connections(tmp_path: Path)
         assert s0.GetStatus(pb.GetStatusRequest(), timeout=10).uptime_seconds >= 0
         for ch, _ in [*channels, (ch0, s0)]:
             ch.close()
+
+
+def test_preload_and_evict_of_an_absurd_id_are_invalid_argument(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 32: a 4,400-digit id gave INTERNAL "File name too long"; it is refused by
+    its length, and the answer does not echo it whole."""
+    with caplog.at_level(logging.INFO), running_daemon(tmp_path) as d:
+        ch, s = stub(d.servers.bound[0])
+        for cid in ("9" * 4400, "demo-r" + "1" * 4400 + "-w1", "porep\n32g", ""):
+            for call, req in (
+                (s.PreloadSRS, pb.PreloadSrsRequest(circuit_id=cid)),
+                (s.EvictSRS, pb.EvictSrsRequest(circuit_id=cid)),
+            ):
+                with pytest.raises(grpc.RpcError) as ei:
+                    call(req, timeout=10)
+                assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT, cid[:20]
+                assert len(ei.value.details()) < 300
+        assert "4400 characters, at most 128" in str(
+            pytest.raises(Exception, d.engine.preload, "9" * 4400).value
+        )
+        ch.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
