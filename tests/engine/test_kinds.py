@@ -104,7 +104,7 @@ def test_a_demo_size_has_one_spelling_and_a_bounded_one(cid: str) -> None:
     digits reached the file system as a name too long (Preload, Evict)."""
     reg = KindRegistry()
     reg.register(demo.DemoKind())
-    with pytest.raises(InputError, match="no registered proof kind|4409 characters, at most 128"):
+    with pytest.raises(InputError, match=r"no registered proof kind|4409 characters, at most 128"):
         reg.for_circuit(cid)
     assert reg.for_circuit("demo-r10-w1").kind == ProofKind.DEMO
 
