@@ -314,12 +314,13 @@ class Engine:
             self._state_lock.release()
 
     # --- submission ---------------------------------------------------------
-    def submit(self, request: ProofRequest) -> SubmitResult:
+    def submit(self, request: ProofRequest, client: str = "") -> SubmitResult:
+        """Accept ``request`` from ``client`` (its identity; "" without identities)."""
         if self._draining:
             raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
         check_request_id(request.request_id)
         digest = request.digest()
-        known_job = self.registry.answering(request, digest)
+        known_job = self.registry.answering(request, digest, client)
         if known_job is not None:  # before parsing: a retry's input is not read again
             return self._answer(known_job)
         kind, nbytes = request.proof_kind.label, request_bytes(request)
@@ -328,7 +329,7 @@ class Engine:
             # Counted before parsing: a full daemon reads nothing, and requests being
             # parsed count as much as the jobs they become.
             ticket = self.admission.hold(kind, nbytes)
-            job, handler = self._parse_and_journal(request, digest, ticket, nbytes)
+            job, handler = self._parse_and_journal(request, digest, ticket, nbytes, client)
         except AdmissionRefused as e:
             self.metrics.rejected.labels("admission").inc()
             self.exhausted.warning(f"admission:{e.limit}", "request refused: %s", e)
@@ -360,7 +361,7 @@ class Engine:
         return SubmitResult(job.job_id, position, "", existing=False)
 
     def _parse_and_journal(
-        self, request: ProofRequest, digest: bytes, ticket: str, nbytes: int
+        self, request: ProofRequest, digest: bytes, ticket: str, nbytes: int, client: str
     ) -> tuple[Job, ProofKindHandler | None]:
         """The request parsed (within the parse gate) and its job journalled, with
         its kind; (the job, None) when a job answered it meanwhile."""
@@ -376,7 +377,7 @@ class Engine:
         with self._submit_lock:
             if self._draining:  # checked again where drain sees the registry
                 raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
-            job, known = self.registry.new_job(request, digest=digest)
+            job, known = self.registry.new_job(request, digest=digest, client=client)
             if known:
                 return job, None
             self.admission.transfer(ticket, job.job_id)
@@ -430,9 +431,12 @@ class Engine:
                 self.pipeline.pending.put(WorkItem(job, part.index, part.data, seq))
 
     # --- results --------------------------------------------------------------
-    def await_job(self, job_id: str, timeout_s: float | None = None) -> tuple[Job, bool]:
-        """(job, timed_out). ``timeout_s`` None or 0 waits until the job ends."""
-        job = self.registry.get(job_id)
+    def await_job(
+        self, job_id: str, timeout_s: float | None = None, client: str | None = None
+    ) -> tuple[Job, bool]:
+        """(job, timed_out). ``timeout_s`` None or 0 waits until the job ends;
+        ``client`` (None: an admin) waits on its own jobs only."""
+        job = self.registry.get(job_id, client)
         finished = job.done.wait(timeout_s if timeout_s else None)
         return job, not finished
 
@@ -441,9 +445,10 @@ class Engine:
         job, _ = self.await_job(res.job_id)
         return job
 
-    def cancel(self, job_id: str) -> bool:
-        """Cancel a job. Returns whether it was running (had a partition in flight)."""
-        job = self.registry.get(job_id)
+    def cancel(self, job_id: str, client: str | None = None) -> bool:
+        """Cancel a job (``client``'s own; None: an admin, any). Returns whether it was
+        running (had a partition in flight)."""
+        job = self.registry.get(job_id, client)
         with self.registry.lock:
             if job.finished:
                 return False
@@ -535,6 +540,7 @@ class Engine:
                 error=rec.error,
                 proof=rec.proof,
                 timings=rec.timings,
+                client=rec.client,
             )
             if rec.state.terminal:
                 job.done.set()

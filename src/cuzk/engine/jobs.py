@@ -14,6 +14,13 @@ other content is a new job, and so is a retry after FAILED or CANCELLED (a
 new attempt). The first job of a request_id takes it as its job id; later
 ones take ``<request_id>#2``, ``#3`` …; without a request_id the job id is a
 UUID.
+
+With client identities (several named tokens: docs/SERVICE.md, "Client
+identities"), a job belongs to the client that submitted it (``Job.client``):
+request ids are matched within that client's jobs, a named client's job ids
+are ``<client>/<request_id>``, and only that client and an admin see or
+cancel the job (others are told there is no such job). Without them every
+job belongs to the one anonymous client ``""``, as before.
 """
 
 from __future__ import annotations
@@ -309,6 +316,7 @@ class Job:
     device: str = ""  # the device proving it now (for status)
     trace: dict[int, PartitionTrace] = field(default_factory=dict, repr=False)
     parsed: Any = None  # the kind's parsed request (partitions' inputs)
+    client: str = ""  # the identity that submitted it ("": the one anonymous client)
     done: Completion = field(default_factory=Completion, repr=False)
 
     @property
@@ -375,35 +383,43 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
         self._live: dict[str, Job] = {}  # unfinished, in submission order
         self._finished: OrderedDict[str, Job] = OrderedDict()  # in the order they ended
-        # (request_id, digest) -> ids of the jobs made for it, oldest first
-        self._by_request: dict[tuple[str, bytes], list[str]] = {}
+        # (client, request_id, digest) -> ids of the jobs made for it, oldest first
+        self._by_request: dict[tuple[str, str, bytes], list[str]] = {}
         self._lock = threading.RLock()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
-    def latest(self, request_id: str, digest: bytes) -> Job | None:
-        """The newest job made for this request_id with this content, whatever its state."""
+    def latest(self, request_id: str, digest: bytes, client: str = "") -> Job | None:
+        """The newest job ``client`` made for this request_id with this content,
+        whatever its state."""
         with self._lock:
-            for job_id in reversed(self._by_request.get((request_id, digest), ())):
+            for job_id in reversed(self._by_request.get((client, request_id, digest), ())):
                 job = self._jobs.get(job_id)
                 if job is not None:
                     return job
         return None
 
-    def answering(self, request: ProofRequest, digest: bytes | None = None) -> Job | None:
-        """The job that answers ``request``: the newest one with its request_id and
-        content, unless that one FAILED or was CANCELLED. None without a request_id."""
+    def answering(
+        self, request: ProofRequest, digest: bytes | None = None, client: str = ""
+    ) -> Job | None:
+        """The job that answers ``client``'s ``request``: the newest one with its
+        request_id and content, unless that one FAILED or was CANCELLED. None
+        without a request_id."""
         if not request.request_id:
             return None
-        job = self.latest(request.request_id, digest or request.digest())
+        job = self.latest(request.request_id, digest or request.digest(), client)
         if job is None or job.state in RETRYABLE:
             return None
         return job
 
     def new_job(
-        self, request: ProofRequest, now: float | None = None, digest: bytes | None = None
+        self,
+        request: ProofRequest,
+        now: float | None = None,
+        digest: bytes | None = None,
+        client: str = "",
     ) -> tuple[Job, bool]:
         """The job for a request: the one that answers it already, or a new one.
 
@@ -413,21 +429,24 @@ class JobRegistry:
         """
         digest = digest or request.digest()
         with self._lock:
-            job = self.answering(request, digest)
+            job = self.answering(request, digest, client)
             if job is not None:
                 return job, True
             job = Job(
-                job_id=self._free_id(request.request_id),
+                job_id=self._free_id(request.request_id, client),
                 request=request,
                 priority=request.effective_priority(),
                 submitted_at=time.time() if now is None else now,
                 digest=digest,
+                client=client,
             )
             return job, False
 
-    def _free_id(self, request_id: str) -> str:
+    def _free_id(self, request_id: str, client: str = "") -> str:
         if not request_id:
             return str(uuid.uuid4())
+        if client:  # a named client's ids are its own: no other client's can take them
+            request_id = f"{client}/{request_id}"
         if request_id not in self._jobs:
             return request_id
         n = 2
@@ -441,9 +460,8 @@ class JobRegistry:
         with self._lock:
             self._jobs[job.job_id] = job
             if job.request.request_id:
-                self._by_request.setdefault((job.request.request_id, job.digest), []).append(
-                    job.job_id
-                )
+                key = (job.client, job.request.request_id, job.digest)
+                self._by_request.setdefault(key, []).append(job.job_id)
             if not job.finished:
                 self._live[job.job_id] = job
                 return []
@@ -470,7 +488,7 @@ class JobRegistry:
     def _forget(self, job_id: str) -> None:
         job = self._jobs.pop(job_id)
         self._finished.pop(job_id, None)
-        key = (job.request.request_id, job.digest)
+        key = (job.client, job.request.request_id, job.digest)
         ids = self._by_request.get(key)
         if ids is not None:
             ids.remove(job_id)
@@ -497,10 +515,12 @@ class JobRegistry:
         with self._lock:
             return len(self._finished)
 
-    def get(self, job_id: str) -> Job:
+    def get(self, job_id: str, client: str | None = None) -> Job:
+        """The job of that id; for ``client`` (None: an admin, who sees every job)
+        only its own, another's being as unknown to it as one never made."""
         with self._lock:
             job = self._jobs.get(job_id)
-        if job is None:
+        if job is None or (client is not None and job.client != client):
             raise JobNotFound(job_id)
         return job
 

@@ -89,6 +89,7 @@ class JournalRecord:
     error: str
     proof: bytes
     timings: Timings
+    client: str = ""  # the identity that submitted it
 
 
 def _pack_list(items: tuple[bytes, ...]) -> bytes:
@@ -237,6 +238,7 @@ class Journal:
             "comm_r_old": r.comm_r_old.hex(),
             "comm_r_new": r.comm_r_new.hex(),
             "comm_d_new": r.comm_d_new.hex(),
+            "client": job.client,
         }
         with self._lock:
             self._db.execute(
@@ -360,6 +362,7 @@ class Journal:
                     error=err,
                     proof=bytes(proof),
                     timings=Timings(**json.loads(tim)),
+                    client=m.get("client", ""),  # absent before client identities
                 )
             )
         return out

@@ -39,7 +39,7 @@ from cuzk.engine.engine import Engine
 from cuzk.engine.ratelog import RateLimitedLog
 from cuzk.service.aioloop import LoopThread
 from cuzk.service.history import StatusHistory
-from cuzk.service.server import bearer_ok
+from cuzk.service.identity import parse_tokens
 
 log = logging.getLogger(__name__)
 CONTENT_SECURITY_POLICY = (
@@ -84,7 +84,7 @@ class StatusServer:
         self.host = host.strip("[]") or "127.0.0.1"
         self.port = int(port)
         self.engine = engine
-        self._token = token.encode() if token is not None else None
+        self._tokens = parse_tokens(token) if token is not None else None
         self._tls = tls
         self.history = history or StatusHistory(engine, engine.config.daemon.status_sample_interval)
         self._loop = LoopThread("http-status")
@@ -225,7 +225,7 @@ class StatusServer:
             return 200, self._page, "text/html; charset=utf-8"
         if path not in ("/status", "/metrics"):
             return 404, b"not found: try /, /status or /metrics\n", "text/plain"
-        if self._token is not None and not bearer_ok(auth, self._token):
+        if self._tokens is not None and self._tokens.match(auth) is None:
             return 401, b"bearer token required\n", "text/plain"
         loop = asyncio.get_running_loop()
         if path == "/metrics":

@@ -62,6 +62,7 @@ from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
 from cuzk.service.aioloop import LoopThread
 from cuzk.service.gate import Gate
+from cuzk.service.identity import ANONYMOUS, Identity, Tokens, parse_tokens
 from cuzk.service.limits import (
     HANDSHAKE_TIMEOUT_MS,
     IDLE_TIMEOUT_MS,
@@ -133,8 +134,9 @@ CONTROL_THREADS = 2
 class ProvingService(pb_grpc.ProvingEngineServicer):
     """The RPCs, as coroutines on the servers' event loop."""
 
-    def __init__(self, engine: Engine, threads: int = 8) -> None:
+    def __init__(self, engine: Engine, threads: int = 8, tokens: Tokens | None = None) -> None:
         self.engine = engine
+        self.tokens = tokens  # the token file's; named entries make callers' identities
         self._work = futures.ThreadPoolExecutor(threads, thread_name_prefix="grpc")
         self._quick = futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="grpc-quick")
         self._control = futures.ThreadPoolExecutor(CONTROL_THREADS, thread_name_prefix="grpc-ctl")
@@ -154,21 +156,35 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
     async def _control_now(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._control, fn, *args)
 
+    def _caller(self, context: Any) -> Identity:
+        """Who a call comes from: the named entry its token matches; without named
+        entries, or on a unix socket (no token there), the anonymous admin."""
+        if self.tokens is None or not self.tokens.named:
+            return ANONYMOUS
+        if (context.peer() or "").startswith("unix:"):
+            return ANONYMOUS
+        sent = dict(context.invocation_metadata() or ()).get("authorization")
+        who = self.tokens.match(sent)
+        if who is None:  # BearerAuth let it through: a TCP listener without it
+            raise InputError("request", "authorization", "no bearer token of a named client")
+        return who
+
     @_rpc
     async def SubmitProof(
         self, request: pb.SubmitProofRequest, context: Any
     ) -> pb.SubmitProofResponse:
-        res = await self._work_on(self.engine.submit, convert.request_from_pb(request))
+        who = self._caller(context)
+        res = await self._work_on(self.engine.submit, convert.request_from_pb(request), who.name)
         return pb.SubmitProofResponse(
             job_id=res.job_id, queue_position=res.queue_position, assigned_gpu=res.assigned_gpu
         )
 
-    async def _await(self, job_id: str, timeout_ms: int) -> pb.AwaitProofResponse:
+    async def _await(self, job_id: str, timeout_ms: int, who: Identity) -> pb.AwaitProofResponse:
         """Wait for a job's end without a thread: its Completion wakes this coroutine.
 
         A caller that goes away cancels the coroutine (grpc.aio), which takes its
         wake-up back; ``timeout_ms`` > 0 answers TIMEOUT when it passes."""
-        job = self.engine.registry.get(job_id)
+        job = self.engine.registry.get(job_id, who.sees)
         if not job.done.is_set():
             loop = asyncio.get_running_loop()
             ended: asyncio.Future[None] = loop.create_future()
@@ -192,20 +208,24 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
     async def AwaitProof(
         self, request: pb.AwaitProofRequest, context: Any
     ) -> pb.AwaitProofResponse:
-        return await self._await(request.job_id, request.timeout_ms)
+        return await self._await(request.job_id, request.timeout_ms, self._caller(context))
 
     @_rpc
     async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
         if not request.HasField("submit"):
             raise InputError("ProveRequest", "submit", "is missing")
-        res = await self._work_on(self.engine.submit, convert.request_from_pb(request.submit))
-        return pb.ProveResponse(result=await self._await(res.job_id, 0))
+        who = self._caller(context)
+        res = await self._work_on(
+            self.engine.submit, convert.request_from_pb(request.submit), who.name
+        )
+        return pb.ProveResponse(result=await self._await(res.job_id, 0, who))
 
     @_rpc
     async def CancelProof(
         self, request: pb.CancelProofRequest, context: Any
     ) -> pb.CancelProofResponse:
-        was_running = await self._control_now(self.engine.cancel, request.job_id)
+        who = self._caller(context)
+        was_running = await self._control_now(self.engine.cancel, request.job_id, who.sees)
         return pb.CancelProofResponse(was_running=was_running)
 
     @_rpc
@@ -245,10 +265,11 @@ def bearer_ok(sent: str | None, token: bytes) -> bool:
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):
-    """Every call must carry ``authorization: Bearer <token>``."""
+    """Every call must carry ``authorization: Bearer <token>`` of the token file (its
+    one token, or one of its named entries: :mod:`cuzk.service.identity`)."""
 
     def __init__(self, token: str) -> None:
-        self._token = token.encode()
+        self.tokens = parse_tokens(token)
 
     async def intercept_service(self, continuation: Any, details: Any) -> Any:
         sent = None
@@ -257,7 +278,7 @@ class BearerAuth(grpc.aio.ServerInterceptor):
                 sent = value
         if sent is None:
             return _deny("missing bearer token: send metadata 'authorization: Bearer <token>'")
-        if not bearer_ok(sent, self._token):
+        if self.tokens.match(sent) is None:
             return _deny("bearer token does not match the daemon's auth_token_file")
         return await continuation(details)
 
@@ -364,8 +385,7 @@ def read_token(path: str) -> str:
         mode = Path(path).stat().st_mode
     except OSError as e:
         raise InputError(path, "auth_token_file", f"cannot read: {e.strerror}") from e
-    if len(token) < 16:
-        raise InputError(path, "auth_token_file", "the token must be at least 16 characters")
+    parse_tokens(token, path)  # one token of 16 characters or more, or named entries
     if mode & 0o077:
         log.warning(
             "%s (auth_token_file) can be read by other users (mode %o): anyone on this "
@@ -505,6 +525,7 @@ class Servers:
         d = self.engine.config.daemon
         raise_fd_limit()
         token = read_token(d.auth_token_file) if d.auth_token_file else None
+        self.service.tokens = parse_tokens(token) if token is not None else None
         tls = read_tls(d)
         self._loop.start()
         try:
