@@ -200,7 +200,7 @@ PARSE_EXPANSION = 32
 # How long a request waits for parsing room before it is refused.
 PARSE_WAIT_S = 30.0
 # Bodies this large have what their parse held handed back to the system after it.
-TRIM_AFTER_BYTES = 4 << 20
+TRIM_AFTER_BYTES = 1 << 20
 
 
 class ParseGate:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -371,9 +372,13 @@ class Engine:
                 handler, parsed = self.kinds.parse(
                     request, pool.parse if pool is not None else None
                 )
-        except BaseException:
-            return_memory(nbytes)  # what a refused body's parse held goes back
+        except BaseException as e:
+            # the decoded document lives on in the raising frames' locals, as long as
+            # the error does (a pool's future, a log record): let go of it now
+            traceback.clear_frames(e.__traceback__)
             raise
+        finally:  # what the parse held (all of a refused body's) goes back
+            return_memory(nbytes)
         with self._submit_lock:
             if self._draining:  # checked again where drain sees the registry
                 raise ShuttingDown("the daemon is shutting down and accepts no new proofs")

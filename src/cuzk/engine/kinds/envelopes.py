@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +45,8 @@ PHASE1_KEYS = (
     "seed",
     "ticket",
 )
-_B64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+_B64_ALPHABET = frozenset(_B64_BYTES)
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,10 @@ def _check_sector_size(size: int, source: str, field: str) -> None:
 def decode_base64(text: str, source: str, field: str) -> bytes:
     """Standard base64 (Go's encoding of []byte), with the first bad character located."""
     raw = text.encode("ascii", errors="replace")
-    for i, ch in enumerate(raw):
-        if ch not in _B64_ALPHABET:
-            shown = text[i] if i < len(text) else "?"
-            raise InputError(source, field, f"not valid base64: character {shown!r} at offset {i}")
+    if raw.translate(None, _B64_BYTES):  # a character outside the alphabet: find the first
+        i = next(i for i, ch in enumerate(raw) if ch not in _B64_ALPHABET)
+        shown = text[i] if i < len(text) else "?"
+        raise InputError(source, field, f"not valid base64: character {shown!r} at offset {i}")
     try:
         return base64.b64decode(raw, validate=True)
     except binascii.Error as e:
@@ -93,10 +94,11 @@ def check_unknown_keys(doc: dict[str, Any], known: tuple[str, ...], source: str,
     """InputError when the keys of ``doc`` outside ``known`` hold more than
     UNKNOWN_KEYS_MAX_BYTES of JSON text, naming the largest."""
     sizes = {}
+    left = UNKNOWN_KEYS_MAX_BYTES + 1
     for key, value in doc.items():
         if key not in known:
-            text = value if isinstance(value, str) else json.dumps(value)
-            sizes[key] = len(key) + len(text)
+            sizes[key] = len(key) + _json_size(value, left)
+            left -= sizes[key]
     if sum(sizes.values()) > UNKNOWN_KEYS_MAX_BYTES:
         largest = max(sizes, key=sizes.__getitem__)
         shown = repr(largest) if len(largest) <= 40 else repr(largest[:37]) + "..."
@@ -107,6 +109,23 @@ def check_unknown_keys(doc: dict[str, Any], known: tuple[str, ...], source: str,
             f"bytes) beside {', '.join(known)}: at most {UNKNOWN_KEYS_MAX_BYTES} bytes of "
             "them are accepted",
         )
+
+
+def _json_size(value: Any, limit: int) -> int:
+    """About the length of ``value`` as JSON text, counted no further than past
+    ``limit`` (a 100 MiB value costs what its first ``limit`` bytes do)."""
+    size, todo = 0, [value]
+    while todo and size <= limit:
+        v = todo.pop()
+        if isinstance(v, dict):
+            size += 2 + sum(len(k) + 4 for k in itertools.islice(v, limit))
+            todo.extend(itertools.islice(v.values(), limit))
+        elif isinstance(v, list):
+            size += 2 + len(v)
+            todo.extend(v[:limit])
+        else:  # numbers are at most jsondoc.MAX_DIGITS digits
+            size += len(v) + 2 if isinstance(v, str) else len(str(v))
+    return size
 
 
 def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
