@@ -41,6 +41,7 @@ from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 from cuzk.service.server import Servers
 
 MIB = 1 << 20
+SETTLE_S = 1.0  # for floods to get going, and closed connections to be noticed
 
 
 @contextlib.contextmanager
@@ -175,7 +176,7 @@ def run_bodies(scale: float, rounds: int = 3, concurrent: int = 16) -> dict[str,
                 codes = list(pool.map(send, stubs))
             done.set()
             sampler.join()
-            time.sleep(1.0)
+            time.sleep(SETTLE_S)
             out["rounds"].append(
                 {
                     "answers": {c: codes.count(c) for c in set(codes)},
@@ -209,7 +210,7 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
         flooders = [threading.Thread(target=flood, daemon=True) for _ in range(threads)]
         for t in flooders:
             t.start()
-        time.sleep(1.0)
+        time.sleep(SETTLE_S)
         s = stub(addr)
         lat = []
         for v in victims:
@@ -243,7 +244,7 @@ def run_connections(scale: float) -> dict[str, Any]:
                 held.append(socket.create_connection((host, int(port)), timeout=5))
             except OSError:
                 refused += 1
-        time.sleep(1.0)
+        time.sleep(SETTLE_S)
 
         def attempt(call: Callable[[], Any]) -> str:
             try:
@@ -256,7 +257,7 @@ def run_connections(scale: float) -> dict[str, Any]:
         during = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
         for sock in held:
             sock.close()
-        time.sleep(1.0)
+        time.sleep(SETTLE_S)
         s = stub(addr)
         after = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
     return {
