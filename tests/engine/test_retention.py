@@ -21,7 +21,7 @@ def finished(reg: JobRegistry, job_id: str, at: float) -> Job:
     job, _ = reg.new_job(ProofRequest(ProofKind.DEMO, request_id=job_id))
     reg.add(job)
     with reg.lock:
-        job.state, job.finished_at = JobState.COMPLETED, at
+        job.state, job.started_at, job.finished_at = JobState.COMPLETED, at - 1, at
         reg.ended(job)
     return job
 
@@ -30,14 +30,21 @@ def test_the_registry_keeps_at_most_max_retained_finished_jobs() -> None:
     reg = JobRegistry(max_retained=3)
     live, _ = reg.new_job(ProofRequest(ProofKind.DEMO, request_id="live"))
     reg.add(live)
+    now = time.time()
     for i in range(5):
-        finished(reg, f"f{i}", 100.0 + i)
+        finished(reg, f"f{i}", now - 10 + i)
     assert reg.finished_count() == 3
     for gone in ("f0", "f1"):
         with pytest.raises(JobNotFound):
             reg.get(gone)
     assert [j.job_id for j in reg.live()] == ["live"]  # an unfinished job is never dropped
-    assert [j.job_id for j in reg.recently_finished(103.0)] == ["f4", "f3"]
+    assert [j.job_id for j in reg.recently_finished(now - 7)] == ["f4", "f3"]
+    never_started, _ = reg.new_job(ProofRequest(ProofKind.DEMO, request_id="c"))
+    reg.add(never_started)
+    with reg.lock:  # cancelled before it started: not among those status lists
+        never_started.state, never_started.finished_at = JobState.CANCELLED, now
+        reg.ended(never_started)
+    assert [j.job_id for j in reg.recently_finished(now - 7)] == ["f4", "f3"]
     # a forgotten request id is free again: proven afresh
     again, known = reg.new_job(ProofRequest(ProofKind.DEMO, request_id="f0"))
     assert not known and again.job_id == "f0"
@@ -65,8 +72,7 @@ def test_status_costs_the_same_with_many_finished_jobs_retained(tmp_path: Path) 
         before = cost()
         old = time.time() - 3600
         for i in range(20_000):
-            job = finished(e.registry, f"old-{i}", old + i * 0.01)
-            job.started_at = old
+            finished(e.registry, f"old-{i}", old + i * 0.01)
         after = cost()
         assert after < before * 3 + 0.002, (before, after)  # reading them all: ~6 ms
     finally:

@@ -366,6 +366,9 @@ class SubmitResult:
     existing: bool  # an identical request answered by a job already known
 
 
+# How long finished jobs are listed apart for status (its pipelines linger 30 s).
+RECENT_S = 60.0
+
 # A job in one of these states no longer answers its request: a retry is a new attempt.
 RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
@@ -383,6 +386,10 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
         self._live: dict[str, Job] = {}  # unfinished, in submission order
         self._finished: OrderedDict[str, Job] = OrderedDict()  # in the order they ended
+        # finished jobs that had started, ended in the last RECENT_S, in the order they
+        # ended: what status lists beside the live ones (a burst of jobs cancelled
+        # before they started is not read by every status call)
+        self._recent: OrderedDict[str, Job] = OrderedDict()
         # (client, request_id, digest) -> ids of the jobs made for it, oldest first
         self._by_request: dict[tuple[str, str, bytes], list[str]] = {}
         self._lock = threading.RLock()
@@ -475,6 +482,14 @@ class JobRegistry:
             if self._live.pop(job.job_id, None) is None:
                 return []
             self._finished[job.job_id] = job
+            if job.started_at is not None:
+                self._recent[job.job_id] = job
+            horizon = time.time() - RECENT_S
+            while self._recent:
+                first = next(iter(self._recent.values()))
+                if first.finished_at is not None and first.finished_at >= horizon:
+                    break
+                self._recent.popitem(last=False)
             return self._trim()
 
     def _trim(self) -> list[str]:
@@ -488,6 +503,7 @@ class JobRegistry:
     def _forget(self, job_id: str) -> None:
         job = self._jobs.pop(job_id)
         self._finished.pop(job_id, None)
+        self._recent.pop(job_id, None)
         key = (job.client, job.request.request_id, job.digest)
         ids = self._by_request.get(key)
         if ids is not None:
@@ -501,11 +517,11 @@ class JobRegistry:
             return list(self._live.values())
 
     def recently_finished(self, since: float) -> list[Job]:
-        """Finished jobs that ended at ``since`` (time.time()) or later, newest first:
-        O(their number)."""
+        """Finished jobs that had started and ended at ``since`` (time.time(), at most
+        RECENT_S ago) or later, newest first: O(their number)."""
         out = []
         with self._lock:
-            for job in reversed(self._finished.values()):
+            for job in reversed(self._recent.values()):
                 if job.finished_at is None or job.finished_at < since:
                     break
                 out.append(job)
