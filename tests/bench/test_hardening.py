@@ -12,5 +12,5 @@ def test_scenarios_at_a_small_scale(monkeypatch) -> None:
     assert j["answer"] == "INVALID_ARGUMENT" and j["answer_s"] < 5
     r = hardening.run_retained(0.01, threads=4)
     assert r["retained"] == 120 and r["cancel_max_ms"] < 2000
-    c = hardening.run_connections(0.003)
+    c = hardening.run_connections(0.003, handshake_wait=False)
     assert c["connections_opened"] == 63 and c["new_client_after"] == "OK"

@@ -38,6 +38,7 @@ from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds import demo
 from cuzk.service.daemon_main import freeze_startup_heap
+from cuzk.service.limits import HANDSHAKE_TIMEOUT_MS
 from cuzk.service.proto import proving_pb2 as pb
 from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 from cuzk.service.server import Servers
@@ -249,7 +250,7 @@ def _flood(addr: str, threads: int, stop: Any) -> None:
         w.join()
 
 
-def run_connections(scale: float) -> dict[str, Any]:
+def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]:
     count = max(50, int(21_000 * scale))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
@@ -274,6 +275,12 @@ def run_connections(scale: float) -> dict[str, Any]:
 
         s = stub(addr)
         during = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
+        # connections that never begin their handshake are closed after its timeout
+        past = "not waited"
+        if handshake_wait:
+            time.sleep(HANDSHAKE_TIMEOUT_MS / 1000 + SETTLE_S)
+            s = stub(addr)
+            past = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
         for sock in held:
             sock.close()
         time.sleep(SETTLE_S)
@@ -283,6 +290,7 @@ def run_connections(scale: float) -> dict[str, Any]:
         "connections_opened": len(held),
         "connect_failed": refused,
         "new_client_during": during,
+        "new_client_past_handshake_timeout": past,
         "new_client_after": after,
     }
 
