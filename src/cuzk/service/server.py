@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hmac
 import ipaddress
 import logging
 import os
@@ -254,14 +253,6 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def bearer_ok(sent: str | None, token: bytes) -> bool:
-    """Whether an ``authorization`` value carries the token (compared in constant time)."""
-    if sent is None:
-        return False
-    scheme, _, value = sent.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token)
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):
