@@ -168,3 +168,57 @@ def test_the_journal_is_readable_by_its_owner_only(tmp_path: Path) -> None:
             p.chmod(0o644)
     Journal(path).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+# --- the file shrinks (issue 32, item 2) ---------------------------------------------------
+def _big(job_id: str, size: int) -> Job:
+    job = make_job(job_id)
+    job.request = replace(job.request, vanilla_proof=b"{" * size)
+    return job
+
+
+def test_the_file_shrinks_when_payloads_are_dropped(tmp_path: Path) -> None:
+    """Issue 32: after 20 padded requests were cancelled the journal stayed 2 GiB, also
+    across a restart. Dropped payloads now give their pages back (scaled down: 6 x 2 MiB)."""
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    empty = j.file_bytes()
+    jobs = [_big(f"j{i}", 2 << 20) for i in range(6)]
+    for job in jobs:
+        j.insert(job)
+    full = j.file_bytes()
+    assert full > 12 << 20
+    for job in jobs:
+        job.state, job.finished_at = JobState.CANCELLED, 10.0
+        j.finish(job)
+    assert j.file_bytes() < empty + (5 << 20)  # at most what waits for the next compaction
+    j.compact()
+    assert j.file_bytes() < empty + (1 << 20)
+    j.close()
+
+
+def test_a_journal_made_without_incremental_vacuum_is_rebuilt_once(tmp_path: Path) -> None:
+    """A journal written before auto_vacuum kept every dropped payload's pages: opening
+    it rebuilds it, after which it gives them back like a new one."""
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    j.close()
+    db = sqlite3.connect(path)  # as an earlier version left it: no auto_vacuum
+    db.execute("PRAGMA journal_mode=DELETE")
+    db.execute("PRAGMA auto_vacuum=NONE")
+    db.execute("VACUUM")
+    db.execute(
+        "INSERT INTO jobs (job_id, request_id, digest, proof_kind, priority, meta, vanilla_proof,"
+        " vanilla_list, state, submitted_at, finished_at) SELECT 'x', 'x', x'', 2, 2, '{}', "
+        "zeroblob(8388608), x'', 'CANCELLED', 1, 2"
+    )
+    db.commit()
+    assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+    db.close()
+    assert path.stat().st_size > 8 << 20
+    j = Journal(path)  # drops the finished payload and rebuilds the file
+    assert j.file_bytes() < 1 << 20
+    j.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+    db.close()

@@ -13,7 +13,12 @@ from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.jobs import ProofKind, ProofRequest, UnsupportedKind
 from cuzk.engine.kinds import KIND_MODULES, KindRegistry, default_registry, demo
-from cuzk.engine.kinds.envelopes import check_envelope, decode_base64, decode_c1
+from cuzk.engine.kinds.envelopes import (
+    UNKNOWN_KEYS_MAX_BYTES,
+    check_envelope,
+    decode_base64,
+    decode_c1,
+)
 from cuzk.errors import InputError
 from cuzk.groth16 import prover, setup
 
@@ -99,7 +104,7 @@ def test_a_demo_size_has_one_spelling_and_a_bounded_one(cid: str) -> None:
     digits reached the file system as a name too long (Preload, Evict)."""
     reg = KindRegistry()
     reg.register(demo.DemoKind())
-    with pytest.raises(InputError, match="no registered proof kind"):
+    with pytest.raises(InputError, match=r"no registered proof kind|4409 characters, at most 128"):
         reg.for_circuit(cid)
     assert reg.for_circuit("demo-r10-w1").kind == ProofKind.DEMO
 
@@ -170,6 +175,23 @@ def test_malformed_c1(raw: bytes, size: int, message: str) -> None:
     with pytest.raises(InputError, match=message) as ei:
         check_envelope(porep(raw, size))
     assert str(ei.value).startswith("c1.json")
+
+
+def test_c1_unknown_keys_are_refused_beyond_a_small_allowance() -> None:
+    """A valid c1.json padded with an unknown key is refused before it is journalled
+    (issue 32: 20 padded 2KiB bodies filled the per-kind 2 GiB); a small one passes."""
+    small = json.loads(c1())
+    small["CurioVersion"] = "1.24"
+    assert decode_c1(porep(json.dumps(small).encode())).sector_num == 9
+    padded = {**json.loads(c1()), "Padding": "x" * (UNKNOWN_KEYS_MAX_BYTES + 1)}
+    with pytest.raises(InputError, match=r"c1.json: 'Padding': unknown key .* at most 1024"):
+        check_envelope(porep(json.dumps(padded).encode()))
+    inner = {**PHASE1, "extra": list(range(400))}
+    with pytest.raises(InputError, match=r"Phase1Out.'extra': unknown key"):
+        check_envelope(porep(c1(inner)))
+    many = {**PHASE1, **{f"k{i}": 1 for i in range(300)}}
+    with pytest.raises(InputError, match=r"unknown keys \(300, "):
+        check_envelope(porep(c1(many)))
 
 
 def test_base64_decoder() -> None:

@@ -10,11 +10,25 @@ would pass a ``[admission]`` limit with :class:`AdmissionRefused`
 (RESOURCE_EXHAUSTED on the wire), naming the limit; what a job holds is given
 back when it ends, whatever the end. Jobs resumed from the journal were
 accepted before the restart: they are counted, never refused.
+
+A request is counted from before its parse (:meth:`Admission.hold`), not
+from after it: sixteen bodies parsed at once count as sixteen. Parsing a
+JSON body holds up to :data:`PARSE_EXPANSION` times its size in decoded
+objects; :class:`ParseGate` lets only ``max_parsing_bytes`` of that be held
+at once (a request waits up to :data:`PARSE_WAIT_S` for room, then is
+refused), and :func:`return_memory` gives what a refused body's parse held
+back to the system.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import itertools
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +82,7 @@ class Admission:
         self._by_kind: dict[str, _Pending] = {}
         self._total = _Pending()
         self._jobs: dict[str, tuple[str, int]] = {}  # job id → (kind, bytes) counted
+        self._tickets = itertools.count(1)
 
     def check(self, kind: str, nbytes: int) -> None:
         """Raise AdmissionRefused when one more job of ``kind`` holding ``nbytes`` would
@@ -80,6 +95,21 @@ class Admission:
         with self._lock:
             self._check(kind, nbytes)
             self._add(job_id, kind, nbytes)
+
+    def hold(self, kind: str, nbytes: int) -> str:
+        """Count a request about to be parsed, as :meth:`admit` counts a job (refused
+        alike); the ticket returned is :meth:`transfer`-ed to its job, or
+        :meth:`release`-d when the request is refused."""
+        ticket = f"\0parse-{next(self._tickets)}"  # never a job id (no NUL in those)
+        self.admit(ticket, kind, nbytes)
+        return ticket
+
+    def transfer(self, ticket: str, job_id: str) -> None:
+        """What ``ticket`` holds is held by ``job_id`` from now on."""
+        with self._lock:
+            held = self._jobs.pop(ticket, None)
+            if held is not None:
+                self._jobs[job_id] = held
 
     def resume(self, job_id: str, kind: str, nbytes: int) -> None:
         """Count a job accepted before a restart, whatever the limits say."""
@@ -161,3 +191,72 @@ class Admission:
         k.bytes += nbytes
         self._total.jobs += 1
         self._total.bytes += nbytes
+
+
+# Decoded JSON holds this many times its text at most: measured 15x for a 2KiB
+# PoRep's Phase1Out and 20-26x for bodies of empty arrays, one-key objects,
+# two-letter strings or floats (tracemalloc's peak, text included).
+PARSE_EXPANSION = 32
+# How long a request waits for parsing room before it is refused.
+PARSE_WAIT_S = 30.0
+# Bodies this large have what their parse held handed back to the system after it.
+TRIM_AFTER_BYTES = 1 << 20
+
+
+class ParseGate:
+    """Room for parsing: a request of ``n`` bytes holds ``PARSE_EXPANSION * n`` (at
+    most the whole limit, so that any one request can be parsed) while it is parsed."""
+
+    def __init__(self, limit: int, wait_s: float = PARSE_WAIT_S) -> None:
+        self.limit = limit
+        self.wait_s = wait_s
+        self.held = 0
+        self._cond = threading.Condition()
+
+    def cost(self, nbytes: int) -> int:
+        return min(self.limit, PARSE_EXPANSION * max(nbytes, 1))
+
+    @contextmanager
+    def parsing(self, nbytes: int) -> Iterator[None]:
+        cost = self.cost(nbytes)
+        end = time.monotonic() + self.wait_s
+        with self._cond:
+            while self.held + cost > self.limit:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise AdmissionRefused(
+                        "max_parsing_bytes",
+                        _size(self.limit),
+                        f"{_size(self.held)} held by requests being parsed, this one needs "
+                        f"{_size(cost)} for {self.wait_s:.0f} s",
+                    )
+                self._cond.wait(left)
+            self.held += cost
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.held -= cost
+                self._cond.notify_all()
+
+
+_libc: ctypes.CDLL | bool | None = False
+
+
+def return_memory(nbytes: int) -> None:
+    """After a parse of ``nbytes`` (at least :data:`TRIM_AFTER_BYTES`): the heap's free
+    pages back to the system (glibc keeps freed memory for reuse, and a refused
+    100 MiB body's objects left gigabytes behind). Nothing where there is no glibc."""
+    global _libc
+    if nbytes < TRIM_AFTER_BYTES:
+        return
+    if _libc is False:
+        name = ctypes.util.find_library("c")
+        try:
+            _libc = ctypes.CDLL(name) if name else None
+            if _libc is not None and not hasattr(_libc, "malloc_trim"):
+                _libc = None
+        except OSError:
+            _libc = None
+    if _libc:
+        _libc.malloc_trim(0)

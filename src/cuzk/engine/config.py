@@ -151,6 +151,11 @@ class DaemonConfig:
     grpc_threads: int = 64
     # how often the status page's history is sampled (it keeps the last hour)
     status_sample_interval: float = 5.0
+    # finished jobs kept answerable (within job_retention): the oldest go first
+    max_retained_jobs: int = 10_000
+    # open gRPC and status connections, in all and from one peer address
+    max_connections: int = 4096
+    max_connections_per_peer: int = 256
 
     def journal_path(self) -> Path:
         """``journal``, else ``journal.sqlite`` in the first listen address's state folder."""
@@ -169,6 +174,9 @@ class AdmissionConfig:
     max_pending_jobs_per_kind: int = 500
     max_pending_bytes: int = 4 * GIB
     max_pending_bytes_per_kind: int = 2 * GIB
+    # what requests being parsed may hold at once (a JSON body decodes to up to
+    # PARSE_EXPANSION times its size): a request waits for room, then is refused
+    max_parsing_bytes: int = 2 * GIB
 
 
 @dataclass(frozen=True)
@@ -361,6 +369,7 @@ _SIZE_KEYS = {
     ("daemon", "max_message_size"),
     ("admission", "max_pending_bytes"),
     ("admission", "max_pending_bytes_per_kind"),
+    ("admission", "max_parsing_bytes"),
     ("srs", "dev_key_disk_budget"),
 }
 _DURATION_KEYS = {
@@ -535,7 +544,10 @@ def _validate(cfg: Config, source: str) -> None:
     for key in ("max_pending_jobs", "max_pending_jobs_per_kind"):
         if getattr(cfg.admission, key) < 1:
             raise InputError(source, f"admission.{key}", "must be at least 1")
-    for key in ("max_pending_bytes", "max_pending_bytes_per_kind"):
+    for key in ("max_connections", "max_connections_per_peer", "max_retained_jobs"):
+        if getattr(cfg.daemon, key) < 1:
+            raise InputError(source, f"daemon.{key}", "must be at least 1")
+    for key in ("max_pending_bytes", "max_pending_bytes_per_kind", "max_parsing_bytes"):
         if getattr(cfg.admission, key) < 1:
             raise InputError(source, f"admission.{key}", "must be at least 1 byte")
     if cfg.gpus.gpu_workers_per_device < 1:

@@ -12,12 +12,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cuzk.engine.admission import Admission, AdmissionRefused, request_bytes
+from cuzk.engine.admission import (
+    Admission,
+    AdmissionRefused,
+    ParseGate,
+    request_bytes,
+    return_memory,
+)
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device, discover, prepare_kernels
@@ -35,9 +42,10 @@ from cuzk.engine.jobs import (
 from cuzk.engine.journal import Journal
 from cuzk.engine.keystore import KeyStatus, KeyStore
 from cuzk.engine.keystore.progress import under_way
-from cuzk.engine.kinds import KindRegistry, default_registry
+from cuzk.engine.kinds import KindRegistry, ProofKindHandler, default_registry
 from cuzk.engine.metrics import EngineMetrics, curio_status_name
 from cuzk.engine.pipeline import Pipeline, PipelineHooks
+from cuzk.engine.ratelog import RateLimitedLog
 from cuzk.engine.scheduler import BatchCollector, WorkItem
 from cuzk.engine.statelock import StateLock
 from cuzk.errors import CuzkError
@@ -230,8 +238,10 @@ class Engine:
             search_dirs=config.srs.search_dirs(),
             dev_key_disk_budget=config.srs.dev_key_disk_budget,
         )
-        self.registry = JobRegistry()
+        self.registry = JobRegistry(config.daemon.max_retained_jobs)
         self.admission = Admission(config.admission)
+        self.parse_gate = ParseGate(config.admission.max_parsing_bytes)
+        self.exhausted = RateLimitedLog(log)  # lines about limits reached, a few a minute
         self.metrics = EngineMetrics(self.status)
         self.pipeline = Pipeline(
             config,
@@ -304,10 +314,10 @@ class Engine:
         self.batcher.flush_all()
         end = time.monotonic() + timeout
         while time.monotonic() < end and not abort():
-            if all(j.finished for j in self.registry.all()):
+            if not self.registry.live():
                 return True
             time.sleep(0.05)
-        left = sum(1 for j in self.registry.all() if not j.finished)
+        left = len(self.registry.live())
         if left:
             log.warning("stopping with %d unfinished job(s); they resume at the next start", left)
         return left == 0
@@ -323,40 +333,31 @@ class Engine:
             self._state_lock.release()
 
     # --- submission ---------------------------------------------------------
-    def submit(self, request: ProofRequest) -> SubmitResult:
+    def submit(self, request: ProofRequest, client: str = "") -> SubmitResult:
+        """Accept ``request`` from ``client`` (its identity; "" without identities)."""
         if self._draining:
             raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
         check_request_id(request.request_id)
         digest = request.digest()
-        known_job = self.registry.answering(request, digest)
+        known_job = self.registry.answering(request, digest, client)
         if known_job is not None:  # before parsing: a retry's input is not read again
             return self._answer(known_job)
         kind, nbytes = request.proof_kind.label, request_bytes(request)
+        ticket = None
         try:
-            self.admission.check(kind, nbytes)  # before parsing: a full daemon reads nothing
-            pool = self.pipeline.synth_pool  # off the interpreter the GPU workers use
-            handler, parsed = self.kinds.parse(request, pool.parse if pool is not None else None)
-            with self._submit_lock:
-                if self._draining:  # checked again where drain sees the registry
-                    raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
-                job, known = self.registry.new_job(request, digest=digest)
-                if known:
-                    return self._answer(job)
-                self.admission.admit(job.job_id, kind, nbytes)
-                job.parsed = parsed
-                job.circuit_id = parsed.circuit_id
-                job.num_partitions = len(parsed.partitions)
-                assert self.journal is not None
-                try:
-                    self.journal.insert(job)  # durable before acknowledged
-                except BaseException:
-                    self.admission.release(job.job_id)
-                    raise
-                self.registry.add(job)
+            # Counted before parsing: a full daemon reads nothing, and requests being
+            # parsed count as much as the jobs they become.
+            ticket = self.admission.hold(kind, nbytes)
+            job, handler = self._parse_and_journal(request, digest, ticket, nbytes, client)
         except AdmissionRefused as e:
             self.metrics.rejected.labels("admission").inc()
-            log.warning("request refused: %s", e)
+            self.exhausted.warning(f"admission:{e.limit}", "request refused: %s", e)
             raise
+        finally:
+            if ticket is not None:
+                self.admission.release(ticket)  # transferred to the job when accepted
+        if handler is None:  # a job that answers this request was accepted meanwhile
+            return self._answer(job)
         self.metrics.submitted.labels(job.kind.label, job.priority.name).inc()
         position = self._queue_position(job)
         again = (
@@ -378,6 +379,43 @@ class Engine:
             self.batcher.flush_all()
         return SubmitResult(job.job_id, position, "", existing=False)
 
+    def _parse_and_journal(
+        self, request: ProofRequest, digest: bytes, ticket: str, nbytes: int, client: str
+    ) -> tuple[Job, ProofKindHandler | None]:
+        """The request parsed (within the parse gate) and its job journalled, with
+        its kind; (the job, None) when a job answered it meanwhile."""
+        pool = self.pipeline.synth_pool  # off the interpreter the GPU workers use
+        try:
+            with self.parse_gate.parsing(nbytes):
+                handler, parsed = self.kinds.parse(
+                    request, pool.parse if pool is not None else None
+                )
+        except BaseException as e:
+            # the decoded document lives on in the raising frames' locals, as long as
+            # the error does (a pool's future, a log record): let go of it now
+            traceback.clear_frames(e.__traceback__)
+            raise
+        finally:  # what the parse held (all of a refused body's) goes back
+            return_memory(nbytes)
+        with self._submit_lock:
+            if self._draining:  # checked again where drain sees the registry
+                raise ShuttingDown("the daemon is shutting down and accepts no new proofs")
+            job, known = self.registry.new_job(request, digest=digest, client=client)
+            if known:
+                return job, None
+            self.admission.transfer(ticket, job.job_id)
+            job.parsed = parsed
+            job.circuit_id = parsed.circuit_id
+            job.num_partitions = len(parsed.partitions)
+            assert self.journal is not None
+            try:
+                self.journal.insert(job)  # durable before acknowledged
+            except BaseException:
+                self.admission.release(job.job_id)
+                raise
+            self.registry.add(job)
+        return job, handler
+
     def _answer(self, job: Job) -> SubmitResult:
         """A request that ``job`` answers (same request_id and content; queued,
         running or COMPLETED): its job, not a new one."""
@@ -394,7 +432,7 @@ class Engine:
             return 0
         return sum(
             1
-            for j in self.registry.all()
+            for j in self.registry.live()
             if j is not job
             and j.state == JobState.QUEUED
             and j.priority >= job.priority
@@ -416,9 +454,12 @@ class Engine:
                 self.pipeline.pending.put(WorkItem(job, part.index, part.data, seq))
 
     # --- results --------------------------------------------------------------
-    def await_job(self, job_id: str, timeout_s: float | None = None) -> tuple[Job, bool]:
-        """(job, timed_out). ``timeout_s`` None or 0 waits until the job ends."""
-        job = self.registry.get(job_id)
+    def await_job(
+        self, job_id: str, timeout_s: float | None = None, client: str | None = None
+    ) -> tuple[Job, bool]:
+        """(job, timed_out). ``timeout_s`` None or 0 waits until the job ends;
+        ``client`` (None: an admin) waits on its own jobs only."""
+        job = self.registry.get(job_id, client)
         finished = job.done.wait(timeout_s if timeout_s else None)
         return job, not finished
 
@@ -427,9 +468,10 @@ class Engine:
         job, _ = self.await_job(res.job_id)
         return job
 
-    def cancel(self, job_id: str) -> bool:
-        """Cancel a job. Returns whether it was running (had a partition in flight)."""
-        job = self.registry.get(job_id)
+    def cancel(self, job_id: str, client: str | None = None) -> bool:
+        """Cancel a job (``client``'s own; None: an admin, any). Returns whether it was
+        running (had a partition in flight)."""
+        job = self.registry.get(job_id, client)
         with self.registry.lock:
             if job.finished:
                 return False
@@ -482,10 +524,11 @@ class Engine:
         self.admission.release(job.job_id)
         job.partition_proofs = {} if state != JobState.COMPLETED else job.partition_proofs
         self.totals[state] += 1
+        forgotten = self.registry.ended(job)  # past max_retained_jobs: the oldest go
         self.metrics.job_finished(job.kind.label, state.value.lower(), job.timings.total_ms / 1000)
         if self.journal is not None:
             try:
-                self.journal.finish(job)
+                self.journal.finish(job, forget=forgotten)
             except Exception:
                 log.exception("journal: cannot record the end of job %s", job.job_id)
         # What a finished job no longer needs: its parsed input and vanilla bytes
@@ -502,9 +545,12 @@ class Engine:
     def _recover(self) -> None:
         assert self.journal is not None
         retention = time.time() - self.config.daemon.job_retention
-        self.journal.prune(retention)
+        self.journal.prune(retention, keep=self.config.daemon.max_retained_jobs)
         resumed = failed = 0
-        for rec in self.journal.records():
+        records = self.journal.records()
+        # finished ones in the order they ended (the registry keeps that order)
+        records.sort(key=lambda r: r.finished_at or 0.0 if r.state.terminal else 0.0)
+        for rec in records:
             job = Job(
                 job_id=rec.job_id,
                 request=rec.request,
@@ -517,6 +563,7 @@ class Engine:
                 error=rec.error,
                 proof=rec.proof,
                 timings=rec.timings,
+                client=rec.client,
             )
             if rec.state.terminal:
                 job.done.set()
@@ -545,7 +592,8 @@ class Engine:
         while not self._stopped.wait(60.0):
             cutoff = time.time() - self.config.daemon.job_retention
             gone = self.registry.prune(cutoff)
-            if self.journal is not None and self.journal.prune(cutoff):
+            keep = self.config.daemon.max_retained_jobs
+            if self.journal is not None and self.journal.prune(cutoff, keep=keep):
                 self.journal.compact()
             if gone:
                 log.info("forgot %d finished jobs older than job_retention", len(gone))
@@ -611,8 +659,8 @@ class Engine:
     # --- status ----------------------------------------------------------------------------
     def status(self) -> EngineStatus:
         now, mono = time.time(), time.monotonic()
-        with self.registry.lock:  # queues and totals from one moment
-            jobs = self.registry.all()
+        with self.registry.lock:  # queues and totals from one moment; O(live jobs)
+            jobs = self.registry.live() + self.registry.recently_finished(now - PIPELINE_LINGER_S)
             states = [(j, j.state) for j in jobs]
             totals = dict(self.totals)
         by_kind: dict[str, list[int]] = {}

@@ -14,6 +14,13 @@ other content is a new job, and so is a retry after FAILED or CANCELLED (a
 new attempt). The first job of a request_id takes it as its job id; later
 ones take ``<request_id>#2``, ``#3`` …; without a request_id the job id is a
 UUID.
+
+With client identities (several named tokens: docs/SERVICE.md, "Client
+identities"), a job belongs to the client that submitted it (``Job.client``):
+request ids are matched within that client's jobs, a named client's job ids
+are ``<client>/<request_id>``, and only that client and an admin see or
+cancel the job (others are told there is no such job). Without them every
+job belongs to the one anonymous client ``""``, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import threading
 import time
 import unicodedata
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -337,6 +345,7 @@ class Job:
     device: str = ""  # the device proving it now (for status)
     trace: dict[int, PartitionTrace] = field(default_factory=dict, repr=False)
     parsed: Any = None  # the kind's parsed request (partitions' inputs)
+    client: str = ""  # the identity that submitted it ("": the one anonymous client)
     done: Completion = field(default_factory=Completion, repr=False)
 
     @property
@@ -386,44 +395,67 @@ class SubmitResult:
     existing: bool  # an identical request answered by a job already known
 
 
+# How long finished jobs are listed apart for status (its pipelines linger 30 s).
+RECENT_S = 60.0
+
 # A job in one of these states no longer answers its request: a retry is a new attempt.
 RETRYABLE = (JobState.FAILED, JobState.CANCELLED)
 
 
 class JobRegistry:
-    """Every job the daemon knows, by id and by (request_id, content); thread safe."""
+    """Every job the daemon knows, by id and by (request_id, content); thread safe.
 
-    def __init__(self) -> None:
+    Unfinished jobs are kept apart from finished ones, so that what status and
+    control calls read costs O(unfinished jobs), however many finished ones are
+    retained; finished jobs are kept in the order they ended, at most
+    ``max_retained`` of them (the oldest are forgotten first)."""
+
+    def __init__(self, max_retained: int = 10_000) -> None:
+        self.max_retained = max_retained
         self._jobs: dict[str, Job] = {}
-        # (request_id, digest) -> ids of the jobs made for it, oldest first
-        self._by_request: dict[tuple[str, bytes], list[str]] = {}
+        self._live: dict[str, Job] = {}  # unfinished, in submission order
+        self._finished: OrderedDict[str, Job] = OrderedDict()  # in the order they ended
+        # finished jobs that had started, ended in the last RECENT_S, in the order they
+        # ended: what status lists beside the live ones (a burst of jobs cancelled
+        # before they started is not read by every status call)
+        self._recent: OrderedDict[str, Job] = OrderedDict()
+        # (client, request_id, digest) -> ids of the jobs made for it, oldest first
+        self._by_request: dict[tuple[str, str, bytes], list[str]] = {}
         self._lock = threading.RLock()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
-    def latest(self, request_id: str, digest: bytes) -> Job | None:
-        """The newest job made for this request_id with this content, whatever its state."""
+    def latest(self, request_id: str, digest: bytes, client: str = "") -> Job | None:
+        """The newest job ``client`` made for this request_id with this content,
+        whatever its state."""
         with self._lock:
-            for job_id in reversed(self._by_request.get((request_id, digest), ())):
+            for job_id in reversed(self._by_request.get((client, request_id, digest), ())):
                 job = self._jobs.get(job_id)
                 if job is not None:
                     return job
         return None
 
-    def answering(self, request: ProofRequest, digest: bytes | None = None) -> Job | None:
-        """The job that answers ``request``: the newest one with its request_id and
-        content, unless that one FAILED or was CANCELLED. None without a request_id."""
+    def answering(
+        self, request: ProofRequest, digest: bytes | None = None, client: str = ""
+    ) -> Job | None:
+        """The job that answers ``client``'s ``request``: the newest one with its
+        request_id and content, unless that one FAILED or was CANCELLED. None
+        without a request_id."""
         if not request.request_id:
             return None
-        job = self.latest(request.request_id, digest or request.digest())
+        job = self.latest(request.request_id, digest or request.digest(), client)
         if job is None or job.state in RETRYABLE:
             return None
         return job
 
     def new_job(
-        self, request: ProofRequest, now: float | None = None, digest: bytes | None = None
+        self,
+        request: ProofRequest,
+        now: float | None = None,
+        digest: bytes | None = None,
+        client: str = "",
     ) -> tuple[Job, bool]:
         """The job for a request: the one that answers it already, or a new one.
 
@@ -433,21 +465,24 @@ class JobRegistry:
         """
         digest = digest or request.digest()
         with self._lock:
-            job = self.answering(request, digest)
+            job = self.answering(request, digest, client)
             if job is not None:
                 return job, True
             job = Job(
-                job_id=self._free_id(request.request_id),
+                job_id=self._free_id(request.request_id, client),
                 request=request,
                 priority=request.effective_priority(),
                 submitted_at=time.time() if now is None else now,
                 digest=digest,
+                client=client,
             )
             return job, False
 
-    def _free_id(self, request_id: str) -> str:
+    def _free_id(self, request_id: str, client: str = "") -> str:
         if not request_id:
             return str(uuid.uuid4())
+        if client:  # a named client's ids are its own: no other client's can take them
+            request_id = f"{client}/{request_id}"
         if request_id not in self._jobs:
             return request_id
         n = 2
@@ -455,18 +490,82 @@ class JobRegistry:
             n += 1
         return f"{request_id}#{n}"
 
-    def add(self, job: Job) -> None:
+    def add(self, job: Job) -> list[str]:
+        """Register a job (a finished one restored from the journal too); the ids of
+        finished jobs forgotten to stay within ``max_retained``."""
         with self._lock:
             self._jobs[job.job_id] = job
             if job.request.request_id:
-                self._by_request.setdefault((job.request.request_id, job.digest), []).append(
-                    job.job_id
-                )
+                key = (job.client, job.request.request_id, job.digest)
+                self._by_request.setdefault(key, []).append(job.job_id)
+            if not job.finished:
+                self._live[job.job_id] = job
+                return []
+            self._finished[job.job_id] = job
+            return self._trim()
 
-    def get(self, job_id: str) -> Job:
+    def ended(self, job: Job) -> list[str]:
+        """A registered job has reached a terminal state (called with the lock held by
+        whoever set it); the ids of finished jobs forgotten to make room."""
+        with self._lock:
+            if self._live.pop(job.job_id, None) is None:
+                return []
+            self._finished[job.job_id] = job
+            if job.started_at is not None:
+                self._recent[job.job_id] = job
+            horizon = time.time() - RECENT_S
+            while self._recent:
+                first = next(iter(self._recent.values()))
+                if first.finished_at is not None and first.finished_at >= horizon:
+                    break
+                self._recent.popitem(last=False)
+            return self._trim()
+
+    def _trim(self) -> list[str]:
+        gone = []
+        while len(self._finished) > self.max_retained:
+            job_id, _ = self._finished.popitem(last=False)
+            self._forget(job_id)
+            gone.append(job_id)
+        return gone
+
+    def _forget(self, job_id: str) -> None:
+        job = self._jobs.pop(job_id)
+        self._finished.pop(job_id, None)
+        self._recent.pop(job_id, None)
+        key = (job.client, job.request.request_id, job.digest)
+        ids = self._by_request.get(key)
+        if ids is not None:
+            ids.remove(job_id)
+            if not ids:
+                del self._by_request[key]
+
+    def live(self) -> list[Job]:
+        """Unfinished jobs, in submission order: O(their number)."""
+        with self._lock:
+            return list(self._live.values())
+
+    def recently_finished(self, since: float) -> list[Job]:
+        """Finished jobs that had started and ended at ``since`` (time.time(), at most
+        RECENT_S ago) or later, newest first: O(their number)."""
+        out = []
+        with self._lock:
+            for job in reversed(self._recent.values()):
+                if job.finished_at is None or job.finished_at < since:
+                    break
+                out.append(job)
+        return out
+
+    def finished_count(self) -> int:
+        with self._lock:
+            return len(self._finished)
+
+    def get(self, job_id: str, client: str | None = None) -> Job:
+        """The job of that id; for ``client`` (None: an admin, who sees every job)
+        only its own, another's being as unknown to it as one never made."""
         with self._lock:
             job = self._jobs.get(job_id)
-        if job is None:
+        if job is None or (client is not None and job.client != client):
             raise JobNotFound(job_id)
         return job
 
@@ -477,17 +576,13 @@ class JobRegistry:
     def prune(self, older_than: float) -> list[str]:
         """Forget finished jobs that ended before ``older_than`` (time.time())."""
         with self._lock:
+            for job in [j for j in self._live.values() if j.finished]:  # ended unannounced
+                self.ended(job)
             gone = [
                 j.job_id
-                for j in self._jobs.values()
-                if j.finished and j.finished_at is not None and j.finished_at < older_than
+                for j in self._finished.values()
+                if j.finished_at is not None and j.finished_at < older_than
             ]
             for job_id in gone:
-                job = self._jobs.pop(job_id)
-                key = (job.request.request_id, job.digest)
-                ids = self._by_request.get(key)
-                if ids is not None:
-                    ids.remove(job_id)
-                    if not ids:
-                        del self._by_request[key]
+                self._forget(job_id)
         return gone

@@ -72,6 +72,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 """
 _TERMINAL = "('COMPLETED','FAILED','CANCELLED')"
+# Dropped payloads are given back to the file system once this many bytes are free.
+COMPACT_AFTER_BYTES = 4 << 20
+WAL_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class JournalRecord:
     error: str
     proof: bytes
     timings: Timings
+    client: str = ""  # the identity that submitted it
 
 
 def _pack_list(items: tuple[bytes, ...]) -> bytes:
@@ -129,15 +133,37 @@ class Journal:
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         _private(self.path)
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        if fresh:  # freed pages go back to the file system (a dropped payload's space)
-            self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        # freed pages go back to the file system (a dropped payload's space)
+        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
+        # the -wal file is cut back to this after a checkpoint (a 50 MB request
+        # passes through it on its way into the file)
+        self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+        self._freed = 0  # payload bytes dropped since the last compaction
         try:
             self._open_schema()
+            if not fresh:
+                self._migrate_vacuum()
         except Exception:
             self._db.close()
             raise
+
+    def _migrate_vacuum(self) -> None:
+        """A journal made before incremental vacuum kept every dropped payload's pages
+        (a 2 GiB file stayed 2 GiB with no job in it): rebuilt once so that it can
+        give them back."""
+        if self._db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+            return
+        before = self.path.stat().st_size
+        self._db.execute("VACUUM")  # takes the auto_vacuum set above
+        self._compact()  # the rebuilt pages out of the -wal file
+        log.info(
+            "journal %s: rebuilt to give back dropped requests' space (%d → %d bytes)",
+            self.path,
+            before,
+            self.path.stat().st_size,
+        )
 
     def _open_schema(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -178,9 +204,21 @@ class Journal:
             self.compact()
 
     def compact(self) -> None:
-        """Give freed pages back to the file system (journals made by this version)."""
+        """Give freed pages back to the file system, and the -wal file's too."""
         with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+            self._compact()
+
+    def _compact(self) -> None:
+        # the pragma frees one page a step and execute() steps once; a script is
+        # stepped to its end
+        self._db.executescript("PRAGMA incremental_vacuum;")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        self._freed = 0
+
+    def file_bytes(self) -> int:
+        """The journal's size on disk, its -wal file included."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
     def close(self) -> None:
         with self._lock:
@@ -200,6 +238,7 @@ class Journal:
             "comm_r_old": r.comm_r_old.hex(),
             "comm_r_new": r.comm_r_new.hex(),
             "comm_d_new": r.comm_d_new.hex(),
+            "client": job.client,
         }
         with self._lock:
             self._db.execute(
@@ -221,33 +260,59 @@ class Journal:
                 ),
             )
 
-    def finish(self, job: Job) -> None:
+    def finish(self, job: Job, forget: list[str] | tuple[str, ...] = ()) -> None:
+        """Record a job's end, and forget the finished jobs ``forget`` (past
+        ``max_retained_jobs``) in the same transaction."""
         t = job.timings
         timings = {k: getattr(t, k) for k in t.__dataclass_fields__}
+        r = job.request
+        payload = len(r.vanilla_proof) + sum(len(v) for v in r.vanilla_proofs)
         with self._lock:
             # Every terminal state drops the inputs: a retry after FAILED or CANCELLED
             # carries its own, and only the result stays answerable.
-            self._db.execute(
-                "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
-                "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
-                (
-                    job.state.value,
-                    job.finished_at,
-                    job.error,
-                    job.proof,
-                    json.dumps(timings),
-                    job.job_id,
-                ),
-            )
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute(
+                    "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
+                    "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
+                    (
+                        job.state.value,
+                        job.finished_at,
+                        job.error,
+                        job.proof,
+                        json.dumps(timings),
+                        job.job_id,
+                    ),
+                )
+                self._db.executemany(
+                    f"DELETE FROM jobs WHERE job_id=? AND state IN {_TERMINAL}",
+                    [(job_id,) for job_id in forget],
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            self._freed += payload
+            if self._freed >= COMPACT_AFTER_BYTES:  # the file shrinks as payloads go
+                self._compact()
 
-    def prune(self, older_than: float) -> int:
+    def prune(self, older_than: float, keep: int | None = None) -> int:
+        """Forget finished jobs that ended before ``older_than``, and all but the
+        ``keep`` newest finished ones; how many were forgotten."""
         with self._lock:
             cur = self._db.execute(
-                "DELETE FROM jobs WHERE state IN ('COMPLETED','FAILED','CANCELLED') "
-                "AND finished_at < ?",
+                f"DELETE FROM jobs WHERE state IN {_TERMINAL} AND finished_at < ?",
                 (older_than,),
             )
-            return cur.rowcount
+            n = cur.rowcount
+            if keep is not None:
+                n += self._db.execute(
+                    f"DELETE FROM jobs WHERE state IN {_TERMINAL} AND job_id NOT IN "
+                    f"(SELECT job_id FROM jobs WHERE state IN {_TERMINAL} "
+                    "ORDER BY finished_at DESC LIMIT ?)",
+                    (keep,),
+                ).rowcount
+            return n
 
     def records(self) -> list[JournalRecord]:
         """Every job, oldest submission first."""
@@ -297,6 +362,7 @@ class Journal:
                     error=err,
                     proof=bytes(proof),
                     timings=Timings(**json.loads(tim)),
+                    client=m.get("client", ""),  # absent before client identities
                 )
             )
         return out

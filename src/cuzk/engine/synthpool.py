@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cuzk.engine.admission import request_bytes, return_memory
 from cuzk.engine.jobs import ProofRequest
 from cuzk.engine.kinds import parse_checked
 from cuzk.engine.kinds.base import ParsedRequest, PartitionInput, ProofKindHandler, Witness
@@ -145,7 +146,10 @@ def _alive(pid: int) -> bool:
 
 
 def _child_parse(handler: ProofKindHandler, request: ProofRequest) -> ParsedRequest:
-    return parse_checked(handler, request)
+    try:
+        return parse_checked(handler, request)
+    finally:  # this process parses the next request too: what this one held goes back
+        return_memory(request_bytes(request))
 
 
 def _child_hints(handler: ProofKindHandler, circuit_id: str, partition: PartitionInput) -> Witness:

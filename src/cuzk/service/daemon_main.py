@@ -25,6 +25,7 @@ and resumed at the next start); a second signal stops at once.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import signal
@@ -178,6 +179,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "cuzk-daemon") -> int:
     return run(cfg, str(path) if readable else "config")
 
 
+def freeze_startup_heap() -> None:
+    """What start-up made (modules, the engine, the servers) is left out of the
+    cyclic collector's full passes from now on: a full pass over the whole heap
+    paused every call for up to 290 ms on a 2-core host with 12,000 finished jobs
+    kept (issue 32); it now scans what was made since."""
+    gc.collect()
+    gc.freeze()
+
+
 def run(cfg: Config, source: str = "config") -> int:
     from cuzk.engine.engine import Engine
     from cuzk.engine.statelock import StateLock, adopt
@@ -267,6 +277,7 @@ def run(cfg: Config, source: str = "config") -> int:
         return 2
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    freeze_startup_heap()
     log.info("cuzk-daemon ready on %s", ", ".join(servers.bound))
     while not stop.wait(1.0):
         pass

@@ -59,7 +59,7 @@ class StatusHistory:
         since, self._last_t = self._last_t, now
         latencies = [
             j.timings.total_ms / 1000
-            for j in self.engine.registry.all()
+            for j in self.engine.registry.recently_finished(since)
             if j.state == JobState.COMPLETED
             and j.finished_at is not None
             and since < j.finished_at <= now

@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hmac
 import ipaddress
 import logging
 import os
@@ -65,6 +64,14 @@ from cuzk.engine.jobs import (
 from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
 from cuzk.service.aioloop import LoopThread
+from cuzk.service.gate import Gate
+from cuzk.service.identity import ANONYMOUS, Identity, Tokens, parse_tokens
+from cuzk.service.limits import (
+    HANDSHAKE_TIMEOUT_MS,
+    IDLE_TIMEOUT_MS,
+    connection_budget,
+    raise_fd_limit,
+)
 from cuzk.service.proto import proving_pb2 as pb
 from cuzk.service.proto import proving_pb2_grpc as pb_grpc
 
@@ -97,8 +104,14 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
             return await method(self, request, context)
         except Exception as e:
             known = _status_of(e)
-            if known is None:
-                log.exception("%s failed", method.__name__)
+            if known is None:  # a few a minute: a flood of one failure is one line
+                self.engine.exhausted.log(
+                    f"internal:{method.__name__}",
+                    logging.ERROR,
+                    "%s failed",
+                    method.__name__,
+                    exc_info=True,
+                )
                 known = (grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
             code, message = known
             if code == grpc.StatusCode.INVALID_ARGUMENT:
@@ -113,23 +126,29 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
 # Calls grpc core may hold before the event loop has taken them on (see Servers._start).
 PENDING_CALLS = 50_000
 
-# Threads of the pool that answers GetStatus, GetMetrics and CancelProof: apart from
-# grpc_threads, so that submissions being parsed never delay them.
+# Threads of the pool that answers GetStatus and GetMetrics: apart from grpc_threads,
+# so that submissions being parsed never delay them.
 QUICK_THREADS = 4
+# Threads of the pool that answers CancelProof: apart from the status pool, so that a
+# flood of GetStatus calls queued there never delays a cancel.
+CONTROL_THREADS = 2
 
 
 class ProvingService(pb_grpc.ProvingEngineServicer):
     """The RPCs, as coroutines on the servers' event loop."""
 
-    def __init__(self, engine: Engine, threads: int = 8) -> None:
+    def __init__(self, engine: Engine, threads: int = 8, tokens: Tokens | None = None) -> None:
         self.engine = engine
+        self.tokens = tokens  # the token file's; named entries make callers' identities
         self._work = futures.ThreadPoolExecutor(threads, thread_name_prefix="grpc")
         self._quick = futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="grpc-quick")
+        self._control = futures.ThreadPoolExecutor(CONTROL_THREADS, thread_name_prefix="grpc-ctl")
         self.waiting = 0  # calls waiting for a job to end (AwaitProof, Prove)
 
     def close(self) -> None:
         self._work.shutdown(wait=False, cancel_futures=True)
         self._quick.shutdown(wait=False, cancel_futures=True)
+        self._control.shutdown(wait=False, cancel_futures=True)
 
     async def _work_on(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._work, fn, *args)
@@ -137,21 +156,38 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
     async def _quickly(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._quick, fn, *args)
 
+    async def _control_now(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._control, fn, *args)
+
+    def _caller(self, context: Any) -> Identity:
+        """Who a call comes from: the named entry its token matches; without named
+        entries, or on a unix socket (no token there), the anonymous admin."""
+        if self.tokens is None or not self.tokens.named:
+            return ANONYMOUS
+        if (context.peer() or "").startswith("unix:"):
+            return ANONYMOUS
+        sent = dict(context.invocation_metadata() or ()).get("authorization")
+        who = self.tokens.match(sent)
+        if who is None:  # BearerAuth let it through: a TCP listener without it
+            raise InputError("request", "authorization", "no bearer token of a named client")
+        return who
+
     @_rpc
     async def SubmitProof(
         self, request: pb.SubmitProofRequest, context: Any
     ) -> pb.SubmitProofResponse:
-        res = await self._work_on(self.engine.submit, convert.request_from_pb(request))
+        who = self._caller(context)
+        res = await self._work_on(self.engine.submit, convert.request_from_pb(request), who.name)
         return pb.SubmitProofResponse(
             job_id=res.job_id, queue_position=res.queue_position, assigned_gpu=res.assigned_gpu
         )
 
-    async def _await(self, job_id: str, timeout_ms: int) -> pb.AwaitProofResponse:
+    async def _await(self, job_id: str, timeout_ms: int, who: Identity) -> pb.AwaitProofResponse:
         """Wait for a job's end without a thread: its Completion wakes this coroutine.
 
         A caller that goes away cancels the coroutine (grpc.aio), which takes its
         wake-up back; ``timeout_ms`` > 0 answers TIMEOUT when it passes."""
-        job = self.engine.registry.get(job_id)
+        job = self.engine.registry.get(job_id, who.sees)
         if not job.done.is_set():
             loop = asyncio.get_running_loop()
             ended: asyncio.Future[None] = loop.create_future()
@@ -175,20 +211,24 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
     async def AwaitProof(
         self, request: pb.AwaitProofRequest, context: Any
     ) -> pb.AwaitProofResponse:
-        return await self._await(request.job_id, request.timeout_ms)
+        return await self._await(request.job_id, request.timeout_ms, self._caller(context))
 
     @_rpc
     async def Prove(self, request: pb.ProveRequest, context: Any) -> pb.ProveResponse:
         if not request.HasField("submit"):
             raise InputError("ProveRequest", "submit", "is missing")
-        res = await self._work_on(self.engine.submit, convert.request_from_pb(request.submit))
-        return pb.ProveResponse(result=await self._await(res.job_id, 0))
+        who = self._caller(context)
+        res = await self._work_on(
+            self.engine.submit, convert.request_from_pb(request.submit), who.name
+        )
+        return pb.ProveResponse(result=await self._await(res.job_id, 0, who))
 
     @_rpc
     async def CancelProof(
         self, request: pb.CancelProofRequest, context: Any
     ) -> pb.CancelProofResponse:
-        was_running = await self._quickly(self.engine.cancel, request.job_id)
+        who = self._caller(context)
+        was_running = await self._control_now(self.engine.cancel, request.job_id, who.sees)
         return pb.CancelProofResponse(was_running=was_running)
 
     @_rpc
@@ -219,19 +259,12 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def bearer_ok(sent: str | None, token: bytes) -> bool:
-    """Whether an ``authorization`` value carries the token (compared in constant time)."""
-    if sent is None:
-        return False
-    scheme, _, value = sent.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token)
-
-
 class BearerAuth(grpc.aio.ServerInterceptor):
-    """Every call must carry ``authorization: Bearer <token>``."""
+    """Every call must carry ``authorization: Bearer <token>`` of the token file (its
+    one token, or one of its named entries: :mod:`cuzk.service.identity`)."""
 
     def __init__(self, token: str) -> None:
-        self._token = token.encode()
+        self.tokens = parse_tokens(token)
 
     async def intercept_service(self, continuation: Any, details: Any) -> Any:
         sent = None
@@ -240,7 +273,7 @@ class BearerAuth(grpc.aio.ServerInterceptor):
                 sent = value
         if sent is None:
             return _deny("missing bearer token: send metadata 'authorization: Bearer <token>'")
-        if not bearer_ok(sent, self._token):
+        if self.tokens.match(sent) is None:
             return _deny("bearer token does not match the daemon's auth_token_file")
         return await continuation(details)
 
@@ -417,8 +450,7 @@ def read_token(path: str) -> str:
         mode = Path(path).stat().st_mode
     except OSError as e:
         raise InputError(path, "auth_token_file", f"cannot read: {e.strerror}") from e
-    if len(token) < 16:
-        raise InputError(path, "auth_token_file", "the token must be at least 16 characters")
+    parse_tokens(token, path)  # one token of 16 characters or more, or named entries
     if mode & 0o077:
         log.warning(
             "%s (auth_token_file) can be read by other users (mode %o): anyone on this "
@@ -565,6 +597,7 @@ class Servers:
         self.bound: list[str] = []  # actual addresses (a TCP port 0 resolved)
         self._sockets: list[tuple[str, int, int]] = []  # path, device, inode: ours to remove
         self._loop = LoopThread("grpc")
+        self.gate = Gate(engine.config.daemon.max_connections_per_peer, engine.exhausted)
 
     def waiting_calls(self) -> int:
         """Calls waiting for a job to end (AwaitProof, Prove): coroutines, not threads."""
@@ -572,7 +605,9 @@ class Servers:
 
     def start(self) -> None:
         d = self.engine.config.daemon
+        raise_fd_limit()
         token = read_token(d.auth_token_file) if d.auth_token_file else None
+        self.service.tokens = parse_tokens(token) if token is not None else None
         tls = read_tls(d)
         self._loop.start()
         try:
@@ -582,6 +617,7 @@ class Servers:
             raise
 
     async def _start(self, d: DaemonConfig, token: str | None, tls: TlsFiles | None) -> None:
+        tcp = sum(1 for raw in d.listen if parse_address(raw).is_tcp) + bool(d.status_listen)
         options = [
             ("grpc.max_receive_message_length", d.max_message_size),
             ("grpc.max_send_message_length", d.max_message_size),
@@ -593,6 +629,11 @@ class Servers:
             ("grpc.server.max_pending_requests", PENDING_CALLS),
             ("grpc.server.max_pending_requests_hard_limit", 2 * PENDING_CALLS),
             ("grpc.server_max_unrequested_time_in_server", 300),
+            # a flood of connections is refused at the door, within the descriptors
+            # left for the daemon's own files (cuzk.service.limits)
+            ("grpc.max_allowed_incoming_connections", connection_budget(d.max_connections, tcp)),
+            ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+            ("grpc.max_connection_idle_ms", IDLE_TIMEOUT_MS),
         ]
         for raw in d.listen:
             addr = parse_address(raw)
@@ -605,6 +646,7 @@ class Servers:
                     interceptors.append(BearerAuth(token))
                 elif loopback_only(d, addr):
                     interceptors.append(LoopbackOnly(refusal(addr, "listen", self.source)))
+            interceptors.append(self.gate)
             server = grpc.aio.server(options=options, interceptors=interceptors)
             pb_grpc.add_ProvingEngineServicer_to_server(self.service, server)
             if addr.unix_path is not None:

@@ -79,6 +79,7 @@ class KindRegistry:
         return known, run(known, request)
 
     def for_circuit(self, circuit_id: str) -> ProofKindHandler:
+        check_circuit_id(circuit_id)
         with self._lock:
             handlers = list(self._handlers.values())
         for h in handlers:
@@ -97,6 +98,24 @@ class KindRegistry:
             if cid is not None:
                 return cid
         return None
+
+
+# The longest circuit id is a few dozen characters ("demo-r100000-w64", "porep-32g");
+# a longer one is refused before any kind (or file name) sees it.
+MAX_CIRCUIT_ID = 128
+
+
+def check_circuit_id(circuit_id: str) -> None:
+    """InputError for an id no circuit can have: too long, or not printable ASCII."""
+    if len(circuit_id) > MAX_CIRCUIT_ID:
+        raise InputError(
+            "circuit_id",
+            f"{circuit_id[:24]}...",
+            f"{len(circuit_id)} characters, at most {MAX_CIRCUIT_ID} (ids are like "
+            "porep-32g, wpost-32g, demo-r500-w2)",
+        )
+    if not circuit_id.isascii() or not circuit_id.isprintable() or not circuit_id:
+        raise InputError("circuit_id", repr(circuit_id), "expected printable ASCII, like porep-32g")
 
 
 def parse_checked(handler: ProofKindHandler, request: ProofRequest) -> ParsedRequest:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import logging
 import re
 from dataclasses import dataclass
@@ -33,7 +34,22 @@ SECTOR_SIZES = {
     32 * GIB: "32GiB",
     64 * GIB: "64GiB",
 }
-_B64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+# Keys a c1.json (and its Phase1Out) may carry besides the ones read, in all: room
+# for a newer Curio's small additions; a body padded with more is refused before
+# it is journalled (it would be held, and stored, until its job ends).
+UNKNOWN_KEYS_MAX_BYTES = 1024
+C1_KEYS = ("SectorNum", "Phase1Out", "SectorSize")
+PHASE1_KEYS = (
+    "registered_proof",
+    "vanilla_proofs",
+    "comm_r",
+    "comm_d",
+    "replica_id",
+    "seed",
+    "ticket",
+)
+_B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+_B64_ALPHABET = frozenset(_B64_BYTES)
 
 
 @dataclass(frozen=True)
@@ -63,10 +79,10 @@ def _check_sector_size(size: int, source: str, field: str) -> None:
 def decode_base64(text: str, source: str, field: str) -> bytes:
     """Standard base64 (Go's encoding of []byte), with the first bad character located."""
     raw = text.encode("ascii", errors="replace")
-    for i, ch in enumerate(raw):
-        if ch not in _B64_ALPHABET:
-            shown = text[i] if i < len(text) else "?"
-            raise InputError(source, field, f"not valid base64: character {shown!r} at offset {i}")
+    if raw.translate(None, _B64_BYTES):  # a character outside the alphabet: find the first
+        i = next(i for i, ch in enumerate(raw) if ch not in _B64_ALPHABET)
+        shown = text[i] if i < len(text) else "?"
+        raise InputError(source, field, f"not valid base64: character {shown!r} at offset {i}")
     try:
         return base64.b64decode(raw, validate=True)
     except binascii.Error as e:
@@ -77,6 +93,44 @@ def decode_base64(text: str, source: str, field: str) -> bytes:
         ) from e
 
 
+def check_unknown_keys(doc: dict[str, Any], known: tuple[str, ...], source: str, at: str) -> None:
+    """InputError when the keys of ``doc`` outside ``known`` hold more than
+    UNKNOWN_KEYS_MAX_BYTES of JSON text, naming the largest."""
+    sizes = {}
+    left = UNKNOWN_KEYS_MAX_BYTES + 1
+    for key, value in doc.items():
+        if key not in known:
+            sizes[key] = len(key) + _json_size(value, left)
+            left -= sizes[key]
+    if sum(sizes.values()) > UNKNOWN_KEYS_MAX_BYTES:
+        largest = max(sizes, key=sizes.__getitem__)
+        shown = repr(largest) if len(largest) <= 40 else repr(largest[:37]) + "..."
+        raise InputError(
+            source,
+            f"{at}{shown}",
+            f"unknown key{'s' if len(sizes) > 1 else ''} ({len(sizes)}, {sum(sizes.values())} "
+            f"bytes) beside {', '.join(known)}: at most {UNKNOWN_KEYS_MAX_BYTES} bytes of "
+            "them are accepted",
+        )
+
+
+def _json_size(value: Any, limit: int) -> int:
+    """About the length of ``value`` as JSON text, counted no further than past
+    ``limit`` (a 100 MiB value costs what its first ``limit`` bytes do)."""
+    size, todo = 0, [value]
+    while todo and size <= limit:
+        v = todo.pop()
+        if isinstance(v, dict):
+            size += 2 + sum(len(k) + 4 for k in itertools.islice(v, limit))
+            todo.extend(itertools.islice(v.values(), limit))
+        elif isinstance(v, list):
+            size += 2 + len(v)
+            todo.extend(v[:limit])
+        else:  # numbers are at most jsondoc.MAX_DIGITS digits
+            size += len(v) + 2 if isinstance(v, str) else len(str(v))
+    return size
+
+
 def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     data = request.vanilla_proof
     if not data:
@@ -84,6 +138,7 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     doc = jsondoc.loads(data, source)
     if not isinstance(doc, dict):
         raise InputError(source, "", f"expected a JSON object, got {type(doc).__name__}")
+    check_unknown_keys(doc, C1_KEYS, source, "")
     for key, typ in (("SectorNum", int), ("Phase1Out", str), ("SectorSize", int)):
         if key not in doc:
             raise InputError(source, key, "is missing")
@@ -106,15 +161,8 @@ def decode_c1(request: ProofRequest, source: str = "c1.json") -> C1Envelope:
     phase1 = jsondoc.loads(inner, source, "Phase1Out")
     if not isinstance(phase1, dict):
         raise InputError(source, "Phase1Out", "expected a SealCommitPhase1Output JSON object")
-    for key in (
-        "registered_proof",
-        "vanilla_proofs",
-        "comm_r",
-        "comm_d",
-        "replica_id",
-        "seed",
-        "ticket",
-    ):
+    check_unknown_keys(phase1, PHASE1_KEYS, source, "Phase1Out.")
+    for key in PHASE1_KEYS:
         if key not in phase1:
             raise InputError(source, f"Phase1Out.{key}", "is missing")
     rp = phase1["registered_proof"]

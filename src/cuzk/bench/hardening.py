@@ -1,0 +1,316 @@
+"""Issue 32's attacks, full size, against an in-process daemon (CPU backend, loopback).
+
+Each scenario prints what the issue's acceptance asks of it::
+
+    python -m cuzk.bench.hardening json         # 1 MiB adversarial JSON: answer time, GetStatus max
+    python -m cuzk.bench.hardening bodies       # 16 x 100 MiB invalid bodies x 3 rounds: RSS
+    python -m cuzk.bench.hardening retained     # 12,000 retained jobs + 32-thread status flood
+    python -m cuzk.bench.hardening connections  # 21,000 idle connections, then a new client
+
+``--scale`` shrinks every count and size (the tests run each at a small scale).
+The daemon runs in this process, so RSS is its RSS; run one scenario a process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import multiprocessing
+import resource
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from cuzk.bench.hostmem import status_kib
+from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.config import Config
+from cuzk.engine.engine import Engine
+from cuzk.engine.jobs import ProofKind, ProofRequest
+from cuzk.engine.kinds import demo
+from cuzk.service.daemon_main import freeze_startup_heap
+from cuzk.service.limits import HANDSHAKE_TIMEOUT_MS
+from cuzk.service.proto import proving_pb2 as pb
+from cuzk.service.proto import proving_pb2_grpc as pb_grpc
+from cuzk.service.server import Servers
+
+MIB = 1 << 20
+SETTLE_S = 1.0  # for floods to get going, and closed connections to be noticed
+
+
+@contextlib.contextmanager
+def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
+    cfg = Config().with_overrides(
+        daemon={
+            "listen": ["127.0.0.1:0"],
+            "journal": str(home / "journal.sqlite"),
+            **daemon_keys,
+        },
+        srs={"param_cache": str(home / "params")},
+        memory={"total_budget": "4GiB"},
+        gpus={"backend": "cpu"},
+        scheduler={"max_batch_size": 64, "max_batch_wait_ms": 600_000},  # jobs stay queued
+        pipeline={"synthesis_processes": 0},
+    )
+    engine = Engine(cfg)
+    engine.start()
+    servers = Servers(engine)
+    try:
+        servers.start()
+        freeze_startup_heap()  # as cuzk-daemon does once it serves
+        yield engine, servers.bound[0]
+    finally:
+        servers.stop(0.5)
+        engine.stop()
+
+
+def stub(addr: str) -> pb_grpc.ProvingEngineStub:
+    opts = [("grpc.use_local_subchannel_pool", 1), ("grpc.max_send_message_length", 256 * MIB)]
+    return pb_grpc.ProvingEngineStub(grpc.insecure_channel(addr, options=opts))
+
+
+class StatusProbe:
+    """GetStatus in a loop on its own connection: the longest answer while it runs."""
+
+    def __init__(self, addr: str) -> None:
+        self.stub = stub(addr)
+        self.worst = 0.0
+        self.calls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.perf_counter()
+            self.stub.GetStatus(pb.GetStatusRequest(), timeout=60)
+            self.worst = max(self.worst, time.perf_counter() - t0)
+            self.calls += 1
+            time.sleep(0.005)
+
+    def __enter__(self) -> StatusProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def rss_mib() -> float:
+    return status_kib("self", "VmRSS")[0] / 1024
+
+
+def adversarial_json(size: int) -> bytes:
+    """A quote followed by escaped quotes: quadratic for a backtracking string pattern."""
+    return b'{"rounds": "' + b'\\"' * (size // 2) + b'"}'
+
+
+def run_json(scale: float) -> dict[str, Any]:
+    size = max(1024, int(MIB * scale))
+    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
+        s = stub(addr)
+        with StatusProbe(addr) as probe:
+            t0 = time.perf_counter()
+            try:
+                s.SubmitProof(
+                    pb.SubmitProofRequest(
+                        proof_kind=pb.CUZK_DEMO, vanilla_proof=adversarial_json(size)
+                    ),
+                    timeout=600,
+                )
+                code = "OK"
+            except grpc.RpcError as e:
+                code = e.code().name
+            answered = time.perf_counter() - t0
+            time.sleep(0.2)
+    return {
+        "body_bytes": size,
+        "answer": code,
+        "answer_s": round(answered, 3),
+        "getstatus_worst_ms": round(probe.worst * 1000, 1),
+        "getstatus_calls": probe.calls,
+    }
+
+
+def invalid_c1(size: int) -> bytes:
+    """A c1.json whose Phase1Out decodes to ``size`` bytes of JSON that is refused
+    only after it is decoded (a SealCommitPhase1Output without its fields)."""
+    inner = b'{"pad": [' + b"[1,2,3]," * (size // 8) + b"0]}"
+    phase1 = base64.b64encode(inner).decode()
+    return json.dumps({"SectorNum": 1, "Phase1Out": phase1, "SectorSize": 2048}).encode()
+
+
+def run_bodies(scale: float, rounds: int = 3, concurrent: int = 16) -> dict[str, Any]:
+    size = max(4096, int(100 * MIB * scale * 3 / 4))  # base64 makes it 100 MiB on the wire
+    body = invalid_c1(size)
+    out: dict[str, Any] = {"body_bytes": len(body), "rounds": []}
+    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
+        stubs = [stub(addr) for _ in range(concurrent)]
+        idle = rss_mib()
+        out["idle_rss_mib"] = round(idle, 1)
+        for _ in range(rounds):
+            peak = [idle]
+            done = threading.Event()
+
+            def sample(peak: list[float] = peak, done: threading.Event = done) -> None:
+                while not done.wait(0.05):
+                    peak[0] = max(peak[0], rss_mib())
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+
+            def send(s: pb_grpc.ProvingEngineStub) -> str:
+                req = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=body)
+                try:
+                    s.SubmitProof(req, timeout=600)
+                    return "OK"
+                except grpc.RpcError as e:
+                    return e.code().name
+
+            with ThreadPoolExecutor(concurrent) as pool:
+                codes = list(pool.map(send, stubs))
+            done.set()
+            sampler.join()
+            time.sleep(SETTLE_S)
+            out["rounds"].append(
+                {
+                    "answers": {c: codes.count(c) for c in set(codes)},
+                    "peak_above_idle_mib": round(peak[0] - idle, 1),
+                    "after_above_idle_mib": round(rss_mib() - idle, 1),
+                }
+            )
+    return out
+
+
+def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
+    retained = max(100, int(12_000 * scale))
+    body = demo.make_vanilla(DemoCircuit(rounds=20, words=1), 1)
+    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (engine, addr):
+        for i in range(retained):
+            res = engine.submit(
+                ProofRequest(ProofKind.DEMO, request_id=f"r{i}", vanilla_proof=body)
+            )
+            engine.cancel(res.job_id)
+        victims = [
+            engine.submit(ProofRequest(ProofKind.DEMO, request_id=f"v{i}", vanilla_proof=body))
+            for i in range(max(20, int(200 * scale)))
+        ]
+        # the flood runs in processes of its own: its clients' Python work is not the
+        # daemon's (as when Curio's nodes or a script flood it from elsewhere)
+        ctx = multiprocessing.get_context("spawn")
+        stop = ctx.Event()
+        procs = max(1, min(4, threads // 8))
+        flooders = [
+            ctx.Process(target=_flood, args=(addr, threads // procs, stop), daemon=True)
+            for _ in range(procs)
+        ]
+        for p in flooders:
+            p.start()
+        time.sleep(SETTLE_S + 1.0)
+        s = stub(addr)
+        lat = []
+        for v in victims:
+            t0 = time.perf_counter()
+            s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
+            lat.append(time.perf_counter() - t0)
+        stop.set()
+        for p in flooders:
+            p.join(60)
+        lat.sort()
+    return {
+        "retained": retained,
+        "flood_threads": threads,
+        "cancel_p50_ms": round(statistics.median(lat) * 1000, 1),
+        "cancel_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 1),
+        "cancel_max_ms": round(lat[-1] * 1000, 1),
+    }
+
+
+def _flood(addr: str, threads: int, stop: Any) -> None:
+    """GetStatus from ``threads`` threads until ``stop`` is set (in a process of its own)."""
+
+    def one() -> None:
+        s = stub(addr)
+        while not stop.is_set():
+            s.GetStatus(pb.GetStatusRequest(), timeout=60)
+
+    workers = [threading.Thread(target=one, daemon=True) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]:
+    count = max(50, int(21_000 * scale))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 2 * count + 4096)), hard))
+    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
+        host, port = addr.rsplit(":", 1)
+        held: list[socket.socket] = []
+        refused = 0
+        for _ in range(count):
+            try:
+                held.append(socket.create_connection((host, int(port)), timeout=5))
+            except OSError:
+                refused += 1
+        time.sleep(SETTLE_S)
+
+        def attempt(call: Callable[[], Any]) -> str:
+            try:
+                call()
+                return "OK"
+            except grpc.RpcError as e:
+                return e.code().name
+
+        s = stub(addr)
+        during = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
+        # connections that never begin their handshake are closed after its timeout
+        past = "not waited"
+        if handshake_wait:
+            time.sleep(HANDSHAKE_TIMEOUT_MS / 1000 + SETTLE_S)
+            s = stub(addr)
+            past = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
+        for sock in held:
+            sock.close()
+        time.sleep(SETTLE_S)
+        s = stub(addr)
+        after = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
+    return {
+        "connections_opened": len(held),
+        "connect_failed": refused,
+        "new_client_during": during,
+        "new_client_past_handshake_timeout": past,
+        "new_client_after": after,
+    }
+
+
+SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
+    "json": run_json,
+    "bodies": run_bodies,
+    "retained": run_retained,
+    "connections": run_connections,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m cuzk.bench.hardening", description=__doc__)
+    p.add_argument("scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--scale", type=float, default=1.0, help="shrink counts and sizes (0-1]")
+    args = p.parse_args(argv)
+    print(json.dumps(SCENARIOS[args.scenario](args.scale), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,16 @@
+"""cuzk.bench.hardening at a small scale: each scenario runs and reports what issue 32's
+acceptance asks of it (the full-size figures come from running it by hand)."""
+
+from __future__ import annotations
+
+from cuzk.bench import hardening
+
+
+def test_scenarios_at_a_small_scale(monkeypatch) -> None:
+    monkeypatch.setattr(hardening, "SETTLE_S", 0.2)
+    j = hardening.run_json(0.01)
+    assert j["answer"] == "INVALID_ARGUMENT" and j["answer_s"] < 5
+    r = hardening.run_retained(0.01, threads=4)
+    assert r["retained"] == 120 and r["cancel_max_ms"] < 2000
+    c = hardening.run_connections(0.003, handshake_wait=False)
+    assert c["connections_opened"] == 63 and c["new_client_after"] == "OK"
