@@ -42,7 +42,8 @@ from cuzk.engine.keystore import KeyStore
 from cuzk.engine.keystore.progress import under_way
 from cuzk.engine.kinds import KindRegistry, ProofKindHandler, default_registry
 from cuzk.engine.metrics import EngineMetrics
-from cuzk.engine.pipeline import Pipeline, PipelineHooks
+from cuzk.engine.pipeline import Pipeline
+from cuzk.engine.pipeline.queues import PipelineHooks
 from cuzk.engine.ratelog import RateLimitedLog
 from cuzk.engine.scheduler import BatchCollector, WorkItem
 from cuzk.engine.statelock import StateLock
