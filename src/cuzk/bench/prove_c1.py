@@ -4,8 +4,11 @@ The daemon's C2 path (:mod:`cuzk.circuits.porep.c2`): the request parsed by
 ``c2.parse``, its compiled circuit, each partition synthesized by
 ``c2.synthesize`` (or, with ``--processes``, by the PoRep kind in a
 :class:`~cuzk.engine.synthpool.SynthesisPool`); the key from the circuit's
-``.params`` files (or a development key made as it is loaded); every proof
-verified. Prints a JSON report: stage seconds, the prover's steps, host and
+``.params`` files (or a development key made as it is loaded); each
+partition proven and verified by the daemon's own
+:func:`cuzk.engine.prove.prove_partition` (with ``--witness device``, the
+assignment made on the device from the hint table and its inputs checked
+there, inside that function: ``device_witness_s`` is its time). Prints a JSON report: stage seconds, the prover's steps, host and
 device memory peaks.
 """
 
