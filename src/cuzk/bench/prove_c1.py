@@ -8,8 +8,8 @@ The daemon's C2 path (:mod:`cuzk.circuits.porep.c2`): the request parsed by
 partition proven and verified by the daemon's own
 :func:`cuzk.engine.prove.prove_partition` (with ``--witness device``, the
 assignment made on the device from the hint table and its inputs checked
-there, inside that function: ``device_witness_s`` is its time). Prints a JSON report: stage seconds, the prover's steps, host and
-device memory peaks.
+there, inside that function: ``device_witness_s`` is its time). Prints a
+JSON report: stage seconds, the prover's steps, host and device memory peaks.
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class WorkerState:
+    """One worker thread and what it works on now (status and placement read it)."""
+
     name: str
     device: Device | None = None
     job_id: str = ""
@@ -58,6 +60,8 @@ class DeviceWork:
 
 @dataclass
 class PipelineHooks:
+    """How the pipeline reports to the engine."""
+
     started: Callable[[Job], None]  # a job's first partition entered synthesis
     partition_done: Callable[[Job, WorkItem], None]  # a verified partition proof
     failed: Callable[[Job, str], None]
@@ -65,6 +69,9 @@ class PipelineHooks:
 
 @dataclass
 class PipelineBase:
+    """What every stage of the pipeline shares: its queues, workers, device
+    health and work counts, and the helpers that drop or fail a partition."""
+
     config: Config
     kinds: KindRegistry
     keys: KeyStore
