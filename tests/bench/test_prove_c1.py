@@ -49,6 +49,7 @@ def test_prove_c1_hint_tables_make_the_cpu_witness_on_a_device(tmp_path):
     from cuzk.circuits.porep.types import C1Wrapper
     from cuzk.circuits.program_numpy import NumpyWitness
     from cuzk.errors import InputError
+    from cuzk.r1cs.inputs import check_public_inputs, input_rows
 
     proof_type = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
     _, c1 = seal_random(proof_type, random.Random(12))
@@ -62,9 +63,9 @@ def test_prove_c1_hint_tables_make_the_cpu_witness_on_a_device(tmp_path):
     plan = _kind().witness_plan(request.circuit_id)
     W = plan.run_table(NumpyWitness(), here[0][1])
     assert np.array_equal(W, want)
-    c2.check_inputs(request, 0, W[1 : 1 + len(want_inputs)], want_inputs)
+    check_public_inputs(input_rows(W, len(want_inputs)), want_inputs, request.source, "partition 0")
     wrong = [want_inputs[0] + 1, *want_inputs[1:]]
-    with pytest.raises(InputError, match="does not answer the seed's challenges"):
-        c2.check_inputs(request, 0, W[1 : 1 + len(wrong)], wrong)
+    with pytest.raises(InputError, match="partition 0: the witness does not carry"):
+        check_public_inputs(input_rows(W, len(wrong)), wrong, request.source, "partition 0")
     with pytest.raises(ValueError, match="a hint table of shape"):
         plan.run_table(NumpyWitness(), here[0][1][:-1])

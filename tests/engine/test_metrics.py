@@ -77,7 +77,7 @@ def test_curio_names_of_the_proof_kinds() -> None:
 
 
 def test_every_device_has_its_health_work_and_keys() -> None:
-    from cuzk.engine.engine import DeviceStatus
+    from cuzk.engine.status import DeviceStatus
 
     devices = [
         DeviceStatus(0, "H200", "cuda", 141, 127, 27, (("j1", "porep"),), partitions_proven=7,

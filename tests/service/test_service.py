@@ -744,7 +744,7 @@ def test_get_status_speaks_curios_kind_names_and_the_devices_free_memory(tmp_pat
     is its driver's (what nvidia-smi shows), not what the budget has left."""
     from dataclasses import replace
 
-    from cuzk.engine.engine import QueueStatus
+    from cuzk.engine.status import QueueStatus
     from cuzk.service.convert import status_to_pb
 
     with running_daemon(tmp_path) as d:

@@ -4,9 +4,12 @@ The daemon's C2 path (:mod:`cuzk.circuits.porep.c2`): the request parsed by
 ``c2.parse``, its compiled circuit, each partition synthesized by
 ``c2.synthesize`` (or, with ``--processes``, by the PoRep kind in a
 :class:`~cuzk.engine.synthpool.SynthesisPool`); the key from the circuit's
-``.params`` files (or a development key made as it is loaded); every proof
-verified. Prints a JSON report: stage seconds, the prover's steps, host and
-device memory peaks.
+``.params`` files (or a development key made as it is loaded); each
+partition proven and verified by the daemon's own
+:func:`cuzk.engine.prove.prove_partition` (with ``--witness device``, the
+assignment made on the device from the hint table and its inputs checked
+there, inside that function: ``device_witness_s`` is its time). Prints a
+JSON report: stage seconds, the prover's steps, host and device memory peaks.
 """
 
 from __future__ import annotations
@@ -190,7 +193,8 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.circuits.porep.vanilla import Verifier
     from cuzk.engine.devices import witness_device_for
     from cuzk.engine.keystore.progress import ProgressLog
-    from cuzk.groth16 import prover, verifier
+    from cuzk.engine.prove import DeviceWitness, prove_partition
+    from cuzk.groth16 import prover
     from cuzk.groth16.proof import encode_proofs
 
     clock = StageClock()
@@ -237,28 +241,32 @@ def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
                     plan = _kind().witness_plan(request.circuit_id)
                     maker = witness_device_for(backend)
                     t = mark("witness_plan", t)
-                t0 = time.perf_counter()
-                w = plan.run_table(maker, w_k)
-                c2.check_inputs(request, k, backend.to_host(w[1 : 1 + len(inputs)]), inputs)
-                device_witness_s.append(time.perf_counter() - t0)
+                witness = DeviceWitness(plan, maker, w_k)
             else:
-                w = base_r1cs.tile_assignment(w_k, args.tile) if args.tile > 1 else w_k
+                witness = base_r1cs.tile_assignment(w_k, args.tile) if args.tile > 1 else w_k
             t = mark("witness", t)
             for _ in range(max(1, args.repeat)):
-                stages = prover.StageTimes()
-                t0 = time.perf_counter()
-                proof = prover.prove(key, r1cs, w, times=stages)
-                prove_runs.append(time.perf_counter() - t0)
-                if not verifier.verify(key.vk, inputs, proof):
+                done = prove_partition(
+                    key,
+                    r1cs,
+                    witness,
+                    inputs,
+                    source=request.source,
+                    partition=k,
+                    verify_with=key.vk,
+                )
+                stages = done.times
+                prove_runs.append(done.prove_s)
+                if on_device:
+                    device_witness_s.append(done.witness_s)
+                if not done.verified:
                     print(
                         f"cuzk-bench prove-c1: partition {k}: proof did not verify", file=sys.stderr
                     )
                     return 1, None
-            if on_device:
-                maker.free(w)
-            del w
+            del witness
             t = mark("prove+verify", t)
-            proofs.append(proof)
+            proofs.append(done.proof)
         data = encode_proofs(proofs)
         if args.out is not None:
             args.out.write_bytes(data)

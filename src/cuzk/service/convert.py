@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cuzk.engine.engine import DeviceStatus, EngineStatus
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest
 from cuzk.engine.metrics import curio_status_name
+from cuzk.engine.status import DeviceStatus, EngineStatus
 from cuzk.errors import InputError
 from cuzk.service.proto import proving_pb2 as pb
 

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.compile import CompiledCircuit, Compiler
 from cuzk.circuits.porep import derive
 from cuzk.circuits.porep.c1 import c1_from_json, check_wrapper_size, load_c1_file
@@ -39,6 +38,7 @@ from cuzk.circuits.porep.witness import (
 )
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.errors import InputError
+from cuzk.r1cs.inputs import check_public_inputs, input_rows
 
 _SHORT = {2 * KIB: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
 _BY_SHORT = {v: k for k, v in _SHORT.items()}
@@ -133,7 +133,7 @@ def synthesize(
     cc = compiled(request.circuit_id, cache)
     shape = PoRepShape.of(request.proof.sector)
     plan = partition_witness(cc, shape, hints, Compiler())
-    check_inputs(request, k, plan.W[1 : 1 + len(inputs)], inputs)
+    check_public_inputs(input_rows(plan.W, len(inputs)), inputs, request.source, f"partition {k}")
     return plan.W, inputs
 
 
@@ -151,13 +151,6 @@ def checked_hints(
     return partition_hints(request.c1, k, request.source, hashed), c1_public_inputs(
         request.c1, request.proof, k
     )
-
-
-def check_inputs(request: C2Request, k: int, got: np.ndarray, inputs: list[int]) -> None:
-    """The inputs a witness carries (``W[1 : 1 + len(inputs)]``, host rows) must be
-    those derived from replica_id, comm_d, comm_r and the seed."""
-    if not np.array_equal(np.asarray(got), fr_to_array(inputs)):
-        raise InputError(request.source, f"partition {k}", "does not answer the seed's challenges")
 
 
 def witness_plan(cid: str, hints: PartitionHints) -> StaticPlan:

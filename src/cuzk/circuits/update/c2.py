@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk.algebra.arrays import fr_to_array
 from cuzk.circuits.compile import CompiledCircuit, Compiler
 from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update.params import UpdateParams
@@ -26,6 +25,7 @@ from cuzk.circuits.update.witness import (
     static_plan,
 )
 from cuzk.errors import InputError
+from cuzk.r1cs.inputs import check_public_inputs, input_rows
 
 _SHORT = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
 _BY_SHORT = {v: k for k, v in _SHORT.items()}
@@ -63,7 +63,7 @@ def synthesize(
     )
     cc = compiled(circuit_id(params), cache)
     plan = partition_witness(cc, params, hints, Compiler())
-    check_inputs(k, plan.W[1 : 1 + len(inputs)], inputs, source)
+    check_public_inputs(input_rows(plan.W, len(inputs)), inputs, source, f"vanilla_proofs[{k}]")
     return plan.W, inputs
 
 
@@ -84,16 +84,6 @@ def checked_hints(
     roots = (comm_r_old, comm_d_new, comm_r_new)
     UpdateVerifier(params, where).verify(proof, k, h, *roots)
     return partition_hints(params, proof, k, h, *roots), public_inputs(params, k, h, *roots)
-
-
-def check_inputs(k: int, got: np.ndarray, inputs: list[int], source: str) -> None:
-    """The inputs a witness carries must be the request's public inputs."""
-    if not np.array_equal(np.asarray(got), fr_to_array(inputs)):
-        raise InputError(
-            f"{source}: vanilla_proofs[{k}]",
-            "",
-            "the witness does not carry the request's public inputs",
-        )
 
 
 def witness_plan(cid: str, hints: object) -> StaticPlan:

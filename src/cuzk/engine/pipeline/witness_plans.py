@@ -1,0 +1,83 @@
+"""Static witness plans resident on the devices: a circuit's plan is uploaded to
+a device once, under a reservation of its own (waiting for room as a key
+does), and given back when the device fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cuzk.circuits.static_plan import StaticPlan
+from cuzk.engine.devices import Device
+from cuzk.engine.pipeline.queues import PipelineBase
+
+log = logging.getLogger(__name__)
+
+
+class WitnessPlans(PipelineBase):
+    """The device witness plans of :class:`cuzk.engine.pipeline.Pipeline`."""
+
+    def _device_plan(
+        self, device: Device, circuit_id: str, plan: StaticPlan, cancelled: Callable[[], bool]
+    ) -> Any:
+        """``device``'s witness maker with ``plan`` uploaded there, under a
+        reservation of its own held until the device is dropped (waiting for
+        room as a key does: idle keys are evicted first)."""
+        key = (device.ordinal, circuit_id)
+        maker = device.witness_device()
+        with self._plans_lock:
+            lock = self._device_locks.setdefault(device.ordinal, threading.Lock())
+        with lock:  # one upload at a time per device; other devices go on
+            if key in self._device_plans:  # (a circuit's plan is one object per process)
+                return maker
+            res = None
+            if device.budget is not None:
+                (res,) = device.budget.reserve(
+                    [(plan.device_bytes(), f"witness plan {circuit_id}")],
+                    evict=lambda n: self.keys.evict_idle(n, device),
+                    cancelled=cancelled,
+                )
+            holds = getattr(maker, "holds", [])
+            before = len(holds)
+            try:
+                lent = device.budget.lend(res) if res is not None else contextlib.nullcontext()
+                with device.activate(), lent:
+                    plan.prepare(maker)
+            except BaseException:
+                _forget(plan, maker, holds[before:], res)
+                raise
+            with self._plans_lock:  # the plan's arrays' holds go with it
+                self._device_plans[key] = (plan, res, holds[before:])
+        return maker
+
+    def _drop_plan(self, device: Device, key: tuple[int, str]) -> None:
+        with self._plans_lock:
+            got = self._device_plans.pop(key, None)
+        if got is None:
+            return
+        plan, res, holds = got
+        _forget(plan, device.witness_device(), holds, res)
+
+    def drop_plans(self, device: Device) -> None:
+        """Give back the witness plans uploaded to ``device`` (it failed)."""
+        with self._plans_lock:
+            keys = [k for k in self._device_plans if k[0] == device.ordinal]
+        for key in keys:
+            self._drop_plan(device, key)
+
+
+def _forget(plan: StaticPlan, maker: Any, holds: list, res: Any) -> None:
+    """A plan's arrays dropped from a device: their budget holds released (the
+    maker keeps the holds of its other plans), then the plan's reservation."""
+    plan.forget(maker)
+    for h in holds:
+        h.release()
+    mine = {id(h) for h in holds}
+    if hasattr(maker, "holds"):
+        maker.holds = [h for h in maker.holds if id(h) not in mine]
+    if res is not None:
+        res.release()

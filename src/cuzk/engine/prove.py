@@ -1,0 +1,128 @@
+"""One partition proven: the path the daemon's GPU workers and ``cuzk-bench
+prove-c1`` share.
+
+:func:`prove_partition` takes a prepared key, the partition's circuit and its
+witness input — a full assignment made on the host (checked where it was
+made, by the kind's synthesis), or a :class:`DeviceWitness`: a hint table
+that the circuit's static plan turns into the assignment on the proving
+device, whose public inputs are then copied back and checked
+(:func:`cuzk.r1cs.inputs.check_public_inputs`) — and proves it, verifying the
+proof when given the verifying key. It returns a :class:`PartitionProof`:
+the proof, its prover stage times and the seconds of each step.
+
+Where the memory comes from is the caller's: :class:`Scopes` says which
+context the witness and the proof each run in. The bench proves with
+nothing around them (:data:`HERE`); the daemon's GPU workers draw the
+backend's temporaries from the partition's reservations, on the stream of
+its priority (:class:`cuzk.engine.pipeline.gpu.LeaseScopes`), and verify in
+their epilogue stage with :func:`verify_partition`, so that the device goes
+on to the next partition meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk.groth16 import prover, verifier
+from cuzk.groth16.keys import VerifyingKey
+from cuzk.groth16.proof import Proof
+from cuzk.r1cs.inputs import check_public_inputs, input_rows
+
+
+@dataclass
+class DeviceWitness:
+    """A partition's assignment to be made on the proving device: ``plan`` (the
+    circuit's static witness plan, uploaded to ``maker``, the device's witness
+    maker) run on ``hints`` (the partition's hint table)."""
+
+    plan: Any
+    maker: Any
+    hints: Any
+
+
+class Scopes:
+    """Where a partition's witness and proof run: the contexts entered around
+    each (none here). :meth:`proving` is told whether the witness was just made
+    on the device (a caller may then take the rest of the proof's memory)."""
+
+    def mode(self) -> dict[str, Any]:
+        """prover.prove's keywords for this proof (lean, fork_share)."""
+        return {}
+
+    def witness(self) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+    def proving(
+        self, times: prover.StageTimes, after_device_witness: bool
+    ) -> contextlib.AbstractContextManager[Any]:
+        return contextlib.nullcontext()
+
+
+HERE = Scopes()
+
+
+@dataclass
+class PartitionProof:
+    proof: Proof
+    times: prover.StageTimes
+    witness_s: float = 0.0  # the assignment made on the device and its inputs copied back
+    prove_s: float = 0.0  # the Groth16 proof (within its scope)
+    verify_s: float = 0.0
+    verified: bool | None = None  # None: not verified here (the caller verifies)
+
+
+def prove_partition(
+    key: prover.PreparedKey,
+    circuit: Any,
+    witness: Any,
+    inputs: Sequence[int],
+    *,
+    source: str,
+    partition: int,
+    scopes: Scopes = HERE,
+    times: prover.StageTimes | None = None,
+    verify_with: VerifyingKey | None = None,
+) -> PartitionProof:
+    """Partition ``partition`` of a request (``source``) proven under ``key``:
+    ``witness`` is its full assignment or a :class:`DeviceWitness`;
+    ``inputs`` the public inputs it is verified with; ``circuit`` the R1CS its
+    assignment is evaluated on (None: the key's own matrices). A device
+    witness that does not carry ``inputs`` is an InputError naming the
+    partition. With ``verify_with``, the proof is verified before it is
+    returned (``verified``)."""
+    times = times if times is not None else prover.StageTimes()
+    out_witness = 0.0
+    if isinstance(witness, DeviceWitness):
+        t = time.perf_counter()
+        with scopes.witness():
+            W = witness.plan.run_table(witness.maker, witness.hints)
+        try:
+            with scopes.witness():
+                got = key.backend.to_host(input_rows(W, len(inputs)))
+            out_witness = time.perf_counter() - t  # synchronised by the copy
+            times.detail["witness"] = out_witness
+            check_public_inputs(got, inputs, source, f"partition {partition}")
+            t = time.perf_counter()
+            with scopes.proving(times, after_device_witness=True):
+                proof = prover.prove(key, circuit, W, times=times, **scopes.mode())
+        finally:
+            witness.maker.free(W)
+    else:
+        t = time.perf_counter()
+        with scopes.proving(times, after_device_witness=False):
+            proof = prover.prove(key, circuit, witness, times=times, **scopes.mode())
+    done = PartitionProof(proof, times, witness_s=out_witness, prove_s=time.perf_counter() - t)
+    if verify_with is not None:
+        t = time.perf_counter()
+        done.verified = verify_partition(verify_with, inputs, proof)
+        done.verify_s = time.perf_counter() - t
+    return done
+
+
+def verify_partition(vk: VerifyingKey, inputs: Sequence[int], proof: Proof) -> bool:
+    """Whether a partition's proof verifies against its public inputs."""
+    return verifier.verify(vk, list(inputs), proof)
