@@ -25,7 +25,6 @@ U64, U32, STR, BYTES, BOOL, ENUM, MSG = (
     FD.TYPE_ENUM,
     FD.TYPE_MESSAGE,
 )
-REP = "repeated"
 
 # message -> [(field, number, type, type name for enum/message fields or None, repeated?)]
 CURIO_MESSAGES = {

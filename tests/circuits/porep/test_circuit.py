@@ -76,13 +76,6 @@ def test_registered_sizes(compiler):
     assert cc.domain_size == 1 << 27
 
 
-def _r1cs_of(synth) -> tuple:
-    cs = ConstraintSystem(witness=False)
-    synth(cs)
-    r = cs.r1cs()
-    return r
-
-
 def test_sha256_blocks_have_the_inline_gadgets_layout():
     """Block subcircuits compile to exactly the inline SHA-256 gadget's R1CS."""
     rng = random.Random(3)

@@ -28,11 +28,6 @@ class Tier(enum.IntEnum):
     COLD = 2
 
 
-def source_counts(source: KeySource) -> dict[str, int]:
-    """Points per query and the IC count, as :class:`prover.KeyLayout` counts them."""
-    return {q: source.count(q) for q in QUERIES} | {"ic": len(source.vk.ic)}
-
-
 def source_point_bytes(source: KeySource) -> int:
     """A key's points as raw affine limbs (what a device holds): 96 bytes a G1
     point, 192 a G2 point."""
