@@ -195,7 +195,7 @@ def test_chunked_passes_give_what_whole_array_passes_give(
 ) -> None:
     """The long-row count, the coefficient sample, the column range and mask, read
     a chunk at a time from a mapped matrix, equal those of the array in memory."""
-    from cuzk.backends.cuda.spmv import LONG_ROW, long_row_count, sampled_coefficients
+    from cuzk.backends.cuda.csr_bytes import LONG_ROW, long_row_count, sampled_coefficients
 
     monkeypatch.setattr(sparse, "MAPPED_CHUNK_BYTES", chunk)
     rng = np.random.default_rng(step * 31 + chunk)

@@ -78,7 +78,7 @@ def hint_tables(c1: Path, processes: int, partitions: int | None) -> dict:
 
 
 def matrices(circuit_id: str, device_csr: bool = False) -> dict:
-    from cuzk.backends.cuda.spmv import resident_bytes_estimate, resident_bytes_exact
+    from cuzk.backends.cuda.csr_bytes import resident_bytes_estimate, resident_bytes_exact
     from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes, r1cs_path
     from cuzk.engine.kinds import default_registry
     from cuzk.engine.kinds.base import CompiledKind
