@@ -133,7 +133,7 @@ def test_cancel_stops_filecoin_jobs_at_partition_boundaries(tmp_path: Path) -> N
 
     No proving key of a 10 M-constraint circuit can be made in a test, so the
     key stage is stood in for: the host lease pins the key entry and reserves
-    the partition's real working set, as the SRS manager's does.
+    the partition's real working set, as the key store's does.
     """
     snap = Recording()
     reg = KindRegistry()

@@ -106,5 +106,5 @@ class KeyStatus:
     devices: tuple[int, ...]
     idle_s: float
     file: str = ""  # the .params file ("" while none is found, or for a key made in memory)
-    development: bool = False  # INSECURE development parameters, not Filecoin's
+    development: bool = False  # an INSECURE development key, not Filecoin's
     device_bytes: dict[int, int] = field(default_factory=dict)  # reserved per device holding it

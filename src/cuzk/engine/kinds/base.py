@@ -206,7 +206,7 @@ class ProofKindHandler(ABC):
 
     def r1cs_build_bytes(self, circuit_id: str) -> int:
         """Host bytes the first :meth:`r1cs` of this circuit takes to build its
-        matrices (0: cached, or too small to count). The SRS manager reserves
+        matrices (0: cached, or too small to count). The key store reserves
         them and builds each circuit once (:meth:`KeyStore.ensure_r1cs`)."""
         return 0
 
