@@ -185,13 +185,13 @@ def run_prove_c1(args: argparse.Namespace) -> int:
 
 def _prove_c1(args: argparse.Namespace) -> tuple[int, dict | None]:
     from cuzk.backends import get_backend
-    from cuzk.circuits.cache import load_or_build_r1cs
     from cuzk.circuits.porep import c2
     from cuzk.circuits.porep.vanilla import Verifier
     from cuzk.engine.devices import witness_device_for
     from cuzk.engine.keystore.progress import ProgressLog
     from cuzk.groth16 import prover, verifier
     from cuzk.groth16.proof import encode_proofs
+    from cuzk.synthesis.cache import load_or_build_r1cs
 
     clock = StageClock()
     mark = clock.mark

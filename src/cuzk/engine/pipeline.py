@@ -46,7 +46,6 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.budget import Cancelled, time_critical
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
@@ -63,6 +62,7 @@ from cuzk.engine.synthpool import SynthesisPool
 from cuzk.errors import InputError
 from cuzk.groth16 import prover, verifier
 from cuzk.groth16.proof import Proof
+from cuzk.synthesis.static_plan import StaticPlan
 
 log = logging.getLogger(__name__)
 
