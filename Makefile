@@ -17,7 +17,7 @@ $(BIN)/cuzk: pyproject.toml setup.py $(NATIVE)
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-# The test tools (pytest, ruff, hypothesis, grpcio-tools): `make test` and `make lint` only.
+# The test tools (pytest, ruff, vulture, hypothesis, grpcio-tools): `make test` and `make lint` only.
 $(VENV)/.test-extra: $(BIN)/cuzk
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
@@ -56,7 +56,9 @@ chromium:
 			>/dev/null || echo "WARNING: apt-get could not install chromium; the status page test will be skipped"; \
 	else echo "chromium is missing and cannot be installed here (not root, or no apt-get): the status page test will be skipped"; fi
 
+# The dead-code check: pyproject.toml's [tool.vulture] says what it reads.
 test: $(VENV)/.test-extra lint node_modules/.package-lock.json chromium
+	$(BIN)/vulture
 	$(BIN)/pytest -q
 
 clean:

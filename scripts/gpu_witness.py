@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 def case(kind: str, size: str, seed: int):
     """(circuit id, static plan builder, hints, CPU witness function)."""
-    from cuzk.circuits.compile import Compiler
+    from cuzk.synthesis.compile import Compiler
 
     compiler = Compiler()
     rng = random.Random(seed)
@@ -101,7 +101,7 @@ def main() -> int:
 
     from cuzk.backends.cuda.memory import DeviceContext
     from cuzk.backends.cuda.witness import CudaWitness
-    from cuzk.circuits.static_plan import load_or_build
+    from cuzk.synthesis.static_plan import load_or_build
 
     ctx = DeviceContext()
     status = 0

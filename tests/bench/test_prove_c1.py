@@ -47,9 +47,9 @@ def test_prove_c1_hint_tables_make_the_cpu_witness_on_a_device(tmp_path):
     from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS
     from cuzk.circuits.porep.sealer import seal_random
     from cuzk.circuits.porep.types import C1Wrapper
-    from cuzk.circuits.program_numpy import NumpyWitness
     from cuzk.errors import InputError
     from cuzk.r1cs.inputs import check_public_inputs, input_rows
+    from cuzk.synthesis.program_numpy import NumpyWitness
 
     proof_type = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
     _, c1 = seal_random(proof_type, random.Random(12))

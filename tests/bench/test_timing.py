@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 from cuzk.bench import hostmem, timing
@@ -33,6 +35,13 @@ def test_status_fields_of_this_process_and_of_none() -> None:
     assert hostmem.status_kib("self", "VmRSS")[0] > 0
     assert hostmem.status_kib(2**22 + 12345, "VmRSS", "RssAnon") == (0, 0)
     assert hostmem.peak_rss_mib() * 1024 >= hwm * 0.9
+
+
+def test_peak_of_finished_children() -> None:
+    """``peak_rss_mib(children=True)``: the largest finished child's peak."""
+    code = "b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096])"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert hostmem.peak_rss_mib(children=True) >= 64
 
 
 def test_watch_samples_another_process_tree_until_it_ends() -> None:

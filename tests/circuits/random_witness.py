@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuzk.algebra.fields import R
-from cuzk.circuits.compile import Compiler, compile_circuit
-from cuzk.circuits.plan import WitnessPlan
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.gadgets.boolean import AllocatedBit
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import BIT, NUM, Subcircuit, call
 from cuzk.gadgets.values import values_of
+from cuzk.synthesis.compile import Compiler, compile_circuit
+from cuzk.synthesis.plan import WitnessPlan
+from cuzk.synthesis.static_plan import StaticPlan
 
 N_BITS, N_NUMS = 6, 4
 

@@ -9,9 +9,6 @@ import pytest
 
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.cache import load_compiled, load_r1cs, save_compiled, save_r1cs
-from cuzk.circuits.compile import compile_circuit
-from cuzk.circuits.witness import LaneCS
 from cuzk.gadgets.boolean import Boolean
 from cuzk.gadgets.insertion import pick
 from cuzk.gadgets.merkle import POSEIDON, por_subcircuit, stack_por_hints
@@ -21,6 +18,9 @@ from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.field import OBJECT_FR, limb_fr
 from cuzk.hashers.merkle import TreeShape, sparse_poseidon_tree
 from cuzk.r1cs import ConstraintSystem
+from cuzk.synthesis.cache import load_compiled, load_r1cs, save_compiled, save_r1cs
+from cuzk.synthesis.compile import compile_circuit
+from cuzk.synthesis.witness import LaneCS
 
 SHAPE = TreeShape(8, 2)
 ARITIES = tuple(SHAPE.arities(128))
@@ -88,8 +88,8 @@ def test_query_sizes_without_the_matrices():
 
 @pytest.mark.parametrize("kind", ["winning-post", "porep"])
 def test_query_sizes_of_filecoin_circuits(kind, circuit_cache):
-    from cuzk.circuits.cache import load_or_build_r1cs
     from cuzk.circuits.catalog import compiled_circuit
+    from cuzk.synthesis.cache import load_or_build_r1cs
 
     cc = compiled_circuit(kind, "2KiB", circuit_cache, True)
     assert cc.query_sizes() == _query_sizes_of(load_or_build_r1cs(cc, circuit_cache))
@@ -168,7 +168,7 @@ def test_mapped_npz_members_past_zip64_headers(tmp_path):
     compressed ones, load to the same arrays."""
     import zipfile
 
-    from cuzk.circuits.cache import _MappedNpz
+    from cuzk.synthesis.cache import _MappedNpz
 
     rng = np.random.default_rng(5)
     arrays = {
@@ -209,7 +209,7 @@ def test_unsatisfied_when_a_sibling_is_wrong():
 
 
 def test_r1cs_build_bytes_until_the_matrices_are_cached(tmp_path):
-    from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes
+    from cuzk.synthesis.cache import load_or_build_r1cs, r1cs_build_bytes
 
     cc = compile_circuit("toy", TOY, copies=3)
     rows = cc.num_constraints + 1
@@ -227,7 +227,7 @@ def test_matrices_are_written_one_at_a_time(name, tmp_path, monkeypatch):
     the aliased circuit's repeated columns are merged on the way."""
     import tracemalloc
 
-    from cuzk.circuits import cache, compile
+    from cuzk.synthesis import cache, compile
 
     top = TOY if name == "toy" else Subcircuit("test/alias", (), _aliased)
     copies = 400 if name == "toy" else 50

@@ -11,7 +11,6 @@ import pytest
 
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.cache import load_or_build_r1cs, load_or_compile
 from cuzk.circuits.post.challenges import sector_leaf_challenges
 from cuzk.circuits.post.circuit import (
     compile_post,
@@ -27,6 +26,7 @@ from cuzk.circuits.post.vanilla import read_sector_proof
 from cuzk.errors import InputError
 from cuzk.hashers.field import limb_fr
 from cuzk.r1cs import ConstraintSystem
+from cuzk.synthesis.cache import load_or_build_r1cs, load_or_compile
 
 DATA = Path(__file__).parent.parent / "data" / "curio-windowpost-32g"
 RND = bytes(range(32))
@@ -192,8 +192,8 @@ def test_winning_post_slots_are_the_sector_repeated_with_challenge_i():
 
 
 def test_per_copy_matrices_give_the_partition_products():
-    from cuzk.circuits.compile import matvec_by_copies
     from cuzk.errors import ResourceError
+    from cuzk.synthesis.compile import matvec_by_copies
 
     config = post_config(WINDOW, "2KiB")
     cc = compile_post(config)

@@ -10,7 +10,6 @@ import pytest
 from random_witness import random_case
 
 from cuzk.algebra.fields import R
-from cuzk.circuits.compile import Compiler
 from cuzk.circuits.porep.circuit import PoRepShape
 from cuzk.circuits.porep.witness import (
     compile_partition,
@@ -18,10 +17,11 @@ from cuzk.circuits.porep.witness import (
     partition_witness,
     static_plan,
 )
-from cuzk.circuits.program import CONST, Op, TraceValues
-from cuzk.circuits.program_numpy import NumpyWitness
-from cuzk.circuits.static_plan import load_or_build
 from cuzk.gadgets.subcircuit import BIT, Subcircuit
+from cuzk.synthesis.compile import Compiler
+from cuzk.synthesis.program import CONST, Op, TraceValues
+from cuzk.synthesis.program_numpy import NumpyWitness
+from cuzk.synthesis.static_plan import load_or_build
 
 
 def test_random_value_operations_record_and_run_as_the_cpu_plan_computes():
@@ -36,7 +36,7 @@ def test_random_value_operations_record_and_run_as_the_cpu_plan_computes():
 
 
 def test_constants_fold_as_lane_values_do():
-    from cuzk.circuits.program import PoseidonTables, Recorder
+    from cuzk.synthesis.program import PoseidonTables, Recorder
 
     V = TraceValues(Recorder(PoseidonTables()))
     assert V.add(R - 1, 5) == 4 and V.mul(3, R - 1) == R - 3
@@ -48,7 +48,7 @@ def test_constants_fold_as_lane_values_do():
 
 
 def test_recorded_programs_are_encoded_with_dead_values_dropped():
-    from cuzk.circuits.program import PoseidonTables, Recorder, encode
+    from cuzk.synthesis.program import PoseidonTables, Recorder, encode
 
     rec = Recorder(PoseidonTables())
     V = TraceValues(rec)

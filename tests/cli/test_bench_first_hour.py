@@ -136,5 +136,5 @@ def test_gen_params_shows_progress_on_a_terminal(tmp_path: Path, monkeypatch, ca
     argv = ["gen-params", "winning-post", "--sector-size", "2KiB", "--out", str(tmp_path)]
     assert cuzk_main([*argv, "--backend", "cpu"]) == 0
     assert "  … compiling the winning-2k circuit: 0 s" in term.getvalue()
-    assert f"  … generating winning-2k development parameters into {tmp_path}" in term.getvalue()
-    assert "INSECURE development parameters written" in capsys.readouterr().out
+    assert f"  … generating winning-2k development key into {tmp_path}" in term.getvalue()
+    assert "INSECURE development key written" in capsys.readouterr().out

@@ -88,16 +88,3 @@ def test_circuit_info_porep_rejects_sizes_and_kinds(capsys):
     assert "not a size like 32GiB" in capsys.readouterr().out
     assert main(["circuit-info", "snap", "--sector-size", "3GiB", "--no-cache"]) == 2
     assert "not a Filecoin sector size" in capsys.readouterr().out
-
-
-def test_circuit_bench_describes_winning_post_as_66_slots(capsys):
-    """WinningPoSt's one challenged sector fills 66 one-challenge slots."""
-    args = ["circuit-bench", "winning-post", "--sector-size", "2KiB", "--no-r1cs"]
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "1 sector in 66 slots of 1 challenge each" in out
-    assert "witness, 1 sector (66 slots)" in out
-    assert "sector(s)" not in out and "1 sectors" not in out
-    assert main([*args, "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert (report["sectors"], report["circuit_slots"], report["challenges_per_slot"]) == (1, 66, 1)

@@ -7,8 +7,9 @@ import argparse
 
 import pytest
 
+from cuzk.bench.circuit_bench import post_kind
 from cuzk.cli import bench_service
-from cuzk.cli._kinds import circuit_kind, post_kind
+from cuzk.cli._kinds import circuit_kind
 from cuzk.cli.cmd_params import circuit_id
 from cuzk.engine.jobs import KIND_ALIASES, KIND_NAMES, ProofKind
 from cuzk.engine.metrics import CURIO_METRIC_LABELS, CURIO_STATUS_NAMES

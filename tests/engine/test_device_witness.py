@@ -19,12 +19,12 @@ from cuzk.backends.cuda.witness import CudaWitness
 from cuzk.circuits.post.config import config_for_registered_proof
 from cuzk.circuits.post.generate import generate_sector_proof
 from cuzk.circuits.post.vanilla import write_sector_proof
-from cuzk.circuits.program_numpy import NumpyWitness
 from cuzk.engine.budget import Budget
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState, Priority, ProofKind, ProofRequest
+from cuzk.synthesis.program_numpy import NumpyWitness
 
 RND = bytes(range(32))
 WINNING_2K = 0  # RegisteredPoStProof

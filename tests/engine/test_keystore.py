@@ -1,5 +1,5 @@
-"""The SRS manager: keys as .params/.vk files (found, checked, or generated as
-development parameters), tiers, reference counts, LRU eviction within the budget."""
+"""The key store: keys as .params/.vk files (found, checked, or generated as
+development keys), tiers, reference counts, LRU eviction within the budget."""
 
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ def test_a_dev_key_too_big_for_the_disk_is_made_in_gpu_memory(tmp_path: Path, mo
 
 
 class CudaNamed(CpuBackend):
-    """A CPU backend that says it is CUDA (for the SRS manager's GPU paths)."""
+    """A CPU backend that says it is CUDA (for the key store's GPU paths)."""
 
     name = "cuda"
 
@@ -378,7 +378,7 @@ def test_a_dev_key_that_fits_neither_disk_nor_a_gpu_is_refused(tmp_path: Path, m
 
     monkeypatch.setattr(srs, "disk_free", lambda d: 0)
     m, _ = manager(tmp_path)
-    with pytest.raises(ResourceError, match=f"development parameters of {A} need"):
+    with pytest.raises(ResourceError, match=f"development key of {A} needs"):
         m.verifying_key(A)
 
 

@@ -23,11 +23,11 @@ from cuzk.circuits.porep.sealer import seal_random
 from cuzk.circuits.porep.synthetic import generate_c1
 from cuzk.circuits.porep.types import C1Wrapper, SealCommitPhase1Output
 from cuzk.circuits.porep.witness import c1_public_inputs
-from cuzk.circuits.satisfy import compiled_unsatisfied_rows
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds import default_registry
 from cuzk.engine.kinds.porep import PoRepKind, compiled_for
 from cuzk.errors import InputError
+from cuzk.synthesis.satisfy import compiled_unsatisfied_rows
 
 V1_1_2KIB = REGISTERED_SEAL_PROOFS["StackedDrg2KiBV1_1"]
 

@@ -14,7 +14,6 @@ from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
 from cuzk.circuits.porep.params import REGISTERED_SEAL_PROOFS
 from cuzk.circuits.porep.sealer import seal_random
 from cuzk.circuits.porep.types import C1Wrapper
-from cuzk.circuits.satisfy import compiled_unsatisfied_rows
 from cuzk.circuits.update.generate import UpdateSector, generate_sector
 from cuzk.circuits.update.params import UpdateParams
 from cuzk.circuits.update.vanilla import public_inputs, write_partition_proof
@@ -28,6 +27,7 @@ from cuzk.engine.kinds.porep import PoRepKind
 from cuzk.engine.kinds.snap import SnapKind, compiled_for
 from cuzk.errors import InputError
 from cuzk.hashers.domain import fr_to_le_bytes
+from cuzk.synthesis.satisfy import compiled_unsatisfied_rows
 
 pytestmark = pytest.mark.usefixtures("module_circuit_cache")
 
@@ -133,7 +133,7 @@ def test_cancel_stops_filecoin_jobs_at_partition_boundaries(tmp_path: Path) -> N
 
     No proving key of a 10 M-constraint circuit can be made in a test, so the
     key stage is stood in for: the host lease pins the key entry and reserves
-    the partition's real working set, as the SRS manager's does.
+    the partition's real working set, as the key store's does.
     """
     snap = Recording()
     reg = KindRegistry()

@@ -4,7 +4,7 @@ key loads (issue 13: the 32GiB PoRep daemon's RSS reached 33 GiB, the whole
 
 The key load of :meth:`cuzk.engine.keystore.KeyStore.acquire_device`, without
 the points: the matrices mapped from the circuit cache
-(:func:`cuzk.circuits.cache.load_r1cs`, what ``MATRICES`` gives), the key's
+(:func:`cuzk.synthesis.cache.load_r1cs`, what ``MATRICES`` gives), the key's
 device reservation (:meth:`CudaBackend.prepared_key_bytes`), its layout
 (:meth:`KeyLayout.of`: the a and b density masks), the upload of A, B and C
 (:meth:`SpmvEngine.from_arrays`, here over a numpy stand-in for CuPy that
@@ -30,8 +30,8 @@ from cuzk.algebra import sparse
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.circuits.cache import load_r1cs, save_r1cs
 from cuzk.r1cs import R1CS
+from cuzk.synthesis.cache import load_r1cs, save_r1cs
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 
@@ -195,7 +195,7 @@ def test_chunked_passes_give_what_whole_array_passes_give(
 ) -> None:
     """The long-row count, the coefficient sample, the column range and mask, read
     a chunk at a time from a mapped matrix, equal those of the array in memory."""
-    from cuzk.backends.cuda.spmv import LONG_ROW, long_row_count, sampled_coefficients
+    from cuzk.backends.cuda.csr_bytes import LONG_ROW, long_row_count, sampled_coefficients
 
     monkeypatch.setattr(sparse, "MAPPED_CHUNK_BYTES", chunk)
     rng = np.random.default_rng(step * 31 + chunk)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from cuzk.backends.cuda.backend import CudaBackend
-from cuzk.circuits.cache import load_or_build_r1cs
 from cuzk.circuits.catalog import compiled_circuit
 from cuzk.cli.main import main
 from cuzk.engine.kinds.base import key_raw_bytes
 from cuzk.engine.memplan import host_csr_bytes, plan, residency, shape_of
+from cuzk.synthesis.cache import load_or_build_r1cs
 
 GIB = 1 << 30
 

@@ -85,7 +85,6 @@ class CurioClient:
                 ("grpc.max_send_message_length", MAX_MSG),
             ],
         )
-        self.status_ = stubs.enums["AwaitProofResponse.Status"]
 
     def close(self) -> None:
         self.channel.close()

@@ -1,6 +1,6 @@
 """The daemon with parameter files, as a storage provider runs it.
 
-``cuzk gen-params`` writes development parameters of the four 2KiB Filecoin
+``cuzk gen-params`` writes development keys of the four 2KiB Filecoin
 circuits (PoRep, WinningPoSt, WindowPoSt, SnapDeals) under the file names
 rust-fil-proofs gives Filecoin's own; the daemon finds them in its
 ``param_cache``, loads them (generating nothing), proves each kind, and

@@ -16,8 +16,6 @@ R = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 Q = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB  # noqa: E501
 
 FR_BITS = 255
-FQ_BITS = 381
-FR_BYTES = 32
 FQ_BYTES = 48
 
 # Fr's multiplicative group: r - 1 = 2^32 * t with t odd; 7 generates it.
@@ -119,9 +117,6 @@ class Fq2:
 
     def square(self) -> Fq2:
         return self * self
-
-    def conjugate(self) -> Fq2:
-        return Fq2(self.c0, -self.c1 % Q)
 
     def norm(self) -> int:
         """c0^2 + c1^2, the Fq norm (the product with the conjugate)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import py_arkworks_bls12381 as ark
 
 from cuzk.algebra.curves import Affine
-from cuzk.algebra.fields import Fq2, Q
+from cuzk.algebra.fields import Fq2
 
 _ZERO96 = bytes(96)
 _ZERO192 = bytes(192)
@@ -96,10 +96,6 @@ def g1_mul(p: Affine, k: int) -> Affine:
 
 def g2_mul(p: Affine, k: int) -> Affine:
     return g2_from_ark(g2_to_ark(p) * scalar(k))
-
-
-def g1_neg(p: Affine) -> Affine:
-    return None if p is None else (p[0], -p[1] % Q)
 
 
 class FixedBase:

@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_circuit_witness(args: argparse.Namespace) -> int:
     """One partition: generate test data, compile, witness, optionally check."""
-    from cuzk.circuits.compile import Compiler
-    from cuzk.circuits.satisfy import compiled_unsatisfied_rows
+    from cuzk.synthesis.compile import Compiler
+    from cuzk.synthesis.satisfy import compiled_unsatisfied_rows
 
     rng = random.Random(args.seed)
     compiler = Compiler()

@@ -10,7 +10,7 @@ table (``witness_hints``: the vanilla check and the hints) on as many threads
 as there are processes, as the daemon's synthesis workers do; the first
 partition's table is checked against one made in this process. With
 ``--matrices`` instead: the circuit's one-time matrix build
-(:func:`~cuzk.circuits.cache.load_or_build_r1cs` into the circuit cache)
+(:func:`~cuzk.synthesis.cache.load_or_build_r1cs` into the circuit cache)
 against the host reservation the daemon makes for it (and, with
 ``--device-csr``, each matrix's device size counted exactly beside the
 estimate a key's reservation uses). Prints one JSON line:
@@ -78,10 +78,10 @@ def hint_tables(c1: Path, processes: int, partitions: int | None) -> dict:
 
 
 def matrices(circuit_id: str, device_csr: bool = False) -> dict:
-    from cuzk.backends.cuda.spmv import resident_bytes_estimate, resident_bytes_exact
-    from cuzk.circuits.cache import load_or_build_r1cs, r1cs_build_bytes, r1cs_path
+    from cuzk.backends.cuda.csr_bytes import resident_bytes_estimate, resident_bytes_exact
     from cuzk.engine.kinds import default_registry
     from cuzk.engine.kinds.base import CompiledKind
+    from cuzk.synthesis.cache import load_or_build_r1cs, r1cs_build_bytes, r1cs_path
 
     kind = default_registry().for_circuit(circuit_id)
     if not isinstance(kind, CompiledKind):

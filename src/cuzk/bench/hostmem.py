@@ -32,9 +32,11 @@ def status_kib(pid: int | str, *fields: str) -> tuple[int, ...]:
     return tuple(found[f] for f in fields)
 
 
-def peak_rss_mib() -> float:
-    """This process's peak resident memory (``ru_maxrss``) in MiB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_rss_mib(children: bool = False) -> float:
+    """This process's peak resident memory (``ru_maxrss``) in MiB, or the largest
+    of its finished children's."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024
 
 
 def _tree(root: int) -> list[int]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cuzk.circuits.cache import load_or_compile
-from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.porep.witness import compiled_porep
 from cuzk.circuits.post.circuit import compile_post
 from cuzk.circuits.post.config import WINDOW, WINNING, parse_sector_size, post_config
 from cuzk.circuits.update.witness import compiled_snap
 from cuzk.errors import InputError
+from cuzk.synthesis.cache import load_or_compile
+from cuzk.synthesis.compile import CompiledCircuit
 
 POREP = "porep"
 SNAP = "snap"

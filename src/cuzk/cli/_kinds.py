@@ -31,10 +31,3 @@ def circuit_kind(text: str) -> str:
     if kind not in CATALOG:
         raise argparse.ArgumentTypeError(f"{text!r}: the kinds are {', '.join(CIRCUIT_NAMES)}")
     return CATALOG[kind]
-
-
-def post_kind(text: str) -> str:
-    kind = circuit_kind(text)
-    if kind not in (WINNING, WINDOW):
-        raise argparse.ArgumentTypeError(f"{text!r}: a PoSt kind: winning or wpost")
-    return kind

@@ -6,8 +6,8 @@
   and, with ``--digest``, whether each file's digest is the one Filecoin
   publishes (``parameters.json``). Exit 0, or 1 when ``--digest`` finds a
   file that is not Filecoin's.
-- ``cuzk gen-params KIND --sector-size S [--out DIR] [--seed N]``: INSECURE
-  development parameters for one circuit, written under the real names
+- ``cuzk gen-params KIND --sector-size S [--out DIR] [--seed N]``: an
+  INSECURE development key for one circuit, written under the real names
   (streamed: the points never sit whole in memory), made on the GPU when
   there is one. An existing file is never overwritten (``--force`` replaces
   a development one, never Filecoin's own).
@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run_list)
 
-    g = sub.add_parser("gen-params", help="INSECURE development parameters under the real names")
+    g = sub.add_parser("gen-params", help="an INSECURE development key under the real names")
     g.add_argument("kind", type=circuit_kind, help=f"which circuit: {KIND_HELP}")
     g.add_argument("--sector-size", required=True, help="2KiB, 8MiB, 512MiB, 32GiB or 64GiB")
     g.add_argument("--out", type=Path, default=None, help="folder (default: [srs] param_cache)")
@@ -140,13 +140,13 @@ def run_gen(args: argparse.Namespace) -> int:
         t = time.perf_counter()
         with Ticker(f"compiling the {cid} circuit"):
             r1cs = handler.r1cs(cid)
-        with Ticker(f"generating {cid} development parameters into {out}"):
+        with Ticker(f"generating {cid} development key into {out}"):
             path = write_dev_params(r1cs, files, out, seed=args.seed, points=points)
     except (CuzkError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(
-        f"{cid}: INSECURE development parameters written to {path} and {files.vk} "
+        f"{cid}: INSECURE development key written to {path} and {files.vk} "
         f"({path.stat().st_size:,} bytes, {time.perf_counter() - t:.1f} s)"
     )
     return 0

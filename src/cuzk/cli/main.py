@@ -14,6 +14,7 @@ MODULES = (
     "cuzk.cli.cmd_circuits",  # circuit-info and Filecoin proving commands
     "cuzk.cli.cmd_params",  # params-list, gen-params: the circuits' key files
     "cuzk.cli.cmd_doctor",  # doctor, kernels: what the host offers; the CUDA kernels built once
+    "cuzk.bench.circuit_bench",  # circuit-bench: a PoSt circuit's compile and witness, timed
 )
 
 EPILOG = (

@@ -1,7 +1,7 @@
 """Memory budgets: host RAM and each device's VRAM, reserved before use.
 
 Every stage reserves the bytes it will hold before it starts and releases
-them when done; work that does not fit waits (after asking the SRS manager
+them when done; work that does not fit waits (after asking the key store
 to evict idle keys) rather than over-committing. A reservation larger than
 the whole budget can never fit and fails at once with ResourceError.
 

@@ -147,7 +147,7 @@ def witness_device_for(backend: Backend) -> Any:
     made = backend.witness_device()
     if made is not None:
         return made
-    from cuzk.circuits.program_numpy import NumpyWitness
+    from cuzk.synthesis.program_numpy import NumpyWitness
 
     return NumpyWitness()
 

@@ -10,7 +10,7 @@ plan needs no 30 GiB of matrices), and says whether the key and one
 partition fit a given GPU and host, and how many partitions fit at once.
 
 The key's point counts are exact (its a and b queries from the compiled
-templates, :meth:`~cuzk.circuits.compile.CompiledCircuit.query_sizes`); the
+templates, :meth:`~cuzk.synthesis.compile.CompiledCircuit.query_sizes`); the
 device matrices, the working sets and the development key's generation are
 counted by the models the engine reserves by.
 """
@@ -34,7 +34,7 @@ from cuzk.r1cs.counts import Counts
 
 
 def shape_of(cc) -> Counts:
-    """The counts of a :class:`cuzk.circuits.compile.CompiledCircuit`."""
+    """The counts of a :class:`cuzk.synthesis.compile.CompiledCircuit`."""
     return cc.counts()
 
 

@@ -19,7 +19,7 @@ import bisect
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,11 +310,3 @@ class BatchCollector:
             for jobs in due:
                 if jobs:
                     self._release(jobs)
-
-
-def count_by(items: Iterable[Any], key: Callable[[Any], str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for it in items:
-        k = key(it)
-        out[k] = out.get(k, 0) + 1
-    return out

@@ -47,21 +47,8 @@ def le_ints(raw: np.ndarray, width: int) -> np.ndarray:
     )
 
 
-def be_ints(raw: np.ndarray, width: int) -> np.ndarray:
-    """Consecutive big-endian integers of ``width`` bytes, as an object array."""
-    buf = np.ascontiguousarray(raw, dtype=np.uint8).tobytes()
-    return np.array(
-        [int.from_bytes(buf[i : i + width], "big") for i in range(0, len(buf), width)],
-        dtype=object,
-    )
-
-
 def ints_to_le(values, width: int) -> bytes:
     return b"".join(int(v).to_bytes(width, "little") for v in values)
-
-
-def ints_to_be(values, width: int) -> bytes:
-    return b"".join(int(v).to_bytes(width, "big") for v in values)
 
 
 def first_true(mask: np.ndarray) -> int | None:

@@ -251,7 +251,3 @@ def field_into_allocated_bits_le(cs: Any, value: Any) -> list[AllocatedBit]:
     V = values_of(cs)
     bits = V.bits_le(value, FR_NUM_BITS)
     return [AllocatedBit.alloc(cs, b) for b in bits]
-
-
-def field_into_boolean_vec_le(cs: Any, value: Any) -> list[Boolean]:
-    return [Boolean.of(b) for b in field_into_allocated_bits_le(cs, value)]

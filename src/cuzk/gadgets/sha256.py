@@ -81,12 +81,6 @@ def sha256_compression_function(
     return [h0, h1, h2, h3, h4, h5, h6, h7]
 
 
-def sha256_block_no_padding(cs: Any, input_bits: Sequence[Boolean]) -> list[Boolean]:
-    """One compression from the IV, as 256 big-endian output bits."""
-    out = sha256_compression_function(cs, input_bits, sha256_iv())
-    return [b for word in out for b in word.into_bits_be()]
-
-
 def sha256_padding_bits(num_bits: int) -> list[Boolean]:
     """The constant padding after a message of ``num_bits`` bits."""
     pad = [Boolean.constant(True)]

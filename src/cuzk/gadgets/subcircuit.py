@@ -8,7 +8,7 @@ sibling values, an index); it is ``None`` when only the structure is built.
 
 :func:`call` runs a subcircuit. On an ordinary constraint system it simply
 runs ``synth`` inline, so the result is exactly bellperson's layout. A
-compiling constraint system (``cuzk.circuits.compile``) instead records one
+compiling constraint system (``cuzk.synthesis.compile``) instead records one
 reference to the subcircuit's compiled form, which is then replicated with
 array operations for every call — the same variables and constraints, in
 the same order, without synthesizing each copy in Python.

@@ -101,9 +101,6 @@ class UInt32:
         le = list(bits)[::-1]
         return UInt32(le, V.w_from_bits([b.value(V) for b in le]))
 
-    def into_bits(self) -> list[Boolean]:
-        return list(self.bits)
-
     @staticmethod
     def from_bits(V: Any, bits: Sequence[Boolean]) -> UInt32:
         assert len(bits) == 32

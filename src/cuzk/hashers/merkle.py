@@ -130,10 +130,6 @@ def sha256_tree_layers(leaves: Sequence[bytes]) -> list[list[bytes]]:
     return layers
 
 
-def sha256_tree_root(leaves: Sequence[bytes]) -> bytes:
-    return sha256_tree_layers(leaves)[-1][0]
-
-
 def sha256_path(layers: list[list[bytes]], leaf: int) -> list[PathElement]:
     path = []
     for layer in layers[:-1]:

@@ -28,7 +28,6 @@ import numpy as np
 
 from cuzk.algebra.fields import R
 
-FULL_ROUNDS = 8
 FIELD_BITS = 255
 STANDARD = "standard"
 STRENGTHENED = "strengthened"

@@ -83,12 +83,6 @@ class R1CS:
         """Aux variables that occur in A (their A-query points are non-zero)."""
         return self.a.column_mask()[self.num_inputs :]
 
-    def b_input_density(self) -> np.ndarray:
-        return self.b.column_mask()[: self.num_inputs]
-
-    def b_aux_density(self) -> np.ndarray:
-        return self.b.column_mask()[self.num_inputs :]
-
     def first_unsatisfied(self, assignment: list[int]) -> int | None:
         """Index of the first row with (A·w)(B·w) ≠ C·w, or None."""
         if len(assignment) != self.num_variables:

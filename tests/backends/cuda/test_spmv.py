@@ -298,7 +298,11 @@ def test_chunked_upload_is_the_one_pass_upload(engine, cpu, chunk, distinct):
 def test_resident_bytes_estimate_covers_the_upload(engine, distinct):
     """What the engine reserves for a key's matrices (no GPU needed to compute it)
     covers what the upload really holds, and is not wildly above it."""
-    from cuzk.backends.cuda.spmv import resident_bytes_estimate, resident_bytes_exact, upload_bytes
+    from cuzk.backends.cuda.csr_bytes import (
+        resident_bytes_estimate,
+        resident_bytes_exact,
+        upload_bytes,
+    )
 
     rng = np.random.default_rng(secrets.randbits(32))
     m = random_matrix(rng, 400, 150, 5)
@@ -436,7 +440,7 @@ def stream_matrix(rng, nrows: int, ncols: int, kind: str) -> SparseMatrix:
 
 def longest_span(indptr: np.ndarray) -> int:
     """The most entries of any STREAM_ROWS span of rows."""
-    from cuzk.backends.cuda.spmv import STREAM_ROWS
+    from cuzk.backends.cuda.csr_bytes import STREAM_ROWS
 
     rows = len(indptr) - 1
     return int(
@@ -449,7 +453,8 @@ def longest_span(indptr: np.ndarray) -> int:
 def test_streamed_product_is_the_resident_product(engine, cpu, kind, block_entries, monkeypatch):
     """Streamed in many blocks (of one and of several spans, one past the limit)
     or in one: the resident product and the CPU's, bit for bit."""
-    from cuzk.backends.cuda.spmv import CODE16, RAW, STREAM_ROWS, StreamedCsr, stream_blocks
+    from cuzk.backends.cuda.csr_bytes import STREAM_ROWS
+    from cuzk.backends.cuda.spmv import CODE16, RAW, StreamedCsr, stream_blocks
 
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
@@ -526,13 +531,13 @@ def test_streamed_memory_is_what_the_models_say(backend, kind, monkeypatch):
     product reserves within streamed_bytes and gives it back; the pinned
     arrays are pinned_bytes' bound and exactly the resident arrays without
     the dictionary and the long-row list; close() gives the dictionary back."""
-    from cuzk.backends.cuda.spmv import (
-        SpmvEngine,
+    from cuzk.backends.cuda.csr_bytes import (
         long_row_count,
         pinned_bytes,
         resident_bytes_exact,
         streamed_bytes,
     )
+    from cuzk.backends.cuda.spmv import SpmvEngine
 
     engine = SpmvEngine(backend.ctx, backend.fr, block_entries=700)
     rng = np.random.default_rng(secrets.randbits(32))
@@ -617,7 +622,8 @@ def test_a_row_too_long_for_the_seg_kernel_stays_resident(backend, cpu, monkeypa
 def test_stream_blocks():
     """Whole 256-row spans from 0 to the end, within the entry and row limits
     unless a single span is over them."""
-    from cuzk.backends.cuda.spmv import STREAM_ROWS, stream_blocks
+    from cuzk.backends.cuda.csr_bytes import STREAM_ROWS
+    from cuzk.backends.cuda.spmv import stream_blocks
 
     rng = np.random.default_rng(secrets.randbits(32))
     for rows, limit in [(0, 100), (1, 100), (256, 100), (5000, 300), (5000, 3000), (3000, 10**9)]:
@@ -639,7 +645,7 @@ def test_stream_blocks():
 def test_streamed_models():
     """A 32GiB PoRep-like shape streams through far less than it takes resident;
     the pinned form is the resident one without the dictionary."""
-    from cuzk.backends.cuda.spmv import pinned_bytes, resident_bytes, streamed_bytes
+    from cuzk.backends.cuda.csr_bytes import pinned_bytes, resident_bytes, streamed_bytes
 
     rows, nnz, distinct = 1 << 27, 3 << 27, 5000
     assert streamed_bytes(rows, nnz, distinct) < 1 << 30 < resident_bytes(rows, nnz, distinct)

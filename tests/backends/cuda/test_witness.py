@@ -17,18 +17,18 @@ from cuda_targets import to_numpy
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
 from cuzk.backends.cuda.loader import KERNEL_DIR
-from cuzk.circuits.program import Op
-from cuzk.circuits.program_numpy import NumpyWitness
 from cuzk.hashers.poseidon import hash_ints
 from cuzk.hashers.poseidon_constants import flat_table, poseidon_constants
 from cuzk.hashers.sha256 import compress
+from cuzk.synthesis.program import Op
+from cuzk.synthesis.program_numpy import NumpyWitness
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "circuits"))
 from random_witness import random_case
 
 
 def test_instruction_numbers_match_the_kernel():
-    """witness.cu's enum and cuzk.circuits.program.Op name the same numbers."""
+    """witness.cu's enum and cuzk.synthesis.program.Op name the same numbers."""
     text = (KERNEL_DIR / "witness.cu").read_text()
     kernel = {name: int(v) for name, v in re.findall(r"OP_(\w+) = (\d+),", text)}
     assert kernel == {op.name: int(op) for op in Op}
@@ -91,7 +91,7 @@ def test_random_programs_match_the_numpy_interpreter_and_the_cpu_plan(device):
 
 def partition_case(kind: str, size: str):
     """(static plan, hints, the CPU witness) of one partition of a kind."""
-    from cuzk.circuits.compile import Compiler
+    from cuzk.synthesis.compile import Compiler
 
     compiler = Compiler()
     if kind == "porep":

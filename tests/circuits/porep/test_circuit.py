@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
-from cuzk.circuits.compile import Compiler, compile_circuit
 from cuzk.circuits.porep import c2
 from cuzk.circuits.porep.c1 import dumps_c1, dumps_wrapper
 from cuzk.circuits.porep.circuit import PoRepShape
@@ -26,13 +25,14 @@ from cuzk.circuits.porep.witness import (
     partition_hints,
     partition_witness,
 )
-from cuzk.circuits.satisfy import compiled_unsatisfied_rows, unsatisfied_rows
 from cuzk.errors import InputError
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import sha256
 from cuzk.gadgets.subcircuit import Subcircuit
 from cuzk.hashers.merkle import TreeShape
 from cuzk.r1cs import ConstraintSystem
+from cuzk.synthesis.compile import Compiler, compile_circuit
+from cuzk.synthesis.satisfy import compiled_unsatisfied_rows, unsatisfied_rows
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +74,6 @@ def test_registered_sizes(compiler):
     cc = compile_partition(PoRepShape.of(sector_params(parse_size("32GiB"))), compiler)
     assert cc.nnz == (309_405_051, 130_327_340, 282_656_500)
     assert cc.domain_size == 1 << 27
-
-
-def _r1cs_of(synth) -> tuple:
-    cs = ConstraintSystem(witness=False)
-    synth(cs)
-    r = cs.r1cs()
-    return r
 
 
 def test_sha256_blocks_have_the_inline_gadgets_layout():

@@ -11,8 +11,6 @@ import pytest
 
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.compile import Compiler
-from cuzk.circuits.satisfy import compiled_unsatisfied_rows
 from cuzk.circuits.update.generate import generate_sector
 from cuzk.circuits.update.params import UpdateParams
 from cuzk.circuits.update.vanilla import (
@@ -27,6 +25,8 @@ from cuzk.circuits.update.vanilla import (
 from cuzk.circuits.update.witness import compile_partition, partition_hints, partition_witness
 from cuzk.errors import InputError
 from cuzk.hashers.merkle import PathElement
+from cuzk.synthesis.compile import Compiler
+from cuzk.synthesis.satisfy import compiled_unsatisfied_rows
 
 
 @pytest.fixture(scope="module")

@@ -153,10 +153,10 @@ class CudaBackend:
         """Device bytes a prepared key holds: its bases resident (``point_bytes``:
         96 bytes a G1 point, 192 a G2 point, as the MSM keeps them), the
         staging of their load from a file, A, B, C as the sparse engine
-        stores them (:func:`cuzk.backends.cuda.spmv.resident_bytes_estimate`)
+        stores them (:func:`cuzk.backends.cuda.csr_bytes.resident_bytes_estimate`)
         and the temporaries of converting the largest (``upload_bytes``)."""
+        from cuzk.backends.cuda.csr_bytes import resident_bytes_estimate, upload_bytes
         from cuzk.backends.cuda.msm import load_staging_bytes
-        from cuzk.backends.cuda.spmv import resident_bytes_estimate, upload_bytes
 
         ms = (r1cs.a, r1cs.b, r1cs.c)
         matrices = sum(resident_bytes_estimate(m) for m in ms)

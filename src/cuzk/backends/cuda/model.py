@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuzk.backends.base import proof_working_bytes
+from cuzk.backends.cuda.csr_bytes import pinned_bytes, resident_bytes, streamed_bytes, upload_bytes
 from cuzk.backends.cuda.msm import (
     G1_SPEC,
     G2_SPEC,
@@ -21,7 +22,6 @@ from cuzk.backends.cuda.msm import (
     workspace_bytes,
 )
 from cuzk.backends.cuda.msm.plan import Tuning
-from cuzk.backends.cuda.spmv import pinned_bytes, resident_bytes, streamed_bytes, upload_bytes
 
 # The chunk a lean partition's MSMs are sized for at the least (points of
 # G1; half as many of G2): their room is two chunks staged and one chunk's

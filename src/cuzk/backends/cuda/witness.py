@@ -1,16 +1,16 @@
 """Witness programs on the GPU: the loader of ``kernels/witness.cu``.
 
-:class:`CudaWitness` is a ``WitnessDevice`` (``cuzk.circuits.static_plan``):
+:class:`CudaWitness` is a ``WitnessDevice`` (``cuzk.synthesis.static_plan``):
 it keeps a circuit's recorded programs and lane arrays on the device and runs
 one ``witness_program`` launch per pass, one thread per lane, so a
 partition's assignment is made in device memory from its hint table (a few
 thousand field elements) and never crosses to the host.
 
 This module only sizes grids, converts constants to Montgomery form and
-passes pointers; what the instructions mean is ``cuzk.circuits.program``
+passes pointers; what the instructions mean is ``cuzk.synthesis.program``
 (read through duck typing: a program has ``ops``, ``args``, ``uconst``,
 ``fconst``, ``n_u``, ``n_f``, ``key``; lanes have ``lanes``, ``n_inputs`` and
-``on(device)``). The kernel's CPU twin is ``cuzk.circuits.program_numpy``.
+``on(device)``). The kernel's CPU twin is ``cuzk.synthesis.program_numpy``.
 
 VRAM: every allocation is counted in the context's budget. The registers of
 a pass are reserved for its launch; the assignment, the hint table and the

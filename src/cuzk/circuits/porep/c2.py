@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.circuits.compile import CompiledCircuit, Compiler
 from cuzk.circuits.porep import derive
 from cuzk.circuits.porep.c1 import c1_from_json, check_wrapper_size, load_c1_file
 from cuzk.circuits.porep.circuit import PartitionHints, PoRepShape
@@ -36,9 +35,10 @@ from cuzk.circuits.porep.witness import (
     partition_witness,
     static_plan,
 )
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.errors import InputError
 from cuzk.r1cs.inputs import check_public_inputs, input_rows
+from cuzk.synthesis.compile import CompiledCircuit, Compiler
+from cuzk.synthesis.static_plan import StaticPlan
 
 _SHORT = {2 * KIB: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
 _BY_SHORT = {v: k for k, v in _SHORT.items()}

@@ -14,22 +14,22 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.plan import Evaluator, lanes_of
 from cuzk.circuits.porep.circuit import CHALLENGE_BITS, FR_BITS, expand_parents
 from cuzk.circuits.porep.sha_blocks import SHAPES, evaluate_block
 from cuzk.circuits.porep.vanilla import insert_lanes
-from cuzk.circuits.program import TraceEvaluator, TraceValues
-from cuzk.circuits.trace_evaluators import (
-    fr_words_be,
-    merkle_level_outputs,
-    sha254_words,
-    sha256_block_outputs,
-)
 from cuzk.gadgets.subcircuit import NUM
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
 from cuzk.hashers.poseidon_constants import poseidon_constants
 from cuzk.hashers.sha256 import sha254_nodes
+from cuzk.synthesis.plan import Evaluator, lanes_of
+from cuzk.synthesis.program import TraceEvaluator, TraceValues
+from cuzk.synthesis.trace_evaluators import (
+    fr_words_be,
+    merkle_level_outputs,
+    sha254_words,
+    sha256_block_outputs,
+)
 
 
 def obj(values: Any, lanes: int) -> np.ndarray:
@@ -97,7 +97,7 @@ def by_key(key: str) -> Evaluator | None:
 
 
 def trace_by_key(key: str) -> TraceEvaluator | None:
-    """The trace evaluator (:mod:`cuzk.circuits.program`) for a subcircuit key."""
+    """The trace evaluator (:mod:`cuzk.synthesis.program`) for a subcircuit key."""
     if key.startswith("sha256-block/"):
         from_iv, pattern = SHAPES[key]
         return lambda V, ports, hints: sha256_block_outputs(V, from_iv, pattern, ports)

@@ -19,7 +19,6 @@ from cuzk.hashers.merkle import TreeShape
 NODE_SIZE = 32
 BASE_DEGREE = 6  # DRG parents
 EXP_DEGREE = 8  # Feistel expander parents
-DEGREE = BASE_DEGREE + EXP_DEGREE
 TOTAL_PARENTS = 37  # parents hashed into every label (the 14 repeated to fill 37)
 
 KIB = 1 << 10

@@ -110,9 +110,6 @@ class SealedSector:
         c, r = self.tree_c[-1][0], self.tree_r[-1][0]
         return hash2(c, r).to_bytes(32, "little")
 
-    def data_node(self, v: int) -> bytes:
-        return self.data[v * NODE_SIZE : (v + 1) * NODE_SIZE]
-
     # --- SectorOpenings ----------------------------------------------------
     def column(self, node: int) -> tuple[bytes, ...]:
         return tuple(layer[node] for layer in self.labels)

@@ -15,15 +15,6 @@ SUB = "Sub"
 TOP = "Top"
 
 
-def fr_of(value: bytes) -> int:
-    """A 32-byte little-endian domain value as an integer."""
-    return int.from_bytes(value, "little")
-
-
-def bytes_of(value: int) -> bytes:
-    return value.to_bytes(32, "little")
-
-
 @dataclass(frozen=True)
 class PathElement:
     """One level of a Merkle path: the arity−1 siblings and our position."""

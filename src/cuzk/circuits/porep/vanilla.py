@@ -74,14 +74,6 @@ def batch_column_hashes(columns: Sequence[Sequence[bytes]], chunk: int = 4096) -
     return out
 
 
-def batch_poseidon_roots(proofs: Sequence[MerkleProof], chunk: int = 4096) -> list[bytes]:
-    """The roots many Poseidon paths hash to (vectorised; paths of one shape)."""
-    return [
-        (levels[-1] if levels else _fr(p.leaf)).to_bytes(32, "little")
-        for p, levels in zip(proofs, batch_poseidon_levels(proofs, chunk), strict=True)
-    ]
-
-
 def batch_poseidon_levels(proofs: Sequence[MerkleProof], chunk: int = 4096) -> list[list[int]]:
     """Per path, the node each level of it hashes to, the root last (vectorised;
     paths of one shape): what a witness's Merkle levels output."""

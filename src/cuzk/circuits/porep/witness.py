@@ -20,9 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk.circuits.cache import load_or_compile
-from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
-from cuzk.circuits.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep import derive, evaluators
 from cuzk.circuits.porep.circuit import (
     ChallengeHints,
@@ -45,9 +42,12 @@ from cuzk.circuits.porep.vanilla import (
     batch_column_hashes,
     batch_poseidon_levels,
 )
-from cuzk.circuits.program import TraceEvaluator
-from cuzk.circuits.static_plan import StaticPlan, WitnessDevice
 from cuzk.errors import InputError
+from cuzk.synthesis.cache import load_or_compile
+from cuzk.synthesis.compile import CompiledCircuit, Compiler, compile_circuit
+from cuzk.synthesis.plan import Evaluator, WitnessPlan
+from cuzk.synthesis.program import TraceEvaluator
+from cuzk.synthesis.static_plan import StaticPlan, WitnessDevice
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Sequence
 
 from cuzk.algebra.fields import R
 from cuzk.circuits.post.config import PoStConfig
@@ -50,16 +49,6 @@ def sector_leaf_challenges(
             randomness, sector_id, config.challenge_index(sector_index, n), config.num_leaves
         )
         for n in range(config.challenge_count)
-    ]
-
-
-def partition_leaf_challenges(
-    config: PoStConfig, randomness: bytes, sector_ids: Sequence[int], partition: int = 0
-) -> list[list[int]]:
-    base = partition * config.sector_count
-    return [
-        sector_leaf_challenges(config, randomness, sid, base + i)
-        for i, sid in enumerate(sector_ids)
     ]
 
 

@@ -20,7 +20,7 @@ rust-fil-proofs' circuitinfo prints, plus 133 input constraints); one
 WindowPoSt partition 125,305,057 (125,279,217 for 2349 sectors plus 25,840).
 
 The witness of a partition is computed by running the slot synthesis once
-over all slots as lanes (:class:`~cuzk.circuits.witness.LaneCS`).
+over all slots as lanes (:class:`~cuzk.synthesis.witness.LaneCS`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.circuits.compile import CompiledCircuit, compile_circuit
 from cuzk.circuits.post.challenges import leaf_challenge
 from cuzk.circuits.post.config import WINNING, PoStConfig
 from cuzk.circuits.post.vanilla import FallbackPoStSectorProof
-from cuzk.circuits.witness import LaneCS
 from cuzk.errors import InputError
 from cuzk.gadgets.merkle import POSEIDON, por_subcircuit, poseidon_subcircuit, stack_por_hints
 from cuzk.gadgets.num import AllocatedNum
@@ -45,6 +43,8 @@ from cuzk.gadgets.subcircuit import Subcircuit, call
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.field import OBJECT_FR, FrVectors, limb_fr
 from cuzk.r1cs import ONE
+from cuzk.synthesis.compile import CompiledCircuit, compile_circuit
+from cuzk.synthesis.witness import LaneCS
 
 log = logging.getLogger(__name__)
 

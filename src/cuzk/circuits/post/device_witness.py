@@ -1,7 +1,7 @@
 """A PoSt partition's witness as recorded programs (for a GPU, or numpy).
 
 The slot subcircuit (:func:`~cuzk.circuits.post.circuit.sector_subcircuit`)
-is the top of a :class:`~cuzk.circuits.static_plan.StaticPlan` with one lane
+is the top of a :class:`~cuzk.synthesis.static_plan.StaticPlan` with one lane
 per slot (the compiled circuit is ``circuit_sector_count`` copies of it);
 its inclusion proofs run as one pass with a lane per (slot, challenge), and
 their Merkle levels as one pass per arity, each level's parent valued by a
@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.circuits.compile import CompiledCircuit, Compiler
 from cuzk.circuits.porep import evaluators
 from cuzk.circuits.post.circuit import _check_sector_count, _pad, sector_subcircuit, slot_hints
 from cuzk.circuits.post.config import PoStConfig
 from cuzk.circuits.post.vanilla import FallbackPoStSectorProof
-from cuzk.circuits.program import TraceEvaluator
-from cuzk.circuits.static_plan import StaticPlan
+from cuzk.synthesis.compile import CompiledCircuit, Compiler
+from cuzk.synthesis.program import TraceEvaluator
+from cuzk.synthesis.static_plan import StaticPlan
 
 
 def _fr(v: int) -> np.ndarray:

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk.circuits.compile import CompiledCircuit, Compiler
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update.params import UpdateParams
 from cuzk.circuits.update.vanilla import UpdateVerifier, public_inputs, read_partition_proof
 from cuzk.circuits.update.witness import (
@@ -26,6 +24,8 @@ from cuzk.circuits.update.witness import (
 )
 from cuzk.errors import InputError
 from cuzk.r1cs.inputs import check_public_inputs, input_rows
+from cuzk.synthesis.compile import CompiledCircuit, Compiler
+from cuzk.synthesis.static_plan import StaticPlan
 
 _SHORT = {2 << 10: "2k", 8 << 20: "8m", 512 << 20: "512m", 32 << 30: "32g", 64 << 30: "64g"}
 _BY_SHORT = {v: k for k, v in _SHORT.items()}

@@ -4,7 +4,7 @@
 sibling values of the three Merkle proofs per challenge, the apex leaves,
 the partition path from the first challenge's tree D path), and
 :func:`partition_witness` runs the witness plan
-(:mod:`cuzk.circuits.plan`) on the compiled circuit: every Merkle
+(:mod:`cuzk.synthesis.plan`) on the compiled circuit: every Merkle
 level of every challenge is one pass, every apex-tree hash one pass.
 """
 
@@ -15,13 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from cuzk.algebra.fields import R
-from cuzk.circuits.cache import load_or_compile
-from cuzk.circuits.compile import CompiledCircuit, Compiler, compile_circuit
-from cuzk.circuits.plan import Evaluator, WitnessPlan
 from cuzk.circuits.porep import evaluators
-from cuzk.circuits.program import TraceEvaluator, TraceValues
-from cuzk.circuits.static_plan import StaticPlan
-from cuzk.circuits.trace_evaluators import merkle_level_outputs, sha254_node
 from cuzk.circuits.update.circuit import ChallengeHints, PartitionHints, partition_subcircuit
 from cuzk.circuits.update.params import UpdateParams, gen_randomness_constants
 from cuzk.circuits.update.vanilla import PartitionProof
@@ -29,6 +23,12 @@ from cuzk.errors import InputError
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.poseidon import hash_vectors
 from cuzk.hashers.poseidon_constants import poseidon_constants
+from cuzk.synthesis.cache import load_or_compile
+from cuzk.synthesis.compile import CompiledCircuit, Compiler, compile_circuit
+from cuzk.synthesis.plan import Evaluator, WitnessPlan
+from cuzk.synthesis.program import TraceEvaluator, TraceValues
+from cuzk.synthesis.static_plan import StaticPlan
+from cuzk.synthesis.trace_evaluators import merkle_level_outputs, sha254_node
 
 
 def _lane(v: int) -> np.ndarray:

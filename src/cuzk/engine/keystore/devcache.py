@@ -6,7 +6,7 @@ development key, written as ``cuzk-dev-demo-r<R>-w<W>.params`` and ``.vk`` in
 a client walking through sizes fills the disk (issue 15). The keys under
 development names (``cuzk-dev-*``: made by this daemon, made again on demand)
 are kept within ``[srs] dev_key_disk_budget``: before one is written, the least
-recently used others are deleted until it fits, the SRS manager letting go of
+recently used others are deleted until it fits, the key store letting go of
 each first (a key in use is never deleted; an idle one is evicted from memory
 with its files). A key larger than the whole budget is refused, naming it.
 
@@ -61,7 +61,7 @@ def _size(n: int) -> str:
 
 
 class DevKeyCache:
-    """``let_go(circuit_id) -> bool``, given by the SRS manager: drop everything it
+    """``let_go(circuit_id) -> bool``, given by the key store: drop everything it
     holds of an idle key (memory, opened files) and say True, or False while the
     key is in use."""
 

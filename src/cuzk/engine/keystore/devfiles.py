@@ -4,7 +4,7 @@ A development key (INSECURE: a single-party setup whose toxic waste this
 process drew) is written exactly as Filecoin's parameters are: a bellperson
 ``.params`` file and its ``.vk``, under the names the circuit's real files
 have (:class:`cuzk.engine.kinds.base.KeyFiles`). ``cuzk gen-params`` and the
-SRS manager's first use of a circuit without parameters both come here, and
+key store's first use of a circuit without parameters both come here, and
 the engine then loads the file like any other, so development and production
 keys take one path into the prover.
 
@@ -87,7 +87,7 @@ def write_dev_params(
     directory.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     log.warning(
-        "generating INSECURE development parameters for %s (%d constraints) as %s",
+        "generating an INSECURE development key for %s (%d constraints) as %s",
         files.circuit_id,
         r1cs.num_constraints,
         directory / files.params,
@@ -112,7 +112,7 @@ def write_dev_params(
     path = directory / files.params
     write_params_from(path, source, directory / files.vk, progress)
     log.info(
-        "development parameters of %s written in %.1f s (%.2f GB)",
+        "development key of %s written in %.1f s (%.2f GB)",
         files.circuit_id,
         time.perf_counter() - t,
         path.stat().st_size / 1e9,

@@ -28,11 +28,6 @@ class Tier(enum.IntEnum):
     COLD = 2
 
 
-def source_counts(source: KeySource) -> dict[str, int]:
-    """Points per query and the IC count, as :class:`prover.KeyLayout` counts them."""
-    return {q: source.count(q) for q in QUERIES} | {"ic": len(source.vk.ic)}
-
-
 def source_point_bytes(source: KeySource) -> int:
     """A key's points as raw affine limbs (what a device holds): 96 bytes a G1
     point, 192 a G2 point."""
@@ -111,5 +106,5 @@ class KeyStatus:
     devices: tuple[int, ...]
     idle_s: float
     file: str = ""  # the .params file ("" while none is found, or for a key made in memory)
-    development: bool = False  # INSECURE development parameters, not Filecoin's
+    development: bool = False  # an INSECURE development key, not Filecoin's
     device_bytes: dict[int, int] = field(default_factory=dict)  # reserved per device holding it

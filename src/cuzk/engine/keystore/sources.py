@@ -52,8 +52,8 @@ class KeySources:
         return e.handler.dev_keys_by_default or self.generate_dev_keys
 
     def _ensure_available(self, e: KeyEntry, cancelled: Any = None) -> None:
-        """The key exists: its files found (and opened: WARM), or written as
-        development parameters, or a file-less development key decided on."""
+        """The key exists: its files found (and opened: WARM), or written as a
+        development key's files, or a file-less development key decided on."""
         if e.source is not None or e.dev_waste is not None:
             return
         with self._lock:
@@ -69,7 +69,7 @@ class KeySources:
                         f"no parameters for {e.circuit_id}: {e.files.params} (with "
                         f"{e.files.vk}) is in none of {dirs}; fetch Filecoin's parameters "
                         f"into one of them, or set [srs] generate_dev_keys = true for "
-                        f"INSECURE development parameters"
+                        f"INSECURE development keys"
                     )
                 path = self._generate(e, cancelled)
                 if path is None:  # made in GPU memory when a device loads it
@@ -140,10 +140,10 @@ class KeySources:
                     f"({e.files.published_vk_digest}): these are not Filecoin's parameters "
                     "and the chain would reject every proof made with them; fetch the "
                     "published files, or set [srs] generate_dev_keys = true to prove with "
-                    "development parameters (INSECURE)",
+                    "development keys (INSECURE)",
                 )
         if development:
-            log.warning("%s: INSECURE development parameters (%s)", e.circuit_id, path)
+            log.warning("%s: INSECURE development key (%s)", e.circuit_id, path)
         else:
             log.info("%s: Filecoin's published parameters (%s)", e.circuit_id, path)
         with self._lock:
@@ -172,13 +172,13 @@ class KeySources:
         if disk_free(self.cache_dir) < need_disk:
             if self._setup_gpu() is None:
                 raise ResourceError(
-                    f"development parameters of {e.circuit_id} need "
+                    f"the development key of {e.circuit_id} needs "
                     f"{need_disk / 2**30:.1f} GiB on disk, {self.cache_dir} has "
                     f"{disk_free(self.cache_dir) / 2**30:.1f} GiB free, and there is no GPU "
                     "to make them in memory instead"
                 )
             log.warning(
-                "%s: the development parameters (%.1f GiB) do not fit the disk of %s; the key "
+                "%s: the development key (%.1f GiB) does not fit the disk of %s; the key "
                 "is made straight into GPU memory instead (no file)",
                 e.circuit_id,
                 need_disk / 2**30,

@@ -21,7 +21,7 @@ looked up in ``[srs]``'s search folders (``param_cache``,
 is streamed from its file into a device (:func:`cuzk.groth16.prover.load`),
 a chunk at a time: it is never whole in host memory on the way. A Filecoin
 circuit's ``.vk`` is compared with the published digest: files that are not
-Filecoin's (development parameters under the same names) are used only when
+Filecoin's (development keys under the same names) are used only when
 ``[srs] generate_dev_keys`` allows development keys, and are reported so.
 
 Development keys (a single-party setup: INSECURE, for the demo kind and,

@@ -20,14 +20,14 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from cuzk.backends import memory_model
-from cuzk.circuits.cache import cache_dir, load_or_build_r1cs, r1cs_build_bytes, r1cs_path
-from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.parameters import circuit_for_params_name, parameter_file
-from cuzk.circuits.static_plan import StaticPlan, load_or_build
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
 from cuzk.r1cs.counts import Counts, counts_of
 from cuzk.r1cs.system import R1CS
+from cuzk.synthesis.cache import cache_dir, load_or_build_r1cs, r1cs_build_bytes, r1cs_path
+from cuzk.synthesis.compile import CompiledCircuit
+from cuzk.synthesis.static_plan import StaticPlan, load_or_build
 
 # Host bytes a backend's prover holds for a circuit shape (num_constraints,
 # num_variables), the assignment included: ``Backend.prove_host_bytes``.
@@ -121,7 +121,7 @@ class ProofKindHandler(ABC):
     # Filecoin publishes this kind's parameters (file names and digests).
     filecoin_keys: bool = False
     # The kind's witness can be made on the proving device from hints
-    # (witness_hints, witness_plan: cuzk.circuits.static_plan).
+    # (witness_hints, witness_plan: cuzk.synthesis.static_plan).
     device_witness: bool = False
     # What a request's vanilla bytes are called in errors.
     source: str = "vanilla_proof"
@@ -206,7 +206,7 @@ class ProofKindHandler(ABC):
 
     def r1cs_build_bytes(self, circuit_id: str) -> int:
         """Host bytes the first :meth:`r1cs` of this circuit takes to build its
-        matrices (0: cached, or too small to count). The SRS manager reserves
+        matrices (0: cached, or too small to count). The key store reserves
         them and builds each circuit once (:meth:`KeyStore.ensure_r1cs`)."""
         return 0
 

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuzk.circuits.compile import CompiledCircuit
 from cuzk.circuits.porep import c2
 from cuzk.circuits.porep.types import C1Wrapper
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
     CompiledKind,
@@ -32,6 +30,8 @@ from cuzk.engine.kinds.base import (
 )
 from cuzk.engine.kinds.envelopes import C1Envelope
 from cuzk.errors import InputError
+from cuzk.synthesis.compile import CompiledCircuit
+from cuzk.synthesis.static_plan import StaticPlan
 
 SOURCE = "c1.json"
 

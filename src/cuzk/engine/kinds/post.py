@@ -39,7 +39,6 @@ from cuzk.circuits.post.device_witness import slot_hint_arrays
 from cuzk.circuits.post.device_witness import static_plan as device_static_plan
 from cuzk.circuits.post.vanilla import read_sector_proof
 from cuzk.circuits.post.verify import check_sector_proof, check_sector_shape
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.engine.kinds.base import (
     HINTS_BYTES,
@@ -49,6 +48,7 @@ from cuzk.engine.kinds.base import (
     Witness,
 )
 from cuzk.errors import InputError
+from cuzk.synthesis.static_plan import StaticPlan
 
 _PREFIX = {WINNING: "winning", WINDOW: "wpost"}
 _SIZES = {"2k": 2 << 10, "8m": 8 << 20, "512m": 512 << 20, "32g": 32 << 30, "64g": 64 << 30}

@@ -19,8 +19,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from cuzk.circuits.compile import CompiledCircuit
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.circuits.update import c2
 from cuzk.circuits.update.params import REGISTERED_UPDATE_PROOFS, UpdateParams
 from cuzk.circuits.update.vanilla import read_partition_proof
@@ -34,6 +32,8 @@ from cuzk.engine.kinds.base import (
 from cuzk.engine.kinds.envelopes import sector_size_name
 from cuzk.errors import InputError
 from cuzk.hashers.domain import fr_from_le_bytes
+from cuzk.synthesis.compile import CompiledCircuit
+from cuzk.synthesis.static_plan import StaticPlan
 
 SOURCE = "snap request"
 # RegisteredUpdateProof number → sector size (the enum is in size order).

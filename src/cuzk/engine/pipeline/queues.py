@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.config import Config
 from cuzk.engine.devices import Device
 from cuzk.engine.faults import FailureInjection
@@ -31,6 +30,7 @@ from cuzk.engine.metrics import EngineMetrics
 from cuzk.engine.placement import DeviceLoad, may_take
 from cuzk.engine.scheduler import Closed, PartitionQueue, WorkItem
 from cuzk.engine.synthpool import SynthesisPool
+from cuzk.synthesis.static_plan import StaticPlan
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cuzk.circuits.static_plan import StaticPlan
 from cuzk.engine.devices import Device
 from cuzk.engine.pipeline.queues import PipelineBase
+from cuzk.synthesis.static_plan import StaticPlan
 
 log = logging.getLogger(__name__)
 

@@ -131,7 +131,6 @@ class FakeKernel:
         self._fn = getattr(lib, f"cuzk_emu_{name}")
         self._fn.restype = None
         self.max_dynamic_shared_size_bytes = 48 * 1024
-        self.launches = 0
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None) -> None:
         grid = tuple(grid) + (1,) * (3 - len(grid))
@@ -158,7 +157,6 @@ class FakeKernel:
                 )
         ptrs = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(k) for k in keep])
         with _LAUNCH_LOCK:  # one kernel at a time, as the device's streams order them
-            self.launches += 1
             self._fn(*grid, *block, ctypes.c_ulonglong(shared_mem), ptrs)
 
 
@@ -311,7 +309,6 @@ def _asnumpy(a, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
 
 def make_module() -> types.ModuleType:
     cp = _FakeCupy("cupy")
-    cp.__cuzk_emulated__ = True
     cp.ndarray = np.ndarray
     cp.asarray = lambda a, dtype=None: np.asarray(a, dtype=dtype)
     cp.asnumpy = _asnumpy

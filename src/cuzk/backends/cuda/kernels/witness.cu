@@ -1,6 +1,6 @@
 // Witness programs: one thread per lane runs a pass's straight-line program
-// (cuzk.circuits.program: the instruction set, how programs are recorded;
-// cuzk.circuits.program_numpy: the reference interpreter these kernels must
+// (cuzk.synthesis.program: the instruction set, how programs are recorded;
+// cuzk.synthesis.program_numpy: the reference interpreter these kernels must
 // equal bit for bit). No shared memory, barriers or warp operations: the CPU
 // emulation of the tests runs it thread by thread.
 //
@@ -21,7 +21,7 @@
 #include "poseidon.cuh"
 #include "sha256.cuh"
 
-// The instruction set: the numbers of cuzk.circuits.program.Op.
+// The instruction set: the numbers of cuzk.synthesis.program.Op.
 enum : uint32_t {
     OP_U_PORT = 1,
     OP_U_HINT = 2,

@@ -396,7 +396,3 @@ def _check_scalars(scalars: Any, n_bases: int, spec: CurveSpec) -> None:
             "scalars",
             f"{scalars.shape[0]} scalars over {n_bases} bases: the key is too short",
         )
-
-
-def _empty_scalars(xp):
-    return xp.zeros((0, 4), dtype=np.uint64)

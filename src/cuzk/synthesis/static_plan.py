@@ -1,7 +1,7 @@
 """The witness plan compiled once per circuit, run per partition on a device.
 
-:class:`StaticPlan` records every pass of a :class:`~cuzk.circuits.plan.WitnessPlan`
-once, as a :class:`~cuzk.circuits.program.Program`, and fixes where each of
+:class:`StaticPlan` records every pass of a :class:`~cuzk.synthesis.plan.WitnessPlan`
+once, as a :class:`~cuzk.synthesis.program.Program`, and fixes where each of
 its instances (lanes) lives: the pass's own aux and input bases, the
 columns of ``W`` its ports are read from, and which entries of the
 partition's hint table its hint slots are. All of it depends only on the
@@ -34,8 +34,9 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.compile import K_AUX, K_INPUT, K_ONE, K_PORT, CompiledCircuit, Compiler
-from cuzk.circuits.program import (
+from cuzk.gadgets.subcircuit import Subcircuit
+from cuzk.synthesis.compile import K_AUX, K_INPUT, K_ONE, K_PORT, CompiledCircuit, Compiler
+from cuzk.synthesis.program import (
     F,
     PoseidonTables,
     Program,
@@ -44,13 +45,12 @@ from cuzk.circuits.program import (
     record,
     symbolic,
 )
-from cuzk.gadgets.subcircuit import Subcircuit
 
 log = logging.getLogger(__name__)
 
 
 class WitnessDevice(Protocol):
-    """Where programs run: numpy (:mod:`cuzk.circuits.program_numpy`) or a GPU
+    """Where programs run: numpy (:mod:`cuzk.synthesis.program_numpy`) or a GPU
     (``cuzk.backends.cuda.witness``). Arrays it returns stay on it."""
 
     def zeros(self, n: int) -> Any:
@@ -440,7 +440,7 @@ def save_plan(plan: StaticPlan, path: Path) -> None:
         "passes": meta_passes,
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    from cuzk.circuits.cache import atomic_save
+    from cuzk.synthesis.cache import atomic_save
 
     atomic_save(path, arrays)
 
@@ -487,8 +487,8 @@ def load_or_build(
     circuit_id: str, build: Callable[[], StaticPlan], directory: Path | None = None
 ) -> StaticPlan:
     """The circuit's static plan from the circuit cache, or ``build()`` and store it
-    (same directory and code version as :func:`cuzk.circuits.cache.load_or_compile`)."""
-    from cuzk.circuits.cache import cache_dir, cached, code_version
+    (same directory and code version as :func:`cuzk.synthesis.cache.load_or_compile`)."""
+    from cuzk.synthesis.cache import cache_dir, cached, code_version
 
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", circuit_id)
     path = (directory or cache_dir()) / f"{stem}-{code_version()}-witness-plan.npz"

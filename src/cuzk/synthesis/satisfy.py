@@ -11,8 +11,8 @@ import numpy as np
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.circuits.compile import CompiledCircuit, entries_for, flatten
 from cuzk.r1cs import R1CS
+from cuzk.synthesis.compile import CompiledCircuit, entries_for, flatten
 
 
 def _matvec(m: SparseMatrix, w: np.ndarray) -> np.ndarray:

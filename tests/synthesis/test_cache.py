@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk.circuits.cache import building, cached
+from cuzk.synthesis.cache import building, cached
 
 
 def _load(path: Path) -> np.ndarray:

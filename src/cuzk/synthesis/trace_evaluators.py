@@ -1,6 +1,6 @@
 """Trace evaluators shared by the circuits: the values of deferred calls, recorded.
 
-A witness program (:mod:`cuzk.circuits.program`) values the outputs of a
+A witness program (:mod:`cuzk.synthesis.program`) values the outputs of a
 call it defers with a *trace evaluator*: the same values the CPU plan's
 evaluators (:mod:`cuzk.circuits.porep.evaluators`) compute with numpy, here
 as instructions — a SHA-256 compression or a Poseidon hash becomes one
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cuzk.circuits.program import MASK32, F, Instr, Op, Reg, TraceValues
 from cuzk.hashers.sha256 import IV
+from cuzk.synthesis.program import MASK32, F, Instr, Op, Reg, TraceValues
 
 
 def sha256_block_outputs(

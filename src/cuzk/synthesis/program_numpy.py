@@ -1,10 +1,10 @@
 """The witness programs' reference interpreter: numpy lanes, Python-int Fr.
 
-:class:`NumpyWitness` is a :class:`~cuzk.circuits.static_plan.WitnessDevice`
-that runs a :class:`~cuzk.circuits.program.Program` one instruction at a
+:class:`NumpyWitness` is a :class:`~cuzk.synthesis.static_plan.WitnessDevice`
+that runs a :class:`~cuzk.synthesis.program.Program` one instruction at a
 time over all lanes, decoding the same arrays the CUDA interpreter decodes.
 It defines what each instruction means (the CUDA kernel is tested against
-it) and, with :class:`~cuzk.circuits.static_plan.StaticPlan`, gives a
+it) and, with :class:`~cuzk.synthesis.static_plan.StaticPlan`, gives a
 second CPU witness that tests compare with the plan's.
 """
 
@@ -16,9 +16,9 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_from_array, fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.program import CONST, MASK32, Op, Program
-from cuzk.circuits.static_plan import PassLanes
 from cuzk.hashers.sha256 import compress
+from cuzk.synthesis.program import CONST, MASK32, Op, Program
+from cuzk.synthesis.static_plan import PassLanes
 
 _U64 = np.uint64
 
@@ -77,7 +77,7 @@ def poseidon_lanes(state: list[np.ndarray], head: np.ndarray, table: list[int]) 
 
 
 class NumpyWitness:
-    """A :class:`~cuzk.circuits.static_plan.WitnessDevice` on host numpy arrays."""
+    """A :class:`~cuzk.synthesis.static_plan.WitnessDevice` on host numpy arrays."""
 
     def zeros(self, n: int) -> np.ndarray:
         W = np.zeros((n, 4), dtype=np.uint64)

@@ -43,7 +43,8 @@ import numpy as np
 from cuzk import environment
 from cuzk.algebra.arrays import fr_from_array
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.circuits.compile import (
+from cuzk.r1cs import R1CS
+from cuzk.synthesis.compile import (
     Block,
     Call,
     CoefficientTable,
@@ -52,7 +53,6 @@ from cuzk.circuits.compile import (
     flatten,
     matrix_parts,
 )
-from cuzk.r1cs import R1CS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,14 +62,13 @@ FORMAT = 1
 
 @functools.cache
 def code_version() -> str:
-    """A hash of the sources that determine circuit layouts."""
-    import cuzk.circuits
-    import cuzk.gadgets
-    import cuzk.hashers
-
+    """A hash of the sources that determine circuit layouts: the hashers, the
+    gadgets, this synthesis machinery and the circuits (read as files: the
+    circuits are a layer above)."""
     h = hashlib.sha256(b"cuzk-circuits-%d" % FORMAT)
-    for pkg in (cuzk.hashers, cuzk.gadgets, cuzk.circuits):
-        root = Path(pkg.__file__).parent
+    cuzk_root = Path(__file__).resolve().parents[1]
+    for name in ("hashers", "gadgets", "synthesis", "circuits"):
+        root = cuzk_root / name
         for path in sorted(root.rglob("*.py")):
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())
@@ -298,7 +297,7 @@ def _npy_member(zf: zipfile.ZipFile, name: str, shape: tuple, dtype: Any, pieces
 def write_r1cs(cc: CompiledCircuit, path: Path) -> None:
     """The matrices of ``cc`` built and written to ``path`` one at a time, so
     the host holds one matrix's row pointers, columns and coefficient ids
-    (:func:`cuzk.circuits.compile.matrix_parts`), never the three matrices
+    (:func:`cuzk.synthesis.compile.matrix_parts`), never the three matrices
     or their 32-byte coefficients: what :func:`load_r1cs` maps."""
 
     def write(f: Any) -> None:

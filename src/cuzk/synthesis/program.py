@@ -1,6 +1,6 @@
 """A witness pass recorded once as a straight-line program, to run on a device.
 
-:class:`cuzk.circuits.plan.WitnessPlan` computes a subcircuit's witness by
+:class:`cuzk.synthesis.plan.WitnessPlan` computes a subcircuit's witness by
 running its synthesis in Python over lane arrays: the cost is Python work
 per variable (about 30 s for a 32GiB PoRep partition). The structure of
 that work is the same for every partition of a circuit, so here it is
@@ -8,9 +8,9 @@ recorded **once**: the same synthesis code runs on a :class:`ProgramCS`
 whose values are :class:`TraceValues` — symbols instead of numbers — and
 every value computation, allocation and deferred call becomes an
 instruction of a :class:`Program`. A program then runs over all the lanes
-(instances) of its pass on any :class:`~cuzk.circuits.static_plan.WitnessDevice`
+(instances) of its pass on any :class:`~cuzk.synthesis.static_plan.WitnessDevice`
 (the CUDA interpreter ``backends/cuda/kernels/witness.cu``, or the numpy one
-of :mod:`cuzk.circuits.program_numpy`).
+of :mod:`cuzk.synthesis.program_numpy`).
 
 Values are typed: ``u`` (a u64 lane: bits 0/1, 32-bit words and their
 sums) and ``f`` (an Fr element). Instructions read *operands* — a
@@ -19,7 +19,7 @@ the assignment ``W`` at the pass's own aux/input positions. A pass reads its
 ports from ``W`` (the caller wrote them first) and its hints from a table of
 the partition's hint values. A call the plan defers is recorded as a *site*
 (the callee runs as a later pass over all such sites) and its outputs are
-valued by a *trace evaluator* (:mod:`cuzk.circuits.trace_evaluators`): a
+valued by a *trace evaluator* (:mod:`cuzk.synthesis.trace_evaluators`): a
 few instructions or one macro instruction (SHA-256 compression, Poseidon) —
 exactly what the CPU plan's evaluators compute.
 
@@ -42,13 +42,13 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Template
 from cuzk.gadgets.boolean import AllocatedBit
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import BIT, Subcircuit
 from cuzk.hashers.poseidon_constants import PoseidonConstants, flat_table
 from cuzk.r1cs import ONE, Variable
 from cuzk.r1cs.builder import AUX, INPUT
+from cuzk.synthesis.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Template
 
 PORT = 2  # Variable kind of a pass's own ports while it is recorded
 CONST = 1 << 31  # operand flag: an index into the constant table of its type

@@ -1,7 +1,7 @@
 """Regenerate proving_pb2.py and proving_pb2_grpc.py from proving.proto.
 
-Run from anywhere: ``python -m cuzk.service.proto.regenerate`` (needs the
-pinned grpcio-tools of the ``test`` extra). ``--check`` compares instead of
+Run from anywhere: ``python scripts/regenerate_proto.py`` (needs the pinned
+grpcio-tools of the ``test`` extra). ``--check`` compares instead of
 writing, and fails when the committed modules are stale.
 """
 
@@ -12,8 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parents[2]  # .../src: the import path cuzk.service.proto resolves under
+SRC = Path(__file__).resolve().parents[1] / "src"  # the import path of cuzk.service.proto
+HERE = SRC / "cuzk" / "service" / "proto"
 OUTPUTS = ("proving_pb2.py", "proving_pb2_grpc.py")
 
 
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 path.write_text(new)
     if stale:
-        print(f"stale generated modules: {', '.join(stale)}; run {__spec__.name}", file=sys.stderr)
+        names = ", ".join(stale)
+        print(f"stale generated modules: {names}; run scripts/regenerate_proto.py", file=sys.stderr)
         return 1
     return 0
 

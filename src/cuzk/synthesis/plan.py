@@ -1,6 +1,6 @@
 """A witness plan: every subcircuit shape's witness computed in one vectorised pass.
 
-:class:`cuzk.circuits.witness.LaneCS` computes the witness of n instances of
+:class:`cuzk.synthesis.witness.LaneCS` computes the witness of n instances of
 one synthesis at once. A PoRep partition nests thousands of calls (labels
 made of SHA-256 blocks, Merkle paths made of levels, Poseidon hashes), and
 many of them are chained (a block's state feeds the next block, a level's
@@ -37,8 +37,6 @@ import numpy as np
 
 from cuzk.algebra.arrays import fr_to_array
 from cuzk.algebra.fields import R
-from cuzk.circuits.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Compiler, Template
-from cuzk.circuits.witness import LaneCS
 from cuzk.gadgets.boolean import AllocatedBit
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import BIT, Subcircuit
@@ -46,6 +44,8 @@ from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.field import OBJECT_FR
 from cuzk.r1cs import ONE, Variable
 from cuzk.r1cs.builder import AUX, INPUT
+from cuzk.synthesis.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Compiler, Template
+from cuzk.synthesis.witness import LaneCS
 
 log = logging.getLogger(__name__)
 
