@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import gc
 import json
 import multiprocessing
 import resource
@@ -103,6 +104,37 @@ class StatusProbe:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(60)
+
+
+class GcPauses:
+    """The cyclic collector's passes while it is entered, by generation: how many, and
+    the longest (ms): the pauses every thread of the process waits out."""
+
+    def __init__(self) -> None:
+        self.passes = [0, 0, 0]
+        self.worst_ms = [0.0, 0.0, 0.0]
+        self._t0 = 0.0
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+            return
+        g = info["generation"]
+        self.passes[g] += 1
+        self.worst_ms[g] = max(self.worst_ms[g], (time.perf_counter() - self._t0) * 1000)
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._cb)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            f"gc_gen{g}": {"passes": self.passes[g], "worst_ms": round(self.worst_ms[g], 1)}
+            for g in range(3)
+        }
 
 
 def rss_mib() -> float:
@@ -218,10 +250,12 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
         time.sleep(SETTLE_S + 1.0)
         s = stub(addr)
         lat = []
-        for v in victims:
-            t0 = time.perf_counter()
-            s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
-            lat.append(time.perf_counter() - t0)
+        with GcPauses() as pauses:
+            for v in victims:
+                t0 = time.perf_counter()
+                s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
+                lat.append(time.perf_counter() - t0)
+        tracked = len(gc.get_objects())
         stop.set()
         for p in flooders:
             p.join(60)
@@ -232,6 +266,8 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
         "cancel_p50_ms": round(statistics.median(lat) * 1000, 1),
         "cancel_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 1),
         "cancel_max_ms": round(lat[-1] * 1000, 1),
+        "gc_tracked_objects": tracked,  # those frozen at start-up left out
+        **pauses.report(),
     }
 
 
