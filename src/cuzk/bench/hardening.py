@@ -8,7 +8,8 @@ Each scenario prints what the issue's acceptance asks of it::
     python -m cuzk.bench.hardening connections  # 21,000 idle connections, then a new client
 
 ``--scale`` shrinks every count and size (the tests run each at a small scale).
-The daemon runs in this process, so RSS is its RSS; run one scenario a process.
+The daemon runs in this process, so RSS is its RSS (the bodies' and the status
+flood's clients run in processes of their own); run one scenario a process.
 """
 
 from __future__ import annotations
@@ -182,45 +183,69 @@ def invalid_c1(size: int) -> bytes:
 
 
 def run_bodies(scale: float, rounds: int = 3, concurrent: int = 16) -> dict[str, Any]:
+    """The daemon's RSS (this process: the attacking clients run in a process of
+    their own, so that their copies of the bodies are not counted) while
+    ``concurrent`` invalid c1 bodies arrive at once, ``rounds`` times."""
     size = max(4096, int(100 * MIB * scale * 3 / 4))  # base64 makes it 100 MiB on the wire
-    body = invalid_c1(size)
-    out: dict[str, Any] = {"body_bytes": len(body), "rounds": []}
+    out: dict[str, Any] = {"body_bytes": len(invalid_c1(size)), "rounds": []}
+    ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
-        stubs = [stub(addr) for _ in range(concurrent)]
         idle = rss_mib()
         out["idle_rss_mib"] = round(idle, 1)
-        for _ in range(rounds):
-            peak = [idle]
-            done = threading.Event()
+        ours, theirs = ctx.Pipe()
+        sender = ctx.Process(target=_send_bodies, args=(addr, size, concurrent, theirs))
+        sender.start()
+        try:
+            assert ours.poll(600) and ours.recv() == "ready"
+            for _ in range(rounds):
+                peak = [idle]
+                done = threading.Event()
 
-            def sample(peak: list[float] = peak, done: threading.Event = done) -> None:
-                while not done.wait(0.05):
-                    peak[0] = max(peak[0], rss_mib())
+                def sample(peak: list[float] = peak, done: threading.Event = done) -> None:
+                    while not done.wait(0.02):
+                        peak[0] = max(peak[0], rss_mib())
 
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-
-            def send(s: pb_grpc.ProvingEngineStub) -> str:
-                req = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=body)
-                try:
-                    s.SubmitProof(req, timeout=600)
-                    return "OK"
-                except grpc.RpcError as e:
-                    return e.code().name
-
-            with ThreadPoolExecutor(concurrent) as pool:
-                codes = list(pool.map(send, stubs))
-            done.set()
-            sampler.join()
-            time.sleep(SETTLE_S)
-            out["rounds"].append(
-                {
-                    "answers": {c: codes.count(c) for c in set(codes)},
-                    "peak_above_idle_mib": round(peak[0] - idle, 1),
-                    "after_above_idle_mib": round(rss_mib() - idle, 1),
-                }
-            )
+                sampler = threading.Thread(target=sample, daemon=True)
+                sampler.start()
+                ours.send("go")
+                assert ours.poll(900)
+                codes = ours.recv()
+                done.set()
+                sampler.join()
+                time.sleep(SETTLE_S)
+                out["rounds"].append(
+                    {
+                        "answers": {c: codes.count(c) for c in set(codes)},
+                        "peak_above_idle_mib": round(peak[0] - idle, 1),
+                        "after_above_idle_mib": round(rss_mib() - idle, 1),
+                    }
+                )
+            ours.send("stop")
+        finally:
+            sender.join(60)
+            if sender.is_alive():
+                sender.kill()
     return out
+
+
+def _send_bodies(addr: str, size: int, concurrent: int, conn: Any) -> None:
+    """The attacking clients (in a process of their own): on each "go", ``concurrent``
+    SubmitProof calls at once with an invalid c1 body; their answers sent back."""
+    body = invalid_c1(size)
+    stubs = [stub(addr) for _ in range(concurrent)]
+
+    def send(s: pb_grpc.ProvingEngineStub) -> str:
+        req = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=body)
+        try:
+            s.SubmitProof(req, timeout=600)
+            return "OK"
+        except grpc.RpcError as e:
+            return e.code().name
+
+    conn.send("ready")
+    with ThreadPoolExecutor(concurrent) as pool:
+        while conn.recv() == "go":
+            conn.send(list(pool.map(send, stubs)))
 
 
 def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
