@@ -18,6 +18,7 @@ from cuzk.service.proto import proving_pb2 as pb
 
 def test_bodies_past_the_slots_wait_unread(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(gate, "BODY_SLOTS", 1)
+    monkeypatch.setattr(gate, "SMALL_BODY", 0)  # this test's small bodies count as large
     with daemon(tmp_path) as (engine, addr):
         real, entered, release = engine.submit, threading.Event(), threading.Event()
         calls: list[int] = []
@@ -66,3 +67,32 @@ def test_a_slot_whose_body_never_arrives_goes_back() -> None:
         return held, after_wait, slots.in_use()
 
     assert asyncio.run(run()) == (2, 1, 0)
+
+
+def test_a_small_body_gives_its_slot_back_once_read(tmp_path: Path, monkeypatch) -> None:
+    """A WinningPoSt's body never holds a slot through its parse."""
+    monkeypatch.setattr(gate, "BODY_SLOTS", 1)
+    with daemon(tmp_path) as (engine, addr):
+        real, entered, release = engine.submit, threading.Event(), threading.Event()
+
+        def held_submit(request, client=""):
+            if not entered.is_set():
+                entered.set()
+                release.wait(10)
+            return real(request, client)
+
+        monkeypatch.setattr(engine, "submit", held_submit)
+        req = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=invalid_c1(4096))
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(stub(addr).SubmitProof, req, timeout=20)
+            assert entered.wait(10)
+            # the first is held in its parse; the second is read and answered meanwhile
+            try:
+                stub(addr).SubmitProof(req, timeout=10)
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+            release.set()
+            try:
+                first.result()
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.INVALID_ARGUMENT

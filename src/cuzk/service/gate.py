@@ -15,7 +15,7 @@ grpc holds each message whole before a handler runs, and a body is held three
 times over (the frame, the decoded message, the engine's request) until it is
 parsed and refused or accepted; the others wait, unread, in the order they
 came. A slot goes back when the submission is parsed (for Prove, before the
-proof is awaited), or after :data:`BODY_WAIT_S` if the call's body never
+proof is awaited; a body under :data:`SMALL_BODY` as soon as it is read), or after :data:`BODY_WAIT_S` if the call's body never
 arrives (a client that went away, or one sending too slowly to hold it).
 """
 
@@ -35,8 +35,12 @@ from cuzk.service.limits import PeerConnections, peer_host
 
 log = logging.getLogger(__name__)
 
-# Submissions whose bodies are read and parsed at once (each up to max_message_size).
-BODY_SLOTS = 4
+# Submissions whose bodies are read and parsed at once (each up to max_message_size;
+# 16 invalid 100 MiB bodies held 5.2-5.7 GiB at once before, issue 32).
+BODY_SLOTS = 2
+# A body smaller than this gives its slot back as soon as it is read (a WinningPoSt's
+# or a WindowPoSt partition's): what waits is the next body, not this one's parse.
+SMALL_BODY = 1 << 20
 # A slot whose call's body has not arrived by then goes back (a 51 MB c1.json needs
 # 4 s at 100 Mbit/s).
 BODY_WAIT_S = 60.0
@@ -136,6 +140,8 @@ class Gate(grpc.aio.ServerInterceptor):
             if slot is not None:
                 slot.arrived()
                 _SLOT.set(slot)
+                if len(raw) < SMALL_BODY:
+                    slot.give_back()
             try:
                 return await admitted(raw, context)
             finally:
