@@ -15,8 +15,9 @@ grpc holds each message whole before a handler runs, and a body is held three
 times over (the frame, the decoded message, the engine's request) until it is
 parsed and refused or accepted; the others wait, unread, in the order they
 came. A slot goes back when the submission is parsed (for Prove, before the
-proof is awaited; a body under :data:`SMALL_BODY` as soon as it is read), or after :data:`BODY_WAIT_S` if the call's body never
-arrives (a client that went away, or one sending too slowly to hold it).
+proof is awaited; a body under :data:`SMALL_BODY` as soon as it is read), or
+after :data:`BODY_WAIT_S` if the call's body never arrives (a client that went
+away, or one sending too slowly to hold it).
 """
 
 from __future__ import annotations
