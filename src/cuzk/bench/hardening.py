@@ -336,6 +336,25 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
 
         s = stub(addr)
         during = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
+        # a client that waits for the daemon (grpc's wait_for_ready: its channel keeps
+        # reconnecting until the deadline), as one whose first try failed retries
+        patient = 2 * HANDSHAKE_TIMEOUT_MS / 1000 + 5
+        s = stub(addr)
+        t0 = time.perf_counter()
+        during_waiting = attempt(
+            lambda: s.GetStatus(pb.GetStatusRequest(), timeout=patient, wait_for_ready=True)
+        )
+        waited = time.perf_counter() - t0
+        prove = pb.ProveRequest(
+            submit=pb.SubmitProofRequest(
+                proof_kind=pb.CUZK_DEMO,
+                priority=pb.HIGH,  # not held for a batch
+                vanilla_proof=demo.make_vanilla(DemoCircuit(rounds=20, words=1), 1),
+            )
+        )
+        t0 = time.perf_counter()
+        prove_waiting = attempt(lambda: s.Prove(prove, timeout=patient + 60, wait_for_ready=True))
+        prove_s = time.perf_counter() - t0
         # connections that never begin their handshake are closed after its timeout
         past = "not waited"
         if handshake_wait:
@@ -351,6 +370,10 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
         "connections_opened": len(held),
         "connect_failed": refused,
         "new_client_during": during,
+        "new_client_during_waiting_for_ready": during_waiting,
+        "waited_s": round(waited, 1),
+        "prove_during_waiting_for_ready": prove_waiting,
+        "prove_s": round(prove_s, 1),
         "new_client_past_handshake_timeout": past,
         "new_client_after": after,
     }
