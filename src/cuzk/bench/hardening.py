@@ -35,6 +35,7 @@ import grpc
 
 from cuzk.bench.hostmem import status_kib
 from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.admission import limit_malloc_arenas
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import ProofKind, ProofRequest
@@ -63,6 +64,7 @@ def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
         scheduler={"max_batch_size": 64, "max_batch_wait_ms": 600_000},  # jobs stay queued
         pipeline={"synthesis_processes": 0},
     )
+    limit_malloc_arenas()  # as cuzk-daemon does before its threads start
     engine = Engine(cfg)
     engine.start()
     servers = Servers(engine)
