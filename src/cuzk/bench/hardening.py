@@ -320,13 +320,15 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 2 * count + 4096)), hard))
     with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
         host, port = addr.rsplit(":", 1)
-        held: list[socket.socket] = []
-        refused = 0
-        for _ in range(count):
-            try:
-                held.append(socket.create_connection((host, int(port)), timeout=5))
-            except OSError:
-                refused += 1
+        # the idle connections are held by a process of their own (as from another
+        # host): the daemon's descriptors are its own
+        ours, theirs = multiprocessing.get_context("spawn").Pipe()
+        holder = multiprocessing.get_context("spawn").Process(
+            target=_hold_connections, args=(host, int(port), count, theirs), daemon=True
+        )
+        holder.start()
+        assert ours.poll(600)
+        opened, refused = ours.recv()
         time.sleep(SETTLE_S)
 
         def attempt(call: Callable[[], Any]) -> str:
@@ -363,13 +365,14 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
             time.sleep(HANDSHAKE_TIMEOUT_MS / 1000 + SETTLE_S)
             s = stub(addr)
             past = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
-        for sock in held:
-            sock.close()
+        ours.send("close")
+        assert ours.poll(120) and ours.recv() == "closed"
+        holder.join(30)
         time.sleep(SETTLE_S)
         s = stub(addr)
         after = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
     return {
-        "connections_opened": len(held),
+        "connections_opened": opened,
         "connect_failed": refused,
         "new_client_during": during,
         "new_client_during_waiting_for_ready": during_waiting,
@@ -379,6 +382,25 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
         "new_client_past_handshake_timeout": past,
         "new_client_after": after,
     }
+
+
+def _hold_connections(host: str, port: int, count: int, conn: Any) -> None:
+    """Open ``count`` TCP connections that never send a byte; hold them until told."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 1024)), hard))
+    held: list[socket.socket] = []
+    refused = 0
+    for _ in range(count):
+        try:
+            held.append(socket.create_connection((host, port), timeout=5))
+        except OSError:
+            refused += 1
+    conn.send((len(held), refused))
+    conn.recv()
+    for sock in held:
+        sock.close()
+    conn.send("closed")
 
 
 SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
