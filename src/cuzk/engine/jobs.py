@@ -490,6 +490,19 @@ class FinishedJob:
     def cancelled(self) -> bool:
         return self.state_value == JobState.CANCELLED.value
 
+    # what a finished job no longer has: its parsed input, its partitions' proofs
+    # (the assembled proof is kept) and their traces
+    parsed = None
+    submitted_mono = None
+
+    @property
+    def partition_proofs(self) -> dict[int, bytes]:
+        return {}
+
+    @property
+    def trace(self) -> dict[int, PartitionTrace]:
+        return {}
+
     def elapsed_ms(self) -> float:
         return self.total_ms
 
