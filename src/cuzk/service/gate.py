@@ -17,7 +17,8 @@ parsed and refused or accepted; the others wait, unread, in the order they
 came. A slot goes back when the submission is parsed (for Prove, before the
 proof is awaited; a body under :data:`SMALL_BODY` as soon as it is read), or
 after :data:`BODY_WAIT_S` if the call's body never arrives (a client that went
-away, or one sending too slowly to hold it).
+away, or one sending too slowly to hold it): such calls delay the submissions
+behind them by up to that long each (a trade of memory for latency).
 """
 
 from __future__ import annotations
