@@ -12,5 +12,10 @@ def test_scenarios_at_a_small_scale(monkeypatch) -> None:
     assert j["answer"] == "INVALID_ARGUMENT" and j["answer_s"] < 5
     r = hardening.run_retained(0.01, threads=4)
     assert r["retained"] == 120 and r["cancel_max_ms"] < 2000
+    assert r["gc_gen2"]["passes"] >= 0 and r["gc_tracked_objects"] > 0
     c = hardening.run_connections(0.003, handshake_wait=False)
     assert c["connections_opened"] == 63 and c["new_client_after"] == "OK"
+    assert c["new_client_during_waiting_for_ready"] == "OK"
+    assert c["prove_during_waiting_for_ready"] == "OK"
+    b = hardening.run_bodies(0.0005, rounds=1, concurrent=3)  # clients in a process of their own
+    assert b["rounds"][0]["answers"] == {"INVALID_ARGUMENT": 3}

@@ -276,3 +276,17 @@ def test_a_refused_bodys_parse_lets_go_of_its_memory(tmp_path: Path, monkeypatch
         assert e.parse_gate.held == 0
     finally:
         e.stop()
+
+
+def test_malloc_arenas_are_limited_unless_the_environment_says(monkeypatch) -> None:
+    """Memory freed in one glibc arena is not reused by another: the daemon keeps
+    two, so that refused bodies parsed on different threads leave no growing heap."""
+    import ctypes.util
+
+    from cuzk.engine.admission import limit_malloc_arenas
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas() is False  # the operator's setting stands
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    glibc = ctypes.util.find_library("c") is not None
+    assert limit_malloc_arenas() is glibc

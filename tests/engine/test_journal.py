@@ -222,3 +222,32 @@ def test_a_journal_made_without_incremental_vacuum_is_rebuilt_once(tmp_path: Pat
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
     db.close()
+
+
+def test_a_cancel_is_written_without_an_fsync_and_kept(tmp_path: Path) -> None:
+    """A cancel is answered without waiting for the disk (issue 32's CancelProof tail
+    was an fsync); it is in the file at once (a killed daemon reads it back), and
+    every other write still fsyncs."""
+    j = Journal(tmp_path / "j.sqlite")
+    job, other = make_job("c"), make_job("d")
+    j.insert(job)
+    j.insert(other)
+    seen: list[int] = []
+    j._db.set_trace_callback(
+        lambda sql: (
+            seen.append(j._db.execute("PRAGMA synchronous").fetchone()[0])
+            if sql == "COMMIT"
+            else None
+        )
+    )
+    job.state, job.finished_at = JobState.CANCELLED, 1.0
+    j.finish(job)
+    other.state, other.finished_at = JobState.FAILED, 2.0
+    j.finish(other)
+    j._db.set_trace_callback(None)
+    assert seen == [1, 2]  # NORMAL for the cancel, FULL for the failure
+    assert j._db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    # read by another connection, as a daemon started after a kill reads it
+    states = dict(sqlite3.connect(tmp_path / "j.sqlite").execute("SELECT job_id, state FROM jobs"))
+    assert states == {"c": "CANCELLED", "d": "FAILED"}
+    j.close()

@@ -8,7 +8,8 @@ Each scenario prints what the issue's acceptance asks of it::
     python -m cuzk.bench.hardening connections  # 21,000 idle connections, then a new client
 
 ``--scale`` shrinks every count and size (the tests run each at a small scale).
-The daemon runs in this process, so RSS is its RSS; run one scenario a process.
+The daemon runs in this process, so RSS is its RSS (the bodies' and the status
+flood's clients run in processes of their own); run one scenario a process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import gc
 import json
 import multiprocessing
 import resource
@@ -33,6 +35,7 @@ import grpc
 
 from cuzk.bench.hostmem import status_kib
 from cuzk.circuits.demo import DemoCircuit
+from cuzk.engine.admission import limit_malloc_arenas
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import ProofKind, ProofRequest
@@ -61,6 +64,7 @@ def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
         scheduler={"max_batch_size": 64, "max_batch_wait_ms": 600_000},  # jobs stay queued
         pipeline={"synthesis_processes": 0},
     )
+    limit_malloc_arenas()  # as cuzk-daemon does before its threads start
     engine = Engine(cfg)
     engine.start()
     servers = Servers(engine)
@@ -103,6 +107,37 @@ class StatusProbe:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(60)
+
+
+class GcPauses:
+    """The cyclic collector's passes while it is entered, by generation: how many, and
+    the longest (ms): the pauses every thread of the process waits out."""
+
+    def __init__(self) -> None:
+        self.passes = [0, 0, 0]
+        self.worst_ms = [0.0, 0.0, 0.0]
+        self._t0 = 0.0
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+            return
+        g = info["generation"]
+        self.passes[g] += 1
+        self.worst_ms[g] = max(self.worst_ms[g], (time.perf_counter() - self._t0) * 1000)
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._cb)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            f"gc_gen{g}": {"passes": self.passes[g], "worst_ms": round(self.worst_ms[g], 1)}
+            for g in range(3)
+        }
 
 
 def rss_mib() -> float:
@@ -150,45 +185,69 @@ def invalid_c1(size: int) -> bytes:
 
 
 def run_bodies(scale: float, rounds: int = 3, concurrent: int = 16) -> dict[str, Any]:
+    """The daemon's RSS (this process: the attacking clients run in a process of
+    their own, so that their copies of the bodies are not counted) while
+    ``concurrent`` invalid c1 bodies arrive at once, ``rounds`` times."""
     size = max(4096, int(100 * MIB * scale * 3 / 4))  # base64 makes it 100 MiB on the wire
-    body = invalid_c1(size)
-    out: dict[str, Any] = {"body_bytes": len(body), "rounds": []}
+    out: dict[str, Any] = {"body_bytes": len(invalid_c1(size)), "rounds": []}
+    ctx = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
-        stubs = [stub(addr) for _ in range(concurrent)]
         idle = rss_mib()
         out["idle_rss_mib"] = round(idle, 1)
-        for _ in range(rounds):
-            peak = [idle]
-            done = threading.Event()
+        ours, theirs = ctx.Pipe()
+        sender = ctx.Process(target=_send_bodies, args=(addr, size, concurrent, theirs))
+        sender.start()
+        try:
+            assert ours.poll(600) and ours.recv() == "ready"
+            for _ in range(rounds):
+                peak = [idle]
+                done = threading.Event()
 
-            def sample(peak: list[float] = peak, done: threading.Event = done) -> None:
-                while not done.wait(0.05):
-                    peak[0] = max(peak[0], rss_mib())
+                def sample(peak: list[float] = peak, done: threading.Event = done) -> None:
+                    while not done.wait(0.02):
+                        peak[0] = max(peak[0], rss_mib())
 
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-
-            def send(s: pb_grpc.ProvingEngineStub) -> str:
-                req = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=body)
-                try:
-                    s.SubmitProof(req, timeout=600)
-                    return "OK"
-                except grpc.RpcError as e:
-                    return e.code().name
-
-            with ThreadPoolExecutor(concurrent) as pool:
-                codes = list(pool.map(send, stubs))
-            done.set()
-            sampler.join()
-            time.sleep(SETTLE_S)
-            out["rounds"].append(
-                {
-                    "answers": {c: codes.count(c) for c in set(codes)},
-                    "peak_above_idle_mib": round(peak[0] - idle, 1),
-                    "after_above_idle_mib": round(rss_mib() - idle, 1),
-                }
-            )
+                sampler = threading.Thread(target=sample, daemon=True)
+                sampler.start()
+                ours.send("go")
+                assert ours.poll(900)
+                codes = ours.recv()
+                done.set()
+                sampler.join()
+                time.sleep(SETTLE_S)
+                out["rounds"].append(
+                    {
+                        "answers": {c: codes.count(c) for c in set(codes)},
+                        "peak_above_idle_mib": round(peak[0] - idle, 1),
+                        "after_above_idle_mib": round(rss_mib() - idle, 1),
+                    }
+                )
+            ours.send("stop")
+        finally:
+            sender.join(60)
+            if sender.is_alive():
+                sender.kill()
     return out
+
+
+def _send_bodies(addr: str, size: int, concurrent: int, conn: Any) -> None:
+    """The attacking clients (in a process of their own): on each "go", ``concurrent``
+    SubmitProof calls at once with an invalid c1 body; their answers sent back."""
+    body = invalid_c1(size)
+    stubs = [stub(addr) for _ in range(concurrent)]
+
+    def send(s: pb_grpc.ProvingEngineStub) -> str:
+        req = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, vanilla_proof=body)
+        try:
+            s.SubmitProof(req, timeout=600)
+            return "OK"
+        except grpc.RpcError as e:
+            return e.code().name
+
+    conn.send("ready")
+    with ThreadPoolExecutor(concurrent) as pool:
+        while conn.recv() == "go":
+            conn.send(list(pool.map(send, stubs)))
 
 
 def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
@@ -218,10 +277,12 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
         time.sleep(SETTLE_S + 1.0)
         s = stub(addr)
         lat = []
-        for v in victims:
-            t0 = time.perf_counter()
-            s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
-            lat.append(time.perf_counter() - t0)
+        with GcPauses() as pauses:
+            for v in victims:
+                t0 = time.perf_counter()
+                s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
+                lat.append(time.perf_counter() - t0)
+        tracked = len(gc.get_objects())
         stop.set()
         for p in flooders:
             p.join(60)
@@ -232,6 +293,8 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
         "cancel_p50_ms": round(statistics.median(lat) * 1000, 1),
         "cancel_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 1),
         "cancel_max_ms": round(lat[-1] * 1000, 1),
+        "gc_tracked_objects": tracked,  # those frozen at start-up left out
+        **pauses.report(),
     }
 
 
@@ -257,13 +320,15 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 2 * count + 4096)), hard))
     with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
         host, port = addr.rsplit(":", 1)
-        held: list[socket.socket] = []
-        refused = 0
-        for _ in range(count):
-            try:
-                held.append(socket.create_connection((host, int(port)), timeout=5))
-            except OSError:
-                refused += 1
+        # the idle connections are held by a process of their own (as from another
+        # host): the daemon's descriptors are its own
+        ours, theirs = multiprocessing.get_context("spawn").Pipe()
+        holder = multiprocessing.get_context("spawn").Process(
+            target=_hold_connections, args=(host, int(port), count, theirs), daemon=True
+        )
+        holder.start()
+        assert ours.poll(600)
+        opened, refused = ours.recv()
         time.sleep(SETTLE_S)
 
         def attempt(call: Callable[[], Any]) -> str:
@@ -275,24 +340,67 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
 
         s = stub(addr)
         during = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
+        # a client that waits for the daemon (grpc's wait_for_ready: its channel keeps
+        # reconnecting until the deadline), as one whose first try failed retries
+        patient = 2 * HANDSHAKE_TIMEOUT_MS / 1000 + 5
+        s = stub(addr)
+        t0 = time.perf_counter()
+        during_waiting = attempt(
+            lambda: s.GetStatus(pb.GetStatusRequest(), timeout=patient, wait_for_ready=True)
+        )
+        waited = time.perf_counter() - t0
+        prove = pb.ProveRequest(
+            submit=pb.SubmitProofRequest(
+                proof_kind=pb.CUZK_DEMO,
+                priority=pb.HIGH,  # not held for a batch
+                vanilla_proof=demo.make_vanilla(DemoCircuit(rounds=20, words=1), 1),
+            )
+        )
+        t0 = time.perf_counter()
+        prove_waiting = attempt(lambda: s.Prove(prove, timeout=patient + 60, wait_for_ready=True))
+        prove_s = time.perf_counter() - t0
         # connections that never begin their handshake are closed after its timeout
         past = "not waited"
         if handshake_wait:
             time.sleep(HANDSHAKE_TIMEOUT_MS / 1000 + SETTLE_S)
             s = stub(addr)
             past = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
-        for sock in held:
-            sock.close()
+        ours.send("close")
+        assert ours.poll(120) and ours.recv() == "closed"
+        holder.join(30)
         time.sleep(SETTLE_S)
         s = stub(addr)
         after = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
     return {
-        "connections_opened": len(held),
+        "connections_opened": opened,
         "connect_failed": refused,
         "new_client_during": during,
+        "new_client_during_waiting_for_ready": during_waiting,
+        "waited_s": round(waited, 1),
+        "prove_during_waiting_for_ready": prove_waiting,
+        "prove_s": round(prove_s, 1),
         "new_client_past_handshake_timeout": past,
         "new_client_after": after,
     }
+
+
+def _hold_connections(host: str, port: int, count: int, conn: Any) -> None:
+    """Open ``count`` TCP connections that never send a byte; hold them until told."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 1024)), hard))
+    held: list[socket.socket] = []
+    refused = 0
+    for _ in range(count):
+        try:
+            held.append(socket.create_connection((host, port), timeout=5))
+        except OSError:
+            refused += 1
+    conn.send((len(held), refused))
+    conn.recv()
+    for sock in held:
+        sock.close()
+    conn.send("closed")
 
 
 SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {

@@ -243,13 +243,8 @@ class ParseGate:
 _libc: ctypes.CDLL | bool | None = False
 
 
-def return_memory(nbytes: int) -> None:
-    """After a parse of ``nbytes`` (at least :data:`TRIM_AFTER_BYTES`): the heap's free
-    pages back to the system (glibc keeps freed memory for reuse, and a refused
-    100 MiB body's objects left gigabytes behind). Nothing where there is no glibc."""
+def _glibc() -> ctypes.CDLL | None:
     global _libc
-    if nbytes < TRIM_AFTER_BYTES:
-        return
     if _libc is False:
         name = ctypes.util.find_library("c")
         try:
@@ -258,5 +253,35 @@ def return_memory(nbytes: int) -> None:
                 _libc = None
         except OSError:
             _libc = None
-    if _libc:
-        _libc.malloc_trim(0)
+    return _libc or None
+
+
+# glibc's mallopt parameter for the number of malloc arenas.
+_M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """glibc's malloc arenas held to ``arenas`` (it makes up to eight a core, one for
+    each thread that allocates while the others' are busy, and memory freed in one is
+    not reused by another: each round of 16 refused 100 MiB bodies, parsed on the
+    daemon's threads, left the heap larger). Called before the daemon's threads
+    start; False where there is no glibc. The environment's ``MALLOC_ARENA_MAX``
+    wins when it is set."""
+    import os
+
+    libc = _glibc()
+    if libc is None or not hasattr(libc, "mallopt") or "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    return bool(libc.mallopt(_M_ARENA_MAX, arenas))
+
+
+def return_memory(nbytes: int) -> None:
+    """After a parse of ``nbytes`` (at least :data:`TRIM_AFTER_BYTES`): the heap's free
+    pages back to the system (glibc keeps freed memory for reuse, and a refused
+    100 MiB body's objects left gigabytes behind). Nothing where there is no glibc."""
+    if nbytes < TRIM_AFTER_BYTES:
+        return
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)

@@ -33,7 +33,7 @@ import unicodedata
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from cuzk.errors import CuzkError, InputError, ResourceError
@@ -387,6 +387,126 @@ class Job:
         return self.state.terminal
 
 
+_TIMINGS = tuple(f.name for f in fields(Timings))
+
+
+def _ended() -> Completion:
+    done = Completion()
+    done.set()
+    return done
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedJob:
+    """A finished job as the registry retains it, read back from its record.
+
+    The registry keeps each retained job as one plain tuple of strings, bytes and
+    numbers (:meth:`record`), which the cyclic collector stops tracking after its
+    first pass: a :class:`Job` carries about fourteen tracked objects (its Event,
+    Condition, dicts, the clock), and with 12,000 of them kept every full
+    collection walked ~170,000 objects, the tail of CancelProof under a status
+    flood (issue 32). This view is made when a caller asks for the job; it answers
+    what callers read of a finished job (state, proof, error, timings, done).
+    """
+
+    job_id: str
+    client: str
+    kind_value: int
+    request_id: str
+    priority_value: int
+    state_value: str
+    error: str
+    proof: bytes
+    digest: bytes
+    submitted_at: float
+    started_at: float | None
+    finished_at: float | None
+    circuit_id: str
+    num_partitions: int
+    device: str
+    # the Timings, flat (a tuple within the record would keep it tracked a pass longer)
+    queue_wait_ms: float
+    srs_load_ms: float
+    synthesis_ms: float
+    gpu_compute_ms: float
+    verify_ms: float
+    total_ms: float
+
+    @staticmethod
+    def record(job: Job | FinishedJob) -> tuple[Any, ...]:
+        """``job``'s record: a tuple holding nothing the collector tracks."""
+        if isinstance(job, FinishedJob):
+            return tuple(getattr(job, f.name) for f in fields(FinishedJob))
+        t = job.timings
+        return (
+            job.job_id,
+            job.client,
+            int(job.kind),
+            job.request.request_id,
+            int(job.priority),
+            job.state.value,
+            job.error,
+            job.proof,
+            job.digest,
+            job.submitted_at,
+            job.started_at,
+            job.finished_at,
+            job.circuit_id,
+            job.num_partitions,
+            job.device,
+            *(float(getattr(t, name)) for name in _TIMINGS),
+        )
+
+    # what a Job answers, for the readers of a finished one
+    DONE = _ended()
+    finished = True
+
+    @property
+    def state(self) -> JobState:
+        return JobState(self.state_value)
+
+    @property
+    def kind(self) -> ProofKind:
+        return ProofKind(self.kind_value)
+
+    @property
+    def priority(self) -> Priority:
+        return Priority(self.priority_value)
+
+    @property
+    def request(self) -> ProofRequest:
+        """The request's kind, id and priority (its payload is gone with its end)."""
+        return ProofRequest(self.kind, self.request_id, priority=self.priority)
+
+    @property
+    def timings(self) -> Timings:
+        return Timings(*(getattr(self, name) for name in _TIMINGS))
+
+    @property
+    def done(self) -> Completion:
+        return FinishedJob.DONE
+
+    @property
+    def cancelled(self) -> bool:
+        return self.state_value == JobState.CANCELLED.value
+
+    # what a finished job no longer has: its parsed input, its partitions' proofs
+    # (the assembled proof is kept) and their traces
+    parsed = None
+    submitted_mono = None
+
+    @property
+    def partition_proofs(self) -> dict[int, bytes]:
+        return {}
+
+    @property
+    def trace(self) -> dict[int, PartitionTrace]:
+        return {}
+
+    def elapsed_ms(self) -> float:
+        return self.total_ms
+
+
 @dataclass(frozen=True)
 class SubmitResult:
     job_id: str
@@ -408,38 +528,52 @@ class JobRegistry:
     Unfinished jobs are kept apart from finished ones, so that what status and
     control calls read costs O(unfinished jobs), however many finished ones are
     retained; finished jobs are kept in the order they ended, at most
-    ``max_retained`` of them (the oldest are forgotten first)."""
+    ``max_retained`` of them (the oldest are forgotten first), each as a compact
+    record (:class:`FinishedJob`) that costs the cyclic collector nothing."""
 
     def __init__(self, max_retained: int = 10_000) -> None:
         self.max_retained = max_retained
-        self._jobs: dict[str, Job] = {}
         self._live: dict[str, Job] = {}  # unfinished, in submission order
-        self._finished: OrderedDict[str, Job] = OrderedDict()  # in the order they ended
+        # finished: their records, in the order they ended
+        self._finished: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
         # finished jobs that had started, ended in the last RECENT_S, in the order they
-        # ended: what status lists beside the live ones (a burst of jobs cancelled
-        # before they started is not read by every status call)
+        # ended, whole: what status lists beside the live ones (a burst of jobs
+        # cancelled before they started is not read by every status call)
         self._recent: OrderedDict[str, Job] = OrderedDict()
-        # (client, request_id, digest) -> ids of the jobs made for it, oldest first
-        self._by_request: dict[tuple[str, str, bytes], list[str]] = {}
+        # (client, request_id, digest) -> ids of the jobs made for it, oldest first (a
+        # tuple: untracked by the collector, as the key is)
+        self._by_request: dict[tuple[str, str, bytes], tuple[str, ...]] = {}
         self._lock = threading.RLock()
 
     @property
     def lock(self) -> threading.RLock:
         return self._lock
 
-    def latest(self, request_id: str, digest: bytes, client: str = "") -> Job | None:
+    def _lookup(self, job_id: str) -> Job | FinishedJob | None:
+        """The job of that id: whole while it is live or recently ended, else its
+        record's view. Called with the lock held."""
+        job = self._live.get(job_id) or self._recent.get(job_id)
+        if job is not None:
+            return job
+        rec = self._finished.get(job_id)
+        return FinishedJob(*rec) if rec is not None else None
+
+    def _known(self, job_id: str) -> bool:
+        return job_id in self._live or job_id in self._finished
+
+    def latest(self, request_id: str, digest: bytes, client: str = "") -> Job | FinishedJob | None:
         """The newest job ``client`` made for this request_id with this content,
         whatever its state."""
         with self._lock:
             for job_id in reversed(self._by_request.get((client, request_id, digest), ())):
-                job = self._jobs.get(job_id)
+                job = self._lookup(job_id)
                 if job is not None:
                     return job
         return None
 
     def answering(
         self, request: ProofRequest, digest: bytes | None = None, client: str = ""
-    ) -> Job | None:
+    ) -> Job | FinishedJob | None:
         """The job that answers ``client``'s ``request``: the newest one with its
         request_id and content, unless that one FAILED or was CANCELLED. None
         without a request_id."""
@@ -456,7 +590,7 @@ class JobRegistry:
         now: float | None = None,
         digest: bytes | None = None,
         client: str = "",
-    ) -> tuple[Job, bool]:
+    ) -> tuple[Job | FinishedJob, bool]:
         """The job for a request: the one that answers it already, or a new one.
 
         Returns (job, existing). A new job is not registered until :meth:`add`;
@@ -465,9 +599,9 @@ class JobRegistry:
         """
         digest = digest or request.digest()
         with self._lock:
-            job = self.answering(request, digest, client)
-            if job is not None:
-                return job, True
+            known = self.answering(request, digest, client)
+            if known is not None:
+                return known, True
             job = Job(
                 job_id=self._free_id(request.request_id, client),
                 request=request,
@@ -483,10 +617,10 @@ class JobRegistry:
             return str(uuid.uuid4())
         if client:  # a named client's ids are its own: no other client's can take them
             request_id = f"{client}/{request_id}"
-        if request_id not in self._jobs:
+        if not self._known(request_id):
             return request_id
         n = 2
-        while f"{request_id}#{n}" in self._jobs:
+        while self._known(f"{request_id}#{n}"):
             n += 1
         return f"{request_id}#{n}"
 
@@ -494,23 +628,23 @@ class JobRegistry:
         """Register a job (a finished one restored from the journal too); the ids of
         finished jobs forgotten to stay within ``max_retained``."""
         with self._lock:
-            self._jobs[job.job_id] = job
             if job.request.request_id:
                 key = (job.client, job.request.request_id, job.digest)
-                self._by_request.setdefault(key, []).append(job.job_id)
+                self._by_request[key] = (*self._by_request.get(key, ()), job.job_id)
             if not job.finished:
                 self._live[job.job_id] = job
                 return []
-            self._finished[job.job_id] = job
+            self._finished[job.job_id] = FinishedJob.record(job)
             return self._trim()
 
     def ended(self, job: Job) -> list[str]:
         """A registered job has reached a terminal state (called with the lock held by
-        whoever set it); the ids of finished jobs forgotten to make room."""
+        whoever set it, once its state, error, proof and times are final); the ids of
+        finished jobs forgotten to make room."""
         with self._lock:
             if self._live.pop(job.job_id, None) is None:
                 return []
-            self._finished[job.job_id] = job
+            self._finished[job.job_id] = FinishedJob.record(job)
             if job.started_at is not None:
                 self._recent[job.job_id] = job
             horizon = time.time() - RECENT_S
@@ -524,20 +658,22 @@ class JobRegistry:
     def _trim(self) -> list[str]:
         gone = []
         while len(self._finished) > self.max_retained:
-            job_id, _ = self._finished.popitem(last=False)
+            job_id = next(iter(self._finished))
             self._forget(job_id)
             gone.append(job_id)
         return gone
 
     def _forget(self, job_id: str) -> None:
-        job = self._jobs.pop(job_id)
-        self._finished.pop(job_id, None)
+        rec = self._finished.pop(job_id)
         self._recent.pop(job_id, None)
-        key = (job.client, job.request.request_id, job.digest)
+        job = FinishedJob(*rec)
+        key = (job.client, job.request_id, job.digest)
         ids = self._by_request.get(key)
         if ids is not None:
-            ids.remove(job_id)
-            if not ids:
+            left = tuple(i for i in ids if i != job_id)
+            if left:
+                self._by_request[key] = left
+            else:
                 del self._by_request[key]
 
     def live(self) -> list[Job]:
@@ -560,29 +696,33 @@ class JobRegistry:
         with self._lock:
             return len(self._finished)
 
-    def get(self, job_id: str, client: str | None = None) -> Job:
+    def get(self, job_id: str, client: str | None = None) -> Job | FinishedJob:
         """The job of that id; for ``client`` (None: an admin, who sees every job)
         only its own, another's being as unknown to it as one never made."""
         with self._lock:
-            job = self._jobs.get(job_id)
+            job = self._lookup(job_id)
         if job is None or (client is not None and job.client != client):
             raise JobNotFound(job_id)
         return job
 
-    def all(self) -> list[Job]:
+    def all(self) -> list[Job | FinishedJob]:
         with self._lock:
-            return list(self._jobs.values())
+            return [*self._live.values(), *(FinishedJob(*r) for r in self._finished.values())]
 
     def prune(self, older_than: float) -> list[str]:
         """Forget finished jobs that ended before ``older_than`` (time.time())."""
         with self._lock:
             for job in [j for j in self._live.values() if j.finished]:  # ended unannounced
                 self.ended(job)
+            at = _FINISHED_AT
             gone = [
-                j.job_id
-                for j in self._finished.values()
-                if j.finished_at is not None and j.finished_at < older_than
+                job_id
+                for job_id, rec in self._finished.items()
+                if rec[at] is not None and rec[at] < older_than
             ]
             for job_id in gone:
                 self._forget(job_id)
         return gone
+
+
+_FINISHED_AT = [f.name for f in fields(FinishedJob)].index("finished_at")

@@ -189,6 +189,7 @@ def freeze_startup_heap() -> None:
 
 
 def run(cfg: Config, source: str = "config") -> int:
+    from cuzk.engine.admission import limit_malloc_arenas
     from cuzk.engine.engine import Engine
     from cuzk.engine.statelock import StateLock, adopt
     from cuzk.service.http import StatusServer
@@ -202,6 +203,7 @@ def run(cfg: Config, source: str = "config") -> int:
         refusal,
     )
 
+    limit_malloc_arenas()  # before the engine's and grpc's threads start
     # the journal of an earlier version (before it followed the listen address)
     # moves into this daemon's state folder when no daemon holds it
     legacy = cuzk_home() / "journal.sqlite"

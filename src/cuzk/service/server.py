@@ -64,7 +64,7 @@ from cuzk.engine.jobs import (
 from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
 from cuzk.service.aioloop import LoopThread
-from cuzk.service.gate import Gate
+from cuzk.service.gate import Gate, body_parsed
 from cuzk.service.identity import ANONYMOUS, Identity, Tokens, parse_tokens
 from cuzk.service.limits import (
     HANDSHAKE_TIMEOUT_MS,
@@ -144,6 +144,12 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         self._quick = futures.ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="grpc-quick")
         self._control = futures.ThreadPoolExecutor(CONTROL_THREADS, thread_name_prefix="grpc-ctl")
         self.waiting = 0  # calls waiting for a job to end (AwaitProof, Prove)
+        # GetStatus calls share their answers (_status): the round being computed,
+        # the round its late-comers wait for, and the tasks computing them
+        self._status_now: asyncio.Future[pb.GetStatusResponse] | None = None
+        self._status_next: asyncio.Future[pb.GetStatusResponse] | None = None
+        self._status_tasks: set[asyncio.Task[None]] = set()
+        self.status_computed = 0  # rounds computed (each answers every call that joined it)
 
     def close(self) -> None:
         self._work.shutdown(wait=False, cancel_futures=True)
@@ -221,6 +227,7 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         res = await self._work_on(
             self.engine.submit, convert.request_from_pb(request.submit), who.name
         )
+        body_parsed()  # the next submission's body may be read while this one is proven
         return pb.ProveResponse(result=await self._await(res.job_id, 0, who))
 
     @_rpc
@@ -233,7 +240,43 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
 
     @_rpc
     async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.GetStatusResponse:
-        return convert.status_to_pb(await self._quickly(self.engine.status))
+        return await self._status()
+
+    async def _status(self) -> pb.GetStatusResponse:
+        """The engine's status, computed once for every call that arrives while one is
+        being computed: they share the next round, begun when that one ends, so each
+        answer is read after its call arrived, and a flood of N callers costs the
+        daemon about one status a round instead of N (issue 32: 32 flooding threads
+        kept the status pool and the event loop busy, and CancelProof waited)."""
+        loop = asyncio.get_running_loop()
+        nxt = self._status_next
+        if nxt is None:
+            nxt = self._status_next = loop.create_future()
+            task = loop.create_task(self._status_round(nxt, self._status_now))
+            self._status_tasks.add(task)
+            task.add_done_callback(self._status_tasks.discard)
+        return await asyncio.shield(nxt)  # one caller leaving cancels nobody else's
+
+    async def _status_round(
+        self,
+        result: asyncio.Future[pb.GetStatusResponse],
+        before: asyncio.Future[pb.GetStatusResponse] | None,
+    ) -> None:
+        if before is not None:  # begun before this round's callers came: wait it out
+            await asyncio.wait([before])
+        self._status_next = None  # callers from now on make the round after this one
+        self._status_now = result
+        try:
+            answer = convert.status_to_pb(await self._quickly(self.engine.status))
+        except Exception as e:
+            result.set_exception(e)
+            result.exception()  # retrieved here too: a round nobody waits for logs nothing
+        except BaseException:  # the loop is stopping
+            result.cancel()
+            raise
+        else:
+            result.set_result(answer)
+            self.status_computed += 1
 
     @_rpc
     async def GetMetrics(
