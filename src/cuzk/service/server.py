@@ -64,7 +64,7 @@ from cuzk.engine.jobs import (
 from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
 from cuzk.service.aioloop import LoopThread
-from cuzk.service.gate import Gate, body_parsed
+from cuzk.service.gate import Gate
 from cuzk.service.identity import ANONYMOUS, Identity, Tokens, parse_tokens
 from cuzk.service.limits import (
     HANDSHAKE_TIMEOUT_MS,
@@ -227,7 +227,6 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         res = await self._work_on(
             self.engine.submit, convert.request_from_pb(request.submit), who.name
         )
-        body_parsed()  # the next submission's body may be read while this one is proven
         return pb.ProveResponse(result=await self._await(res.job_id, 0, who))
 
     @_rpc
