@@ -140,7 +140,7 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 
 def run_kernels(args: argparse.Namespace) -> int:
-    from cuzk.backends.cuda import loader
+    from cuzk.backends.cuda import kernels, loader
     from cuzk.backends.cuda.kernels import all_modules
 
     modules = all_modules(variants=args.variants)
@@ -148,7 +148,7 @@ def run_kernels(args: argparse.Namespace) -> int:
         arch = args.arch or "90"
         print(f"building {len(modules)} kernel modules for sm_{arch} with nvcc into {args.nvcc}")
         try:
-            loader.prebuild(args.nvcc, modules, arch, jobs=args.jobs, progress=_nvcc_progress)
+            kernels.prebuild(args.nvcc, modules, arch, jobs=args.jobs, progress=_nvcc_progress)
         except (OSError, subprocess.CalledProcessError) as e:  # nvcc missing, or a build failed
             print(f"error: {e}", file=sys.stderr)
             return 1

@@ -149,7 +149,6 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         self._status_now: asyncio.Future[pb.GetStatusResponse] | None = None
         self._status_next: asyncio.Future[pb.GetStatusResponse] | None = None
         self._status_tasks: set[asyncio.Task[None]] = set()
-        self.status_computed = 0  # rounds computed (each answers every call that joined it)
 
     def close(self) -> None:
         self._work.shutdown(wait=False, cancel_futures=True)
@@ -275,7 +274,6 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
             raise
         else:
             result.set_result(answer)
-            self.status_computed += 1
 
     @_rpc
     async def GetMetrics(

@@ -41,7 +41,7 @@ def test_backend_modules_are_the_default_builds_and_both_groups():
     assert all(extra == () for name, extra in mods if name != "msm.cu")
     every = kernels.all_modules(variants=True)
     assert every[: len(mods)] == mods and len(every) == len(set(every)) == 18
-    assert set(loader.PREBUILD_DEFAULT) == set(every)
+    assert set(kernels.PREBUILD_DEFAULT) == set(every)
 
 
 def test_prebuild_builds_each_once_with_progress(tmp_path):
@@ -53,7 +53,7 @@ def test_prebuild_builds_each_once_with_progress(tmp_path):
     nvcc.chmod(0o755)
     seen = []
     items = [*kernels.backend_modules(), ("fr_ops.cu", ())]  # a repeat is built once
-    paths = loader.prebuild(
+    paths = kernels.prebuild(
         tmp_path / "out", items, "90", nvcc=str(nvcc), jobs=2, progress=lambda *a: seen.append(a)
     )
     assert len(paths) == len(set(paths)) == 7 and all(p.exists() for p in paths)
@@ -64,7 +64,7 @@ def test_prebuild_builds_each_once_with_progress(tmp_path):
         in next(p for p in paths if "msm" in p.name and "G2" in p.read_text()).read_text()
     )
     again = []
-    loader.prebuild(
+    kernels.prebuild(
         tmp_path / "out", items, "90", nvcc=str(nvcc), progress=lambda *a: again.append(a)
     )
     assert {s[4] for s in again} == {None}  # present: nothing rebuilt

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from cuzk.backends.cuda import loader
+from cuzk.backends.cuda import kernels, loader
 
 
 def test_source_hash_covers_headers():
@@ -56,5 +56,5 @@ def benchmark_builds() -> list[tuple[str, tuple[str, ...]]]:
 def test_prebuild_set_covers_the_benchmark():
     builds = benchmark_builds()
     assert len(builds) == len(set(builds)) >= 8
-    missing = set(builds) - set(loader.PREBUILD_DEFAULT)
-    assert not missing, f"add to loader.PREBUILD_DEFAULT: {sorted(missing)}"
+    missing = set(builds) - set(kernels.PREBUILD_DEFAULT)
+    assert not missing, f"add to kernels.PREBUILD_DEFAULT: {sorted(missing)}"

@@ -6,12 +6,20 @@ engine names its file where it loads it (``KERNEL_MODULE`` of ``fr``, ``ntt``,
 their defines (:data:`~cuzk.backends.cuda.msm.spec.G1_SPEC`, ``G2_SPEC``).
 :func:`backend_modules` gathers them: what ``cuzk kernels`` builds and what the
 daemon loads before it reports ready, so that no proof waits on a compile.
-:data:`VARIANTS` are the other builds the tests and benchmarks load.
+:data:`VARIANTS` are the other builds the tests and benchmarks load; :func:`prebuild`
+builds cubins of them with nvcc (``python -m cuzk.backends.cuda.kernels DEST``).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from cuzk.backends.cuda import fr, hpoly, ntt, spmv, witness
+from cuzk.backends.cuda.loader import KERNEL_DIR, cubin_name, describe
 from cuzk.backends.cuda.msm import engine as msm
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC
 
@@ -53,3 +61,84 @@ def all_modules(variants: bool = False) -> tuple[Module, ...]:
         if m not in out:
             out.append(m)
     return tuple(out)
+
+
+# Every module the backend loads and the builds its tests and benchmarks load.
+PREBUILD_DEFAULT = all_modules(variants=True)
+
+
+def prebuild(
+    dest: Path,
+    items=PREBUILD_DEFAULT,
+    arch: str = "90",
+    nvcc: str = "nvcc",
+    jobs: int = 2,
+    progress=None,
+) -> list[Path]:
+    """Build cubins for ``items`` ((name, extra) pairs) with nvcc into ``dest``;
+    ``progress(done, total, item, path, seconds)`` after each (seconds None: it
+    was there already)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    dest.mkdir(parents=True, exist_ok=True)
+    items = list(dict.fromkeys((n, tuple(e)) for n, e in items))
+    lock = threading.Lock()
+    done = [0]
+
+    def build(item) -> Path:
+        name, extra = item
+        path = dest / cubin_name(name, extra, arch)
+        took = None
+        if not path.exists():
+            t = time.perf_counter()
+            cmd = [nvcc, f"-arch=sm_{arch}", "--std=c++17", f"-I{KERNEL_DIR}", "-DCUZK_NVRTC=1"]
+            cmd += [*extra, "-cubin", "-o", str(path) + ".tmp", str(KERNEL_DIR / name)]
+            subprocess.run(cmd, check=True)
+            os.replace(str(path) + ".tmp", path)
+            took = time.perf_counter() - t
+        if progress is not None:
+            with lock:
+                done[0] += 1
+                progress(done[0], len(items), item, path, took)
+        return path
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(build, items))
+
+
+def print_progress(done: int, total: int, item, path: Path, seconds: float | None) -> None:
+    what = "present" if seconds is None else f"built in {seconds:.1f} s"
+    print(f"[{done}/{total}] {describe(*item)}: {what} ({path.name})", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="prebuild cuzk's CUDA kernels with nvcc: every module the code loads "
+        "(see also `cuzk kernels`)"
+    )
+    parser.add_argument("dest", type=Path)
+    parser.add_argument("--arch", default="90")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        help="NAME.cu[:OPTION,OPTION...] to build instead of every module the code loads",
+    )
+    args = parser.parse_args(argv)
+    items = PREBUILD_DEFAULT
+    if args.module:
+        items = []
+        for spec in args.module:
+            name, _, opts = spec.partition(":")
+            items.append((name, tuple(o for o in opts.split(",") if o)))
+    print(f"building {len(set(items))} kernel modules into {args.dest}", file=sys.stderr)
+    paths = prebuild(args.dest, items, args.arch, jobs=args.jobs, progress=print_progress)
+    sys.stdout.write("".join(f"{p}\n" for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
