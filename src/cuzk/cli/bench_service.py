@@ -479,8 +479,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     cpu = on_cpu(s)
     memory = "host memory:   " if cpu else "pinned memory: "
     print(f"{memory}   {s.pinned_memory_bytes} / {s.pinned_memory_limit_bytes} bytes")
-    if s.gpus and cpu:
-        print("\nDevices (CPU backend):")
+    if s.gpus:
+        print("\nDevices (CPU backend):" if cpu else "\nGPUs:")
+        unit = "of the host budget" if cpu else "VRAM"
         for g in s.gpus:
             job = (
                 f"proving {g.current_proof_kind} ({g.current_job_id[:8]})"
@@ -489,19 +490,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
             print(
                 f"  [{g.ordinal}] {g.name} — {g.vram_free_bytes >> 20} MiB / "
-                f"{g.vram_total_bytes >> 20} MiB of the host budget — {job}"
-            )
-    elif s.gpus:
-        print("\nGPUs:")
-        for g in s.gpus:
-            job = (
-                f"proving {g.current_proof_kind} ({g.current_job_id[:8]})"
-                if g.current_job_id
-                else "idle"
-            )
-            print(
-                f"  [{g.ordinal}] {g.name} — {g.vram_free_bytes >> 20} MiB / "
-                f"{g.vram_total_bytes >> 20} MiB VRAM — {job}"
+                f"{g.vram_total_bytes >> 20} MiB {unit} — {job}"
             )
     if s.loaded_srs:
         print("\nLoaded SRS:")

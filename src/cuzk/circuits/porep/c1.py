@@ -229,19 +229,22 @@ def _parse_json(raw: bytes | str, source: str) -> Any:
     return jsondoc.loads(raw, source)
 
 
+# The fields of a Phase1Out object (SealCommitPhase1Output), each required.
+PHASE1_KEYS = (
+    "registered_proof",
+    "vanilla_proofs",
+    "comm_r",
+    "comm_d",
+    "replica_id",
+    "seed",
+    "ticket",
+)
+
+
 def c1_from_json(doc: Any, source: str = "c1 output") -> SealCommitPhase1Output:
     """Build a :class:`SealCommitPhase1Output` from decoded JSON."""
     r = _Reader(source)
-    keys = (
-        "registered_proof",
-        "vanilla_proofs",
-        "comm_r",
-        "comm_d",
-        "replica_id",
-        "seed",
-        "ticket",
-    )
-    o = r.obj(doc, "", keys)
+    o = r.obj(doc, "", PHASE1_KEYS)
     name = o["registered_proof"]
     if not isinstance(name, str):
         raise r.fail("registered_proof", f"expected a proof name, got {_kind(name)}")

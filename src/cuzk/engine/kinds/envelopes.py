@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuzk.circuits import jsondoc
-from cuzk.circuits.porep.c1 import check_sector_number
+from cuzk.circuits.porep.c1 import PHASE1_KEYS, check_sector_number
 from cuzk.engine.jobs import ProofKind, ProofRequest
 from cuzk.errors import InputError
 
@@ -39,15 +39,6 @@ SECTOR_SIZES = {
 # it is journalled (it would be held, and stored, until its job ends).
 UNKNOWN_KEYS_MAX_BYTES = 1024
 C1_KEYS = ("SectorNum", "Phase1Out", "SectorSize")
-PHASE1_KEYS = (
-    "registered_proof",
-    "vanilla_proofs",
-    "comm_r",
-    "comm_d",
-    "replica_id",
-    "seed",
-    "ticket",
-)
 _B64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
 _B64_ALPHABET = frozenset(_B64_BYTES)
 
