@@ -10,22 +10,13 @@ import time
 from cuzk.bench.hostmem import peak_rss_mib
 from cuzk.bench.timing import cpu_seconds
 from cuzk.circuits.post.config import WINDOW, WINNING
-from cuzk.engine.jobs import ProofKind
-from cuzk.errors import CuzkError, InputError
+from cuzk.engine.jobs import ProofKind, kind_argument
+from cuzk.errors import CuzkError
 
 POST = {ProofKind.WINDOW_POST_PARTITION: WINDOW, ProofKind.WINNING_POST: WINNING}
 
 
-def post_kind(text: str) -> str:
-    """argparse ``type``: the PoSt circuit of a kind's name (wpost, winning, or the
-    old spellings window-post, winning-post)."""
-    try:
-        kind = ProofKind.from_name(text)
-    except InputError:
-        kind = None
-    if kind not in POST:
-        raise argparse.ArgumentTypeError(f"{text!r}: a PoSt kind: winning or wpost")
-    return POST[kind]
+post_kind = kind_argument(POST)  # argparse ``type``: winning or wpost (old spellings too)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,12 +5,9 @@ catalog's kinds."""
 
 from __future__ import annotations
 
-import argparse
-
 from cuzk.circuits.catalog import POREP, SNAP
 from cuzk.circuits.post.config import WINDOW, WINNING
-from cuzk.engine.jobs import KIND_NAMES, ProofKind
-from cuzk.errors import InputError
+from cuzk.engine.jobs import KIND_NAMES, ProofKind, kind_argument
 
 CATALOG = {
     ProofKind.POREP_SEAL_COMMIT: POREP,
@@ -22,12 +19,4 @@ CIRCUIT_NAMES = tuple(n for n in KIND_NAMES if n != "demo")
 HELP = f"{', '.join(CIRCUIT_NAMES)} (winning-post, window-post accepted)"
 
 
-def circuit_kind(text: str) -> str:
-    """argparse ``type``: the catalog's kind of a name or an old spelling."""
-    try:
-        kind = ProofKind.from_name(text)
-    except InputError:
-        kind = None
-    if kind not in CATALOG:
-        raise argparse.ArgumentTypeError(f"{text!r}: the kinds are {', '.join(CIRCUIT_NAMES)}")
-    return CATALOG[kind]
+circuit_kind = kind_argument(CATALOG)  # argparse ``type``: the catalog's kind of a name

@@ -25,6 +25,7 @@ job belongs to the one anonymous client ``""``, as before.
 
 from __future__ import annotations
 
+import argparse
 import enum
 import hashlib
 import threading
@@ -32,11 +33,13 @@ import time
 import unicodedata
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from cuzk.errors import CuzkError, InputError, ResourceError
+
+T = TypeVar("T")
 
 
 class ProofKind(enum.IntEnum):
@@ -71,6 +74,24 @@ class ProofKind(enum.IntEnum):
             if v == key and k != ProofKind.UNSPECIFIED:
                 return k
         raise InputError(source, name, f"unknown proof kind; the kinds: {', '.join(KIND_NAMES)}")
+
+
+def kind_argument(among: Mapping[ProofKind, T]) -> Callable[[str], T]:
+    """An argparse ``type`` taking a kind's name or old spelling to its entry in
+    ``among`` (the CLIs' circuit catalogs); other kinds are refused naming those
+    ``among`` holds."""
+    names = ", ".join(_KIND_LABELS[k] for k in among)
+
+    def parse(text: str) -> T:
+        try:
+            kind = ProofKind.from_name(text)
+        except InputError:
+            kind = None
+        if kind not in among:
+            raise argparse.ArgumentTypeError(f"{text!r}: the kinds are {names}")
+        return among[kind]
+
+    return parse
 
 
 _KIND_LABELS = {
