@@ -25,22 +25,8 @@ params=${CUZK_PARAM_CACHE:-$home/params}
 http=127.0.0.1:9821
 procs=${CUZK_PROCESSES:-8}
 mkdir -p "$home" "$params"
-cat >"$home/cuzk.toml" <<EOF
-[daemon]
-listen = "unix://$home/cuzk.sock"
-journal = "$home/journal.sqlite"
-status_listen = "$http"
-[gpus]
-backend = "cuda"
-[memory]
-total_budget = "110GiB"
-[pipeline]
-synthesis_concurrency = $(( procs > 0 ? procs : 1 ))
-synthesis_processes = $procs
-[srs]
-param_cache = "$params"
-generate_dev_keys = true
-EOF
+daemon_config "$home/cuzk.toml" "unix://$home/cuzk.sock" "$home/journal.sqlite" "$params" \
+  "${CUZK_HOST_BUDGET:-110GiB}" "$procs"
 step "daemon start"
 python3 -m cuzk.cli.daemon --config "$home/cuzk.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!

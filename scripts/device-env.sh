@@ -9,6 +9,8 @@ AUX=${AUX:-/tmp/cuzk-aux}
 mkdir -p "$OUT" "$AUX"
 SECONDS=0
 step() { echo "[t=${SECONDS}s] $*" | tee -a "$OUT/steps.log"; }
+# shellcheck source=scripts/device-config.sh
+source scripts/device-config.sh
 if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --no-cache-dir \
     --target /tmp/site .whl/*.whl 2>"$AUX/pip.log" || tail -5 "$AUX/pip.log"

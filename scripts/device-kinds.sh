@@ -25,23 +25,8 @@ mkdir -p "$home/params"
 addr="unix://$home/cuzk.sock"
 http=127.0.0.1:9821
 summary="$OUT/kinds.txt"
-cat >"$home/cuzk.toml" <<EOF
-[daemon]
-listen = "$addr"
-journal = "$home/journal.sqlite"
-status_listen = "$http"
-[gpus]
-backend = "cuda"
-${CUZK_VRAM_BUDGET:+vram_budget = \"$CUZK_VRAM_BUDGET\"}
-[memory]
-total_budget = "${CUZK_HOST_BUDGET:-100GiB}"
-[pipeline]
-synthesis_concurrency = 8
-synthesis_processes = 8
-[srs]
-param_cache = "$home/params"
-generate_dev_keys = true
-EOF
+daemon_config "$home/cuzk.toml" "$addr" "$home/journal.sqlite" "$home/params" \
+  "${CUZK_HOST_BUDGET:-100GiB}" 8
 step "daemon start (vram_budget ${CUZK_VRAM_BUDGET:-default})"
 python3 -m cuzk.cli.daemon --config "$home/cuzk.toml" >"$OUT/daemon.log" 2>&1 &
 daemon=$!

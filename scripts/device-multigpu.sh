@@ -47,26 +47,10 @@ daemon=""
 sampler=""
 
 write_config() {  # name, devices
-  cat >"$home/$1.toml" <<EOF
-[daemon]
-listen = "unix://$home/$1.sock"
-status_listen = "$http"
-journal = "$home/$1-journal.sqlite"
-[gpus]
-backend = "cuda"
-devices = $2
-gpu_workers_per_device = 2
-${CUZK_VRAM_BUDGET:+vram_budget = \"$CUZK_VRAM_BUDGET\"}
-[memory]
-total_budget = "${CUZK_HOST_BUDGET:-$(awk '/MemTotal/{printf "%dGiB", $2 * 0.8 / 1048576}' /proc/meminfo)}"
-[pipeline]
-synthesis_concurrency = $procs
-synthesis_processes = $procs
-synthesis_lookahead = ${CUZK_LOOKAHEAD:-1}
-[srs]
-param_cache = "$params"
-generate_dev_keys = true
-EOF
+  GPUS_EXTRA="devices = $2
+gpu_workers_per_device = 2" PIPELINE_EXTRA="synthesis_lookahead = ${CUZK_LOOKAHEAD:-1}" \
+    daemon_config "$home/$1.toml" "unix://$home/$1.sock" "$home/$1-journal.sqlite" "$params" \
+    "${CUZK_HOST_BUDGET:-$(awk '/MemTotal/{printf "%dGiB", $2 * 0.8 / 1048576}' /proc/meminfo)}" "$procs"
 }
 
 start_daemon() {  # name, devices; the rest of the environment is the caller's
