@@ -68,3 +68,30 @@ def test_watch_samples_another_process_tree_until_it_ends() -> None:
     peaks = [r["host_peak_anon_mib"] for r in so_far]
     assert peaks and peaks == sorted(peaks)
     assert so_far[-1]["host_peak_anon_mib"] <= report["host_peak_anon_mib"]
+
+
+def test_watch_says_what_the_peak_was_made_of(tmp_path) -> None:
+    """The report splits the peak of ``VmRSS`` into anonymous, mapped-file and
+    shared parts (a streamed key's pinned buffers and a mapped matrix cache
+    are told apart from private memory), and the progress lines carry the
+    last sample: a timeline of a run's memory."""
+    data = tmp_path / "mapped.bin"
+    data.write_bytes(b"\1" * (40 << 20))
+    code = (
+        f"import mmap, time; f = open({str(data)!r}, 'rb');"
+        "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ);"
+        "s = sum(m[i] for i in range(0, len(m), 4096));"
+        "sh = mmap.mmap(-1, 24 << 20); sh[::4096] = b'2' * len(sh[::4096]);"
+        "a = bytearray(16 << 20); a[::4096] = b'3' * len(a[::4096]); time.sleep(1.0)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code])
+    lines: list[dict] = []
+    try:
+        report = hostmem.watch(child.pid, interval=0.1, progress=lines.append, every=0.3)
+    finally:
+        child.wait()
+    parts = report["at_peak_rss_mib"]
+    assert parts["file"] >= 40 and parts["shmem"] >= 24 and parts["anon"] >= 16
+    assert sum(parts.values()) <= report["host_peak_rss_mib"] + 1
+    assert lines and all(line["now_rss_mib"] >= line["now_anon_mib"] for line in lines)
+    assert max(line["now_file_mib"] for line in lines) >= 40

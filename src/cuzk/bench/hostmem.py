@@ -5,7 +5,10 @@ needs the peak of their sum. A thread reads ``/proc/<pid>/status`` of the
 process tree every ``interval`` seconds and keeps the largest total of
 ``RssAnon`` (private memory: what an out-of-memory killer counts against us)
 and of ``VmRSS`` (which adds mapped file pages, such as a memory-mapped
-constraint cache, that the kernel can drop).
+constraint cache, that the kernel can drop). Its two other parts are kept
+too, each at the peak of ``VmRSS``: ``RssFile`` (mapped files) and
+``RssShmem`` (shared memory, where pinned host buffers of the GPU driver
+count), so a report says which part a peak was made of.
 """
 
 from __future__ import annotations
@@ -67,20 +70,23 @@ class HostMemory:
         self.root = os.getpid() if root is None else root  # the tree's root process
         self.peak_rss = 0
         self.peak_anon = 0
+        self.at_peak_rss = (0, 0, 0)  # (anon, file, shmem) bytes when VmRSS peaked
+        self.now = (0, 0, 0, 0)  # the last sample: (rss, anon, file, shmem) bytes
         self.peak_by_pid: dict[int, int] = {}  # each process's own peak (VmHWM), bytes
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.available = Path("/proc/self/status").exists()
 
     def sample(self) -> None:
-        rss = anon = 0
+        total = [0, 0, 0, 0]
         for pid in _tree(self.root):
-            r, a, hwm = status_kib(pid, "VmRSS", "RssAnon", "VmHWM")
-            rss += r
-            anon += a
+            *parts, hwm = status_kib(pid, "VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")
+            total = [t + p * 1024 for t, p in zip(total, parts, strict=True)]
             self.peak_by_pid[pid] = max(self.peak_by_pid.get(pid, 0), hwm * 1024)
-        self.peak_rss = max(self.peak_rss, rss * 1024)
-        self.peak_anon = max(self.peak_anon, anon * 1024)
+        rss, anon, file, shmem = self.now = tuple(total)
+        if rss > self.peak_rss:
+            self.peak_rss, self.at_peak_rss = rss, (anon, file, shmem)
+        self.peak_anon = max(self.peak_anon, anon)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -100,11 +106,19 @@ class HostMemory:
             self.sample()
 
     def report(self) -> dict[str, int]:
-        """Peaks in MiB, for a command's JSON report."""
+        """Peaks in MiB, for a command's JSON report: of ``VmRSS`` (with its
+        anonymous, file and shared parts at that moment) and of ``RssAnon``."""
+        anon, file, shmem = (round(b / 2**20) for b in self.at_peak_rss)
         return {
             "host_peak_rss_mib": round(self.peak_rss / 2**20),
             "host_peak_anon_mib": round(self.peak_anon / 2**20),
+            "at_peak_rss_mib": {"anon": anon, "file": file, "shmem": shmem},
         }
+
+    def current(self) -> dict[str, int]:
+        """The last sample in MiB: the tree's ``VmRSS`` and its three parts."""
+        names = ("rss", "anon", "file", "shmem")
+        return {f"now_{n}_mib": round(b / 2**20) for n, b in zip(names, self.now, strict=True)}
 
 
 def watch(
@@ -115,8 +129,9 @@ def watch(
 ) -> dict[str, int]:
     """Sample another process's tree (a daemon and its synthesis workers) until
     that process ends; its peaks, as :meth:`HostMemory.report` gives them.
-    ``progress`` gets the peaks so far every ``every`` seconds (a run cut
-    short still leaves its figure)."""
+    ``progress`` gets the peaks so far and the last sample every ``every``
+    seconds (a run cut short still leaves its figure, and the lines are a
+    timeline of where the memory went)."""
     m = HostMemory(interval, root=pid)
     last = time.monotonic()
     with m:
@@ -124,7 +139,7 @@ def watch(
             m._stop.wait(interval)
             if progress is not None and time.monotonic() - last >= every:
                 last = time.monotonic()
-                progress(m.report())
+                progress({**m.report(), **m.current()})
     return m.report()
 
 
