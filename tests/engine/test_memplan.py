@@ -89,3 +89,22 @@ def test_memory_plan_command(capsys, tmp_path: Path) -> None:
     assert capsys.readouterr().out.count("GPU tier           resident") == 2
     assert main([*args, "--host-memory", "16GiB", "--vram-budget", "4GiB", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gpu_budget_bytes"] == 4 * GIB
+
+
+def test_the_plan_shows_how_a_lean_partition_splits_its_msm_room() -> None:
+    """A 32GiB PoRep at a 16 GiB budget: the MSM room split between H's pass
+    and L, A and B beside it (``side_room_bytes``); on the H200's budget the
+    whole path shows no split."""
+    from test_residency import COUNTS_32G, H200_BUDGET
+
+    from cuzk.engine.memplan import render
+
+    porep = COUNTS_32G["porep"]
+    small = plan(porep, "cuda", host_budget=128 * GIB, gpu_budget=16 * GIB)
+    assert small.lean and 0 < small.side_room_bytes < small.msm_room_bytes
+    h = small.msm_room_bytes - small.side_room_bytes
+    text = render(small)
+    assert f"H's pass {h / GIB:.1f} GiB, L, A and B beside it" in text
+    assert f"beside it {small.side_room_bytes / GIB:.1f} GiB" in text
+    big = plan(porep, "cuda", host_budget=128 * GIB, gpu_budget=H200_BUDGET)
+    assert not big.lean and big.side_room_bytes == 0 and "H's pass" not in render(big)

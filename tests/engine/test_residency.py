@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from cuzk.backends import memory_model
-from cuzk.engine.keystore.residency import MATRICES, QUERIES, plan
+from cuzk.engine.keystore.residency import MATRICES, QUERIES, WITNESS_ALLOWANCE, plan
 from cuzk.r1cs.counts import Counts
 
 GIB = 1 << 30
@@ -53,6 +53,13 @@ def test_every_32gib_kind_fits_every_budget(kind: str, budget: int) -> None:
     assert r.key_pinned_bytes == sum(r.parts[p] for p in streamed)
     if not streamed:
         assert r.pcie_bytes_per_partition() == 0
+    if r.lean and r.fork_share:
+        # H's pass and the side branch's beside it: both rooms in the partition's
+        # estimate, beside the assignment and h
+        c = COUNTS_32G[kind]
+        m = MODEL.domain(c.num_constraints)
+        assert r.h_room + r.fork_share == r.msm_room and r.h_room >= r.fork_share
+        assert r.partition_device_bytes >= 32 * (c.num_variables + m) + r.msm_room
 
 
 @pytest.mark.parametrize("kind", list(COUNTS_32G))
@@ -83,6 +90,55 @@ def test_less_memory_moves_more_of_the_key(kind: str) -> None:
     assert traffic == sorted(traffic, reverse=True)
     assert plans[0].lean and plans[0].tier in ("streamed", "mixed")
     assert sum(plans[0].parts.values()) > 16 * GIB  # a 16 GiB card streams most of the key
+
+
+@pytest.mark.parametrize("budget", [16 * GIB, 24 * GIB], ids=["16GiB", "24GiB"])
+def test_a_lean_porep_partition_runs_l_a_and_b_beside_h(budget: int) -> None:
+    """At 16 and 24 GiB a 32GiB PoRep partition's MSM room splits between H's
+    pass and the side branch running L, A and B beside it: each part at
+    least a pass's least room, H's the larger (≈ 4 and 2 GiB at 16), and the
+    partition's estimate holds both rooms beside the assignment, h and any
+    whole gather (the step where H's MSM and the branch run together), within
+    the budget with the key."""
+    c = COUNTS_32G["porep"]
+    nc, nv = c.num_constraints, c.num_variables
+    r = plan(c, budget, MODEL, WITNESS_ALLOWANCE)
+    assert r.lean and r.fork_share > 0 and r.in_flight == 1
+    least = MODEL.lean_msm_room(nc, max(c.a_points, c.b_points, c.num_aux))
+    assert r.h_room + r.fork_share == r.msm_room
+    assert r.h_room > r.fork_share >= least
+    m = MODEL.domain(nc)
+    gathered = 32 * max(
+        c.a_points if "a" in r.resident else 0,
+        c.b_points if {"b_g1", "b_g2"} & r.resident else 0,
+    )
+    together = 32 * nv + 32 * m + r.h_room + r.fork_share + gathered + WITNESS_ALLOWANCE
+    assert r.partition_device_bytes >= together
+    assert r.key_device_bytes + r.partition_device_bytes <= budget
+    if budget == 16 * GIB:
+        assert r.tier == "streamed" and gathered == 0
+        assert 3.5 * GIB <= r.h_room <= 4.5 * GIB and 1.5 * GIB <= r.fork_share <= 2.5 * GIB
+    assert "L, A and B beside H's MSM" in r.describe()
+
+
+def test_a_side_branch_counts_a_whole_gather_beside_h() -> None:
+    """The lean estimate is honest about the branch: beside resident a or b
+    bases their scalars are gathered whole, while H's MSM still holds h and
+    its room, so the forked step holds the gather too; streamed bases gather
+    a chunk at a time inside their pass (no whole vector)."""
+    c = COUNTS_32G["porep"]
+    nc, nv, q = c.num_constraints, c.num_variables, c.num_aux
+    room, gathered = 6 * GIB, 32 * c.a_points
+    serial = MODEL.lean_partition_bytes(nc, nv, q, 0, room, gathered, fork=False)
+    forked = MODEL.lean_partition_bytes(nc, nv, q, 0, room, gathered, fork=True)
+    streamed = MODEL.lean_partition_bytes(nc, nv, q, 0, room, 0, fork=True)
+    assert forked - serial == gathered  # H's step: h, the rooms and the gather at once
+    assert streamed == MODEL.lean_partition_bytes(nc, nv, q, 0, room, 0, fork=False)
+    # the branch's share: a third of the room, none where H's part would fall below a pass
+    least = MODEL.lean_msm_room(nc, q)
+    assert MODEL.lean_fork_share(nc, q, 6 * GIB) == 2 * GIB
+    assert MODEL.lean_fork_share(nc, q, 2 * least - 1) == 0
+    assert MODEL.lean_fork_share(nc, q, 2 * least + (1 << 20)) >= least
 
 
 def test_nothing_fits_a_budget_below_a_lean_partition() -> None:

@@ -5,6 +5,7 @@ proof verified; a roomy budget keeps today's whole, resident path."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ class TieredStandIn(BudgetedCpuBackend):
         self.placed: list[bool | None] = []  # what each part was told, in load order
         self.padded: list[int | None] = []
         self.passes: list[int] = []
-        self.room_seen: list[int] = []  # the free memory an MSM pass sized itself by
+        # (thread, the free memory an MSM pass sized itself by)
+        self.room_seen: list[tuple[str, int]] = []
+        self.forks: list[int] = []  # the shares asked of fork
 
     def _bases(self, group: str, count, read, progress, resident):
         self.placed.append(resident)
@@ -62,12 +65,45 @@ class TieredStandIn(BudgetedCpuBackend):
 
     def msm_g1_many(self, bases, scalar_sets, phases=None):
         self.passes.append(len(scalar_sets))
-        self.room_seen.append(self.vram.free_bytes)
-        return [self.msm_g1(bases, s, phases) for s in scalar_sets]
+        self.room_seen.append((threading.current_thread().name, self.vram.free_bytes))
+        return super().msm_g1_many(bases, scalar_sets, phases)
 
     def msm_g2_many(self, bases, scalar_sets, phases=None):
         self.passes.append(len(scalar_sets))
-        return [self.msm_g2(bases, s, phases) for s in scalar_sets]
+        self.room_seen.append((threading.current_thread().name, self.vram.free_bytes))
+        return super().msm_g2_many(bases, scalar_sets, phases)
+
+    def fork(self, domain_size, num_variables, share=None):
+        """A branch on a thread of its own, with the CUDA backend's memory
+        behaviour (``CudaBackend.fork``): drawing from the caller's envelope,
+        sized within its part of the caller's room (DeviceBudget.branch_cap)."""
+        self.forks.append(share)
+        return _Branch(self.vram, share)
+
+
+class _Branch:
+    def __init__(self, vram: DeviceBudget, share: int) -> None:
+        self.vram, self.envelope = vram, vram.envelope()
+        self.cap = vram.branch_cap(share)
+        self.out: dict = {}
+
+    def start(self, fn) -> None:
+        def run() -> None:
+            try:
+                with self.vram.drawing_from(self.envelope), self.vram.capped(self.cap):
+                    self.out["value"] = fn()
+            except BaseException as e:
+                self.out["error"] = e
+
+        self.thread = threading.Thread(target=run, name="side")
+        self.thread.start()
+
+    def join(self):
+        self.vram.rejoin(self.cap)
+        self.thread.join()
+        if "error" in self.out:
+            raise self.out["error"]
+        return self.out["value"]
 
 
 def _budget_for(want) -> int:
@@ -93,9 +129,11 @@ def _prove_on(tmp_path: Path, limit: int) -> tuple[TieredStandIn, list]:
     return be, jobs
 
 
-@pytest.mark.parametrize("tier", ["streamed", "mixed"])
-def test_a_small_budget_streams_parts_and_proves_lean(tmp_path: Path, tier: str) -> None:
-    limit = _budget_for(lambda r: r.fits and r.tier == tier)
+@pytest.mark.parametrize("tier, fork", [("streamed", False), ("mixed", True)], ids=str)
+def test_a_small_budget_streams_parts_and_proves_lean(
+    tmp_path: Path, tier: str, fork: bool
+) -> None:
+    limit = _budget_for(lambda r: r.fits and r.tier == tier and (r.fork_share > 0) == fork)
     counts = demo.DemoKind().counts(CID)
     want = plan(counts, limit, MODEL, witness_bytes=0)
     assert want.lean and want.streamed_parts
@@ -109,8 +147,17 @@ def test_a_small_budget_streams_parts_and_proves_lean(tmp_path: Path, tier: str)
     assert be.padded and set(be.padded) == {m}
     assert be.passes and set(be.passes) == {1}
     # the MSMs sized themselves to the room the plan gave them, not to the
-    # partition's whole reservation (its live vectors hold the rest)
-    assert max(be.room_seen) <= want.msm_room
+    # partition's whole reservation (its live vectors hold the rest); with a
+    # side branch, H's pass within its part and L, A and B within the branch's
+    assert be.forks == ([want.fork_share] * 3 if fork else [])  # three partitions
+    main = [room for thread, room in be.room_seen if thread != "side"]
+    side = [room for thread, room in be.room_seen if thread == "side"]
+    assert len(main) == 3 * (1 if fork else 5) and len(side) == (3 * 4 if fork else 0)
+    if fork:
+        assert want.h_room + want.fork_share == want.msm_room
+        assert max(main) <= want.h_room and max(side) <= want.fork_share
+    else:
+        assert max(main) <= want.msm_room
     assert be.vram.overdrawn_by_operation == {}
 
 

@@ -31,16 +31,26 @@ def _plan_at(limit: int):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "limit, tier, lean",
-    [(240 * MIB, "mixed", True), (320 * MIB, "resident", True), (1100 * MIB, "resident", False)],
-    ids=["mixed-lean", "resident-lean", "resident-whole"],
+    "limit, tier, lean, fork",
+    [
+        (240 * MIB, "mixed", True, False),
+        (320 * MIB, "mixed", True, True),
+        (384 * MIB, "resident", True, True),
+        (1100 * MIB, "resident", False, True),
+    ],
+    ids=["mixed-lean", "mixed-lean-fork", "resident-lean-fork", "resident-whole"],
 )
-def test_gpu_engine_proves_in_each_tier(tmp_path: Path, limit: int, tier: str, lean: bool) -> None:
+def test_gpu_engine_proves_in_each_tier(
+    tmp_path: Path, limit: int, tier: str, lean: bool, fork: bool
+) -> None:
+    """Lean partitions with a side branch ("-fork"): L, A and B beside H's MSM
+    within their share of the partition's MSM room, the a and b scalars
+    gathered a chunk at a time where their bases stream."""
     from cuzk.backends.cuda import CudaBackend
     from cuzk.backends.cuda.memory import DeviceContext
 
     want = _plan_at(limit)
-    assert (want.tier, want.lean) == (tier, lean)
+    assert (want.tier, want.lean, want.fork_share > 0) == (tier, lean, fork)
     ctx = DeviceContext(0, limit_bytes=limit)
     dev = Device(0, "capped GPU", CudaBackend(ctx=ctx), limit, Budget("vram:0", limit, ctx.budget))
     e = Engine(engine_config(tmp_path, gpu_workers_per_device=1), devices=[dev])

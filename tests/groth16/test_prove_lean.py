@@ -4,6 +4,8 @@ every key part streamed from pinned host memory."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from cuzk.algebra.arrays import fr_to_array
@@ -101,6 +103,103 @@ def test_prove_many_draws_its_randomness_per_proof() -> None:
     assert all(verifier.verify(pk.vk, css[0].public_inputs(), p) for p in (a, b))
 
 
+class Forking(Lazy):
+    """The lazy CPU backend with the fork capability: the branch runs in a thread
+    of its own (as the CUDA backend's does); each pass notes its thread and
+    whether its scalar sets were gathered ones."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.forks: list[tuple] = []
+        self.where: list[tuple[str, bool]] = []  # (thread, gathered sets) a pass
+        self.fail = fail
+
+    def fork(self, domain_size: int, num_variables: int, share: int | None = None):
+        self.forks.append((domain_size, num_variables, share))
+        return _ThreadBranch()
+
+    def _note(self, scalar_sets) -> None:
+        from cuzk.backends.base import Gathered
+
+        gathered = {isinstance(x, Gathered) for x in scalar_sets}
+        assert len(gathered) == 1
+        self.where.append((threading.current_thread().name, gathered.pop()))
+        if self.fail and threading.current_thread().name == "side":
+            raise RuntimeError("side MSM failed")
+
+    def msm_g1_many(self, bases, scalar_sets, phases=None):
+        self._note(scalar_sets)
+        return super().msm_g1_many(bases, scalar_sets, phases)
+
+    def msm_g2_many(self, bases, scalar_sets, phases=None):
+        self._note(scalar_sets)
+        return super().msm_g2_many(bases, scalar_sets, phases)
+
+
+class _ThreadBranch:
+    def start(self, fn) -> None:
+        self.out: dict = {}
+
+        def run():
+            try:
+                self.out["value"] = fn()
+            except BaseException as e:
+                self.out["error"] = e
+
+        self.thread = threading.Thread(target=run, name="side")
+        self.thread.start()
+
+    def join(self):
+        self.thread.join()
+        if "error" in self.out:
+            raise self.out["error"]
+        return self.out["value"]
+
+
+def test_a_lean_proof_with_a_side_branch_is_the_proof_in_turn() -> None:
+    """With a fork share the lean prover runs L, A and B (G1 and G2) on the
+    branch beside H's MSM, their a and b scalars as gathered sets (the
+    backend gathers them, a chunk at a time where the bases stream): the
+    same proof bytes as in turn, and the whole proof's."""
+    seeds = ((77, (5, 6)), (78, (1, 2)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    r, s = 0x5EED % R, R - 3
+    whole = prover.prove(prover.prepare(pk, r1cs, CpuBackend()), r1cs, ws[0], r=r, s=s)
+    be = Forking()
+    key = prover.prepare(pk, r1cs, be)
+    times = prover.StageTimes()
+    lean = prover.prove(key, r1cs, ws[0], r=r, s=s, times=times, lean=True, fork_share=3 << 20)
+    assert lean.to_bytes() == whole.to_bytes()
+    assert verifier.verify(pk.vk, css[0].public_inputs(), lean)
+    m = 1 << (r1cs.num_constraints - 1).bit_length()
+    assert be.forks == [(m, r1cs.num_variables, 3 << 20)]
+    me = threading.current_thread().name
+    # H here; L (the assignment's tail), then A, B in G1 and G2 gathered, on the branch
+    assert [g for t, g in be.where if t == me] == [False]
+    assert [g for t, g in be.where if t == "side"] == [False, True, True, True]
+    assert {"msm_h", "msm_l", "msm_a", "msm_b_g1", "side_wait"} <= set(times.detail)
+    # no share: no branch, the same passes in turn on this thread
+    be.where.clear()
+    for share in (None, 0):
+        assert prover.prove(key, r1cs, ws[0], r=r, s=s, lean=True, fork_share=share) == lean
+    assert len(be.forks) == 1 and {t for t, _ in be.where} == {me}
+    # several proofs: each pass on the branch serves them all
+    be.passes.clear()
+    many = prover.prove_many(key, r1cs, ws, [r, 5], [s, 9], fork_share=1 << 20)
+    assert be.passes == [2] * 5 and len(be.forks) == 2
+    assert many[0].to_bytes() == whole.to_bytes()
+    assert many[1].to_bytes() == prover.prove(key, r1cs, ws[1], r=5, s=9).to_bytes()
+
+
+def test_a_failed_side_msm_fails_the_lean_proof_after_the_join() -> None:
+    r1cs, pk, (cs,) = _demo()
+    key = prover.prepare(pk, r1cs, Forking(fail=True))
+    with pytest.raises(RuntimeError, match="side MSM failed"):
+        prover.prove(key, r1cs, fr_to_array(cs.assignment()), lean=True, fork_share=1 << 20)
+    assert all(t.name != "side" for t in threading.enumerate())  # joined, not left running
+
+
 # --- on the GPU -------------------------------------------------------------------
 
 
@@ -125,4 +224,42 @@ def test_gpu_lean_proofs_over_streamed_key_parts_equal_the_cpu(resident: bool) -
     assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
     for cs, proof in zip(css, got, strict=True):
         assert verifier.verify(pk.vk, cs.public_inputs(), proof)
+    key.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
+def test_gpu_lean_proofs_with_a_side_branch_equal_the_cpu(resident: bool) -> None:
+    """L, A and B on the CUDA backend's branch beside H's MSM, within a lean
+    room split as the plan splits it (the branch's passes within its share,
+    H's within the rest; the a and b scalars gathered a chunk at a time where
+    the bases stream, whole where resident): the CPU's proof bytes, verified."""
+    from cuzk.backends.cuda import CudaBackend
+
+    seeds = ((987654321, tuple(range(1, 13))), (5, tuple(range(40, 52))))
+    r1cs, pk, css = _demo(rounds=1500, words=12, seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    rs, ss = [0x1234567, 99], [R - 5, 7]
+    cpu_key = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(cpu_key, r1cs, w, r=r, s=s) for w, r, s in zip(ws, rs, ss, strict=True)]
+    gpu = CudaBackend()
+    where = {p: resident for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
+    key = prover.prepare(pk, r1cs, gpu, resident=where)
+    budget = gpu.ctx.budget
+    room, share = 96 << 20, 32 << 20
+    times = prover.StageTimes()
+    with gpu.work_stream("prove"), budget.sized_within(room):
+        got = prover.prove_many(key, None, ws, rs, ss, times, fork_share=share)
+        assert budget.free_bytes == room  # the room back whole after the join
+    assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
+    for cs, proof in zip(css, got, strict=True):
+        assert verifier.verify(pk.vk, cs.public_inputs(), proof)
+    assert "side_wait" in times.detail
+    # only the branch runs a G2 MSM: its holds stayed within its share
+    peak = budget.peak_by_operation
+    g2 = ("msm_g2 streamed",) if not resident else ("msm_g2 scalars", "msm_g2 workspace")
+    assert 0 < sum(peak.get(k, 0) for k in g2) <= share
+    if not resident:
+        assert 0 < peak["msm_g1 streamed"] <= room - share
+    assert budget.overdrawn_by_operation == {}
     key.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -35,6 +36,37 @@ FrArray = Any  # numpy.ndarray (n, 4) uint64, or a backend's device array of tha
 PointReader = Callable[[int, int, np.ndarray], None]
 # progress(points_done) after each chunk a backend has loaded
 LoadProgress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """A scalar set given as rows of another array, ``values[index]``, for
+    :meth:`Backend.msm_g1_many` and :meth:`Backend.msm_g2_many`: a query's
+    scalars gathered from the assignment by its selection (``index``, what
+    :meth:`Backend.prepare_index` made; ``values``, the backend's own array).
+
+    The backend gathers where it pays: the whole set at once beside resident
+    bases, a chunk's rows at a time inside a pass over streamed ones (no
+    gathered vector of the whole set: what a lean partition's side branch
+    has no room for). ``shape`` is the gathered set's."""
+
+    values: Any
+    index: Any
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.index), 4)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def dtype(self) -> Any:
+        return self.values.dtype
 
 
 def proof_working_bytes(num_constraints: int, num_variables: int) -> int:
@@ -195,7 +227,9 @@ class Backend(Protocol):
     def msm_g1_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
         """One :meth:`msm_g1` a scalar set over the same bases, in one pass over
         them where they stream from pinned host memory (each chunk crosses to
-        the device once for every set)."""
+        the device once for every set). A set is an Fr array or a
+        :class:`Gathered` one (rows of the assignment by a prepared index),
+        bit for bit the MSM of the gathered array."""
 
     def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
         """:meth:`msm_g1_many` in G2."""
@@ -230,7 +264,9 @@ class Backend(Protocol):
     def fork(self, domain_size: int, num_variables: int, share: int | None = None) -> Any:
         """A branch (``start(fn)``, ``join()``) running beside the calling
         thread within ``share`` bytes, or None where the backend has no second
-        line of work (the caller then runs the work itself)."""
+        line of work (the caller then runs the work itself). Where the calling
+        thread sizes its work within a fixed room (a lean partition's MSMs),
+        the share comes out of that room until the join."""
 
     def witness_device(self) -> Any:
         """Where this backend makes witnesses from static plans (the witness

@@ -45,7 +45,7 @@ from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_TWO_ADICITY, R
 from cuzk.algebra.sparse import SparseMatrix
 from cuzk.backends import native as native_kernels
-from cuzk.backends.base import LoadProgress, PointReader, proof_working_bytes
+from cuzk.backends.base import Gathered, LoadProgress, PointReader, proof_working_bytes
 from cuzk.errors import BadPoint, EncodingError
 
 log = logging.getLogger(__name__)
@@ -417,12 +417,19 @@ class CpuBackend:
     def msm_g1_many(
         self, bases: CpuBases, scalar_sets: list, phases: dict | None = None
     ) -> list[Affine]:
-        return [self.msm_g1(bases, s, phases) for s in scalar_sets]
+        return [self.msm_g1(bases, self.rows(s), phases) for s in scalar_sets]
 
     def msm_g2_many(
         self, bases: CpuBases, scalar_sets: list, phases: dict | None = None
     ) -> list[Affine]:
-        return [self.msm_g2(bases, s, phases) for s in scalar_sets]
+        return [self.msm_g2(bases, self.rows(s), phases) for s in scalar_sets]
+
+    def rows(self, scalars: Any) -> np.ndarray:
+        """A scalar set's array: a :class:`~cuzk.backends.base.Gathered` one gathered
+        (host memory is one tier: the whole set at once), any other as it is."""
+        if isinstance(scalars, Gathered):
+            return self.gather(scalars.values, scalars.index)
+        return scalars
 
     @staticmethod
     def _msm(bases: CpuBases, scalars: np.ndarray, point_type):

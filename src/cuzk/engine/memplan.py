@@ -65,6 +65,8 @@ class Plan:
     streamed_parts: tuple[str, ...] = ()  # what crosses PCIe from pinned host memory
     pcie_bytes_per_partition: int = 0  # key bytes a partition moves across PCIe
     msm_room_bytes: int = 0  # what a lean partition's MSMs work in (chunks, window groups)
+    # the side branch's part of it (L, A and B beside H's MSM; 0: in turn after it)
+    side_room_bytes: int = 0
     host_needed_bytes: int = 0  # pinned key + partitions in flight on the host
 
     def as_dict(self) -> dict:
@@ -158,12 +160,21 @@ def plan(
         streamed_parts=res.streamed_parts if res is not None else (),
         pcie_bytes_per_partition=res.pcie_bytes_per_partition() if res is not None else 0,
         msm_room_bytes=res.msm_room if res is not None else 0,
+        side_room_bytes=res.fork_share if res is not None and res.lean else 0,
         host_needed_bytes=pinned + max(1, at_once_gpu or 1) * part_host,
     )
 
 
 def gib(n: int) -> str:
     return f"{n / 2**30:,.1f} GiB"
+
+
+def _split(p: Plan) -> str:
+    """How a lean partition's MSM room is shared: H's pass and the side branch's."""
+    if not p.side_room_bytes:
+        return ": H, then L, A and B in turn"
+    h = p.msm_room_bytes - p.side_room_bytes
+    return f": H's pass {gib(h)}, L, A and B beside it {gib(p.side_room_bytes)}"
 
 
 def render(p: Plan) -> str:
@@ -190,7 +201,7 @@ def render(p: Plan) -> str:
             + f"; streamed: {streamed}",
             f"GPU, key           {gib(p.key_device_bytes)}",
             f"GPU, per partition {gib(p.partition_device_bytes)}"
-            + (f" (its MSMs' room {gib(p.msm_room_bytes)})" if p.lean else ""),
+            + (f" (its MSMs' room {gib(p.msm_room_bytes)}{_split(p)})" if p.lean else ""),
             f"PCIe, per partition {gib(p.pcie_bytes_per_partition)} of the key",
             f"GPU budget         {gib(p.gpu_budget_bytes)}: "
             + (

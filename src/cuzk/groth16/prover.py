@@ -35,7 +35,7 @@ import numpy as np
 from cuzk.algebra import pairing
 from cuzk.algebra.fields import R
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.backends.base import Backend
+from cuzk.backends.base import Backend, Gathered
 from cuzk.errors import BadPoint, InputError
 from cuzk.groth16.keys import QUERIES, KeySource, ProvingKey, VerifyingKey, point_bytes
 from cuzk.groth16.proof import Proof
@@ -378,12 +378,15 @@ def prove(
     L, A and B MSMs on it beside H's steps, within ``fork_share`` bytes (None: the
     backend's default; 0: no branch, they follow H's MSM). ``lean``: the
     proof of :func:`prove_many` (the H step within two domain vectors, the
-    MSMs in turn), for devices whose memory a whole proof does not fit.
+    MSMs in chunks), for devices whose memory a whole proof does not fit; its
+    L, A and B MSMs run on a branch beside H's MSM when ``fork_share`` (the
+    branch's part of the MSMs' room) is given and above 0.
     """
     if lean:
         rs = None if r is None else [r]
         ss = None if s is None else [s]
-        return prove_many(key, r1cs, [assignment], rs, ss, times)[0]
+        share = fork_share or 0
+        return prove_many(key, r1cs, [assignment], rs, ss, times, fork_share=share)[0]
     be, times = _start(key, r1cs, assignment, times)
     r = secrets.randbelow(R) if r is None else r % R
     s = secrets.randbelow(R) if s is None else s % R
@@ -451,6 +454,7 @@ def prove_many(
     r: Sequence[int] | None = None,
     s: Sequence[int] | None = None,
     times: StageTimes | None = None,
+    fork_share: int = 0,
 ) -> list[Proof]:
     """Lean proofs of several assignments of one circuit, their MSMs sharing
     each pass over the bases.
@@ -460,8 +464,18 @@ def prove_many(
     backend's ``h_poly`` asks for them (they are thunks), and transformed in
     place. Then each query's MSM runs once over its bases for every
     assignment's scalars (``Backend.msm_g1_many``): where the bases stream
-    from pinned host memory, each chunk crosses PCIe once for them all.
-    ``r`` and ``s`` (one pair a proof) default to random.
+    from pinned host memory, each chunk crosses PCIe once for them all. The a
+    and b queries' scalars are :class:`~cuzk.backends.base.Gathered` sets:
+    the backend gathers them a chunk at a time inside a pass over streamed
+    bases (whole only beside resident ones), so no gathered vector of a
+    whole query lives beside the assignment.
+
+    ``fork_share`` > 0, with a backend whose ``fork`` gives a branch: the L,
+    A and B MSMs run on the branch, within that many bytes of the MSMs'
+    room, beside H's MSM (which sizes itself within the rest): H's MSM is
+    bound by its arithmetic, theirs by their bases' copy, so they overlap.
+    0: they follow H's MSM in turn. ``r`` and ``s`` (one pair a proof)
+    default to random.
     """
     k = len(assignments)
     if not k:
@@ -490,23 +504,41 @@ def prove_many(
         del inputs
         times.mark(key.reduction.step, t)
         ws.append(w)
-    t = time.perf_counter()
-    g_h = be.msm_g1_many(key.h, hs, times.msm("h"))
-    del hs
-    t = times.mark("msm_h", t, detail=True)
-    g_l = be.msm_g1_many(key.l, [w[key.num_inputs :] for w in ws], times.msm("l"))
-    t = times.mark("msm_l", t, detail=True)
-    a_index, b_index = _indexes(key)
-    g_a = be.msm_g1_many(key.a, [be.gather(w, a_index) for w in ws], times.msm("a"))
-    t = times.mark("msm_a", t, detail=True)
-    b_scalars = [be.gather(w, b_index) for w in ws]
+
+    def side(ws: list) -> tuple[list, list, list, list]:
+        """The MSMs of the assignments' own queries (L, A, B in G1 and G2)."""
+        t = time.perf_counter()
+        g_l = be.msm_g1_many(key.l, [w[key.num_inputs :] for w in ws], times.msm("l"))
+        t = times.mark("msm_l", t, detail=True)
+        a_index, b_index = _indexes(key)
+        g_a = be.msm_g1_many(key.a, [Gathered(w, a_index) for w in ws], times.msm("a"))
+        t = times.mark("msm_a", t, detail=True)
+        b_sets = [Gathered(w, b_index) for w in ws]
+        g_b1 = be.msm_g1_many(key.b_g1, b_sets, times.msm("b_g1"))
+        t = times.mark("msm_b_g1", t, detail=True)
+        g_b2 = be.msm_g2_many(key.b_g2, b_sets, times.msm("b_g2"))
+        times.mark("msm_g2", t)
+        return g_l, g_a, g_b1, g_b2
+
+    branch = None
+    if fork_share > 0:
+        branch = be.fork(m, len(ws[0]), fork_share)
+    if branch is not None:
+        branch.start(functools.partial(side, ws))
+    try:
+        t = time.perf_counter()
+        g_h = be.msm_g1_many(key.h, hs, times.msm("h"))
+        del hs
+        times.mark("msm_h", t, detail=True)
+    finally:
+        if branch is not None:
+            t_join = time.perf_counter()
+            side_points = branch.join()
+            times.detail["side_wait"] = time.perf_counter() - t_join
+    if branch is None:
+        side_points = side(ws)
     del ws
-    t = times.mark("gather", t, detail=True)
-    g_b1 = be.msm_g1_many(key.b_g1, b_scalars, times.msm("b_g1"))
-    t = times.mark("msm_b_g1", t, detail=True)
-    g_b2 = be.msm_g2_many(key.b_g2, b_scalars, times.msm("b_g2"))
-    del b_scalars
-    times.mark("msm_g2", t)
+    g_l, g_a, g_b1, g_b2 = side_points
     g1 = times.total(_G1_STEPS) - g1_before
     times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + g1
     t = time.perf_counter()

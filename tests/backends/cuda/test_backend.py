@@ -139,6 +139,66 @@ def test_a_fork_runs_beside_on_a_side_stream_of_the_role(target):
             bad.join()
 
 
+def test_a_fork_within_a_fixed_room_splits_it(target):
+    """Forked where the calling thread sizes its work within a final cap (a lean
+    partition's MSM room), the branch sizes within its share throughout (a
+    final cap: never waited for, not widened by the join) and the calling
+    thread within the rest until the join gives it its room back; a share
+    beyond the room is the whole room."""
+    from cuzk.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    budget = be.ctx.budget
+    seen: dict = {}
+
+    def side():
+        seen["free"] = budget.free_bytes
+        seen["waited"] = budget.await_lift()
+        return budget.free_bytes
+
+    with be.work_stream("prove"), budget.sized_within(6 << 20):
+        branch = be.fork(8, 8, 2 << 20)
+        assert budget.free_bytes == 4 << 20  # H's part while the branch runs
+        branch.start(side)
+        assert branch.join() == 2 << 20
+        assert budget.free_bytes == 6 << 20  # the room back whole
+        wide = be.fork(8, 8, 8 << 20)
+        assert budget.free_bytes == 0
+        wide.start(lambda: budget.free_bytes)
+        assert wide.join() == 6 << 20
+        assert budget.free_bytes == 6 << 20
+    assert seen == {"free": 2 << 20, "waited": False}
+    assert budget.free_bytes == budget.limit_bytes - budget.reserved_bytes  # no cap left
+
+
+def test_a_gathered_set_crosses_to_the_msm_engine_with_its_device_index(target):
+    """msm_g1_many / msm_g2_many hand a Gathered set to the MSM engine with its
+    values on the device and the prepared index's device array (the engine
+    takes its rows there); other sets as they are."""
+    from cuzk.backends.base import Gathered
+    from cuzk.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    given: list = []
+
+    class Recorder:
+        def msm_many(self, handle, sets, timings, spec):
+            given.append((spec.name, sets))
+            return [spec.name] * len(sets)
+
+    be._msm = Recorder()
+    w = fr_random(20, np.random.default_rng(9))
+    idx = be.prepare_index(np.array([3, 1, 19]))
+    assert be.msm_g1_many(None, [Gathered(w, idx), w[:2]]) == ["G1", "G1"]
+    assert be.msm_g2_many(None, [Gathered(w, idx)]) == ["G2"]
+    for _, sets in given:
+        g = sets[0]
+        assert isinstance(g, Gathered) and g.index is idx.array and len(g) == 3
+        assert np.array_equal(be.to_host(g.values), w)
+    assert np.array_equal(given[0][1][1], w[:2])  # a plain set as it was
+    idx.close()
+
+
 @pytest.mark.gpu
 def test_an_msm_reserves_the_workspace_of_the_scalars_it_classified():
     """Mostly zeros and ones (a witness's L, A and B scalars): the workspace

@@ -347,7 +347,7 @@ class DeviceBytes:
     before (``known``) and arithmetic on arrays are not counted."""
 
     MAKERS = ("empty", "zeros", "full", "array", "asarray", "ascontiguousarray")
-    MAKERS += ("cumsum", "concatenate", "stack", "flatnonzero")
+    MAKERS += ("cumsum", "concatenate", "stack", "flatnonzero", "take")
 
     def __init__(self, cp, monkeypatch, known=()) -> None:
         self.live = self.peak = 0
@@ -397,6 +397,74 @@ def test_twin_pass_allocates_within_its_reservation(group, twin_engine, monkeypa
     (need,) = [b for b, what in held if what.endswith("streamed")]
     assert 2 * chunk * (96 if group is G1 else 192) < live.peak <= need
     h.close()
+
+
+# (group, bases, lengths of the gathered sets, chunk): the values several
+# times longer than the bases, sets full, partial, of one row and empty.
+GATHER_CASES = [
+    pytest.param(G1, 40, [40, 27, 1, 0], 9, id="G1"),
+    pytest.param(G2, 18, [18, 11, 0], 5, id="G2"),
+]
+
+
+@pytest.mark.parametrize("group, n, lengths, chunk", GATHER_CASES)
+def test_twin_gathered_sets_are_their_gathered_arrays(
+    group, n, lengths, chunk, twin_engine, monkeypatch
+):
+    """A Gathered set (an assignment's rows by a query's index) gives the MSM of
+    the gathered array bit for bit: beside resident bases gathered whole, one
+    set at a time; beside streamed ones a chunk's rows at a time (one take of
+    the index's slice a chunk, never the whole set), within the pass's
+    reservation for scalars made a chunk at a time; host values too."""
+    import sys
+
+    from cuzk.backends.base import Gathered
+    from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, streamed_msm_bytes
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    limbs, _ = stream(group, n, seed=30)
+    rng = np.random.default_rng(31)
+    (values,) = scalar_sets(3 * n, [3 * n], seed=32)
+    indexes = [rng.permutation(3 * n)[:m].astype(np.int32) for m in lengths]
+    plain = [values[idx] for idx in indexes]
+    want = [reference(group, limbs[: len(x)], x) for x in plain]
+    dev_values = _device(values)
+    sets = [Gathered(dev_values, _device(idx)) for idx in indexes]
+    cp = sys.modules["cupy"]
+    takes: list[int] = []
+    take = cp.take
+
+    def counting(a, idx, axis=None):
+        takes.append(len(idx))
+        return take(a, idx, axis=axis)
+
+    monkeypatch.setattr(cp, "take", counting)
+    resident = twin_engine()
+    h = _prepare(resident, group, limbs)
+    assert h.resident
+    assert resident.msm_many(h, sets) == want == resident.msm_many(h, plain)
+    assert takes == [m for m in lengths]  # each set gathered whole, once
+    h.close()
+
+    engine = twin_engine(stream_chunk=chunk)
+    s = _prepare(engine, group, limbs)
+    assert not s.resident
+    held = record_reservations(engine.ctx.budget)
+    live = DeviceBytes(cp, monkeypatch, known=[dev_values, *(x.index for x in sets)])
+    takes.clear()
+    timings: dict = {}
+    assert engine.msm_many(s, sets, timings) == want
+    assert takes == [
+        min(chunk, m - lo) for lo in range(0, n, chunk) for m in lengths if m > lo
+    ]  # chunk by chunk, each set's rows of the chunk
+    assert max(takes) <= chunk < max(lengths) and "gather" in timings
+    (need,) = [b for b, what in held if what.endswith("streamed")]
+    assert need == streamed_msm_bytes(spec, chunk, len(sets), on_host=True)
+    assert live.peak <= need
+    # values on the host: taken there, uploaded a chunk at a time
+    host_sets = [Gathered(values, idx) for idx in indexes]
+    assert engine.msm_many(s, host_sets) == want
+    s.close()
 
 
 @pytest.mark.parametrize("group", GROUPS)

@@ -135,6 +135,7 @@ def make() -> types.ModuleType:
         "stack",
         "flatnonzero",
         "ascontiguousarray",
+        "take",
     ):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.ndarray = DevArray

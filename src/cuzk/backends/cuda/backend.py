@@ -20,6 +20,7 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends.base import Gathered
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import Cap, DeviceContext
@@ -47,9 +48,9 @@ class DeviceIndex:
 class Branch:
     """Work beside the thread that made it (:meth:`CudaBackend.fork`)."""
 
-    def __init__(self, be, origin, side, ready, envelope, cap: int) -> None:
+    def __init__(self, be, origin, side, ready, envelope, cap: Cap) -> None:
         self.be, self.origin, self.side, self.ready = be, origin, side, ready
-        self.envelope, self.cap = envelope, Cap(cap)
+        self.envelope, self.cap = envelope, cap
         self._thread: threading.Thread | None = None
         self._result: Any = None
         self._error: BaseException | None = None
@@ -85,10 +86,13 @@ class Branch:
         """Lift the branch's cap (the calling thread's own work is done: what the
         branch waits for to size its work is free), wait for the branch (its
         thread and its stream's work, which the calling stream then waits for
-        too) and return what its function returned, or raise what it raised."""
+        too) and return what its function returned, or raise what it raised.
+        A branch forked within a fixed room keeps its final cap (the rest of
+        the room is held by live vectors), and the calling thread gets its
+        whole room back. Called by the thread that forked."""
+        self.be.ctx.budget.rejoin(self.cap)
         if self._thread is None:
             raise RuntimeError("join: the branch was never started")
-        self.cap.lift()
         self._thread.join()
         if self._done is not None:
             with self.be._device():
@@ -341,6 +345,14 @@ class CudaBackend:
         waits for the join instead. The prover runs a proof's L, A and B
         MSMs there while its own stream computes H and H's MSM (an optional
         capability: without it they run in turn).
+
+        Forked where the calling thread sizes its work within a final cap (a
+        lean partition's MSM room, :meth:`DeviceBudget.sized_within`), the
+        share comes out of that room (:meth:`DeviceBudget.branch_cap`): the
+        branch sizes within it throughout (its cap final too: the room
+        beyond it is held by the partition's live vectors, not free) and the
+        calling thread within the rest until the join, so the two passes
+        together stay within the room the plan gave the partition.
         """
         cp = self.cp
         with self._device():
@@ -357,8 +369,9 @@ class CudaBackend:
                     self._streams[key] = side
             ready = cp.cuda.Event(disable_timing=True)
             ready.record(origin)
-        cap = self.side_workspace_bytes(domain_size, num_variables) if share is None else share
-        return Branch(self, origin, side, ready, self.ctx.budget.envelope(), cap)
+        budget = self.ctx.budget
+        nbytes = self.side_workspace_bytes(domain_size, num_variables) if share is None else share
+        return Branch(self, origin, side, ready, budget.envelope(), budget.branch_cap(nbytes))
 
     # --- constraint evaluation -----------------------------------------
     def prepare_matrix(self, m: SparseMatrix, resident: bool = True) -> DeviceCsr | StreamedCsr:
@@ -446,13 +459,25 @@ class CudaBackend:
         from cuzk.backends.cuda.msm import G1_SPEC
 
         with self._device():
-            return self._msm_engine().msm_many(bases, scalar_sets, phases, G1_SPEC)
+            sets = [self._on_device(s) for s in scalar_sets]
+            return self._msm_engine().msm_many(bases, sets, phases, G1_SPEC)
 
     def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
         from cuzk.backends.cuda.msm import G2_SPEC
 
         with self._device():
-            return self._msm_engine().msm_many(bases, scalar_sets, phases, G2_SPEC)
+            sets = [self._on_device(s) for s in scalar_sets]
+            return self._msm_engine().msm_many(bases, sets, phases, G2_SPEC)
+
+    def _on_device(self, scalars: Any) -> Any:
+        """A :class:`Gathered` set with its values and index on the device (the
+        MSM engine takes its rows there: whole beside resident bases, a chunk
+        at a time beside streamed ones); any other set as it is."""
+        if not isinstance(scalars, Gathered):
+            return scalars
+        idx = scalars.index
+        rows = idx.array if isinstance(idx, DeviceIndex) else self.cp.asarray(idx)
+        return Gathered(self.asarray(scalars.values), rows)
 
     # --- reporting --------------------------------------------------------
     def peak_bytes_by_operation(self) -> dict[str, int]:

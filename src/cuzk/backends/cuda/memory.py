@@ -64,6 +64,33 @@ class DeviceBudget:
         finally:
             self._local.cap = before
 
+    def branch_cap(self, nbytes: int) -> Cap:
+        """The cap of a line of work the calling thread hands ``nbytes`` of its
+        room to (a branch beside it: :meth:`capped` in the branch's thread),
+        given back by :meth:`rejoin` in the calling thread.
+
+        Where the calling thread sizes its work within a final cap (a fixed
+        room, :meth:`sized_within`), the share comes out of that room: the
+        branch's cap is final too (at most the room), and the calling
+        thread's own cap is lowered to the rest until :meth:`rejoin`, so
+        the two lines together size their work within the room. Else the
+        branch's cap is lifted at the rejoin (the caller's work is done)."""
+        outer = getattr(self._local, "cap", None)
+        if outer is None or not outer.final:
+            return Cap(nbytes)
+        cap = Cap(min(nbytes, outer.nbytes), final=True)
+        cap.narrowed = outer
+        self._local.cap = Cap(outer.nbytes - cap.nbytes, final=True)
+        return cap
+
+    def rejoin(self, cap: Cap) -> None:
+        """The calling thread's end of :meth:`branch_cap`: its own cap given back
+        whole, or the branch's lifted."""
+        if cap.narrowed is not None:
+            self._local.cap, cap.narrowed = cap.narrowed, None
+        elif not cap.final:
+            cap.lift()
+
     def sized_within(self, nbytes: int) -> AbstractContextManager[Cap]:
         """:meth:`capped` by a final cap of ``nbytes`` (never lifted, never waited for)."""
         return self.capped(Cap(nbytes, final=True))
@@ -214,6 +241,7 @@ class Cap:
     def __init__(self, nbytes: int, final: bool = False) -> None:
         self.nbytes = nbytes
         self.final = final
+        self.narrowed: Cap | None = None  # the forking thread's cap it came out of
         self._lifted = threading.Event()
 
     @property

@@ -151,23 +151,49 @@ class CudaMemoryModel:
         max_query: int,
         streamed_matrix: int = 0,
         msm_room: int | None = None,
+        gathered: int | None = None,
+        fork: bool = False,
     ) -> int:
         """A partition proved lean: the H step within two domain vectors (the
         evaluations made one at a time and transformed in place), then the MSMs
-        one at a time in chunks within ``msm_room``; the assignment (n values)
-        stays throughout. ``max_query``: the most scalars one query gathers from
+        in chunks within ``msm_room``; the assignment (n values) stays
+        throughout. ``max_query``: the most scalars one query gathers from
         the assignment (its a or b selection); ``streamed_matrix``: the device
         bytes of a product over a streamed matrix (0 when all are resident);
         ``msm_room``: what the MSMs work in (None: a chunk of LEAN_CHUNK, or
-        of the largest query when it is smaller, in G1 or G2)."""
+        of the largest query when it is smaller, in G1 or G2); ``gathered``:
+        the bytes of a query's scalars gathered whole beside its MSM (a or b
+        bases resident; streamed ones gather a chunk at a time inside their
+        pass; None: 32 bytes a scalar of ``max_query``, the bound of any).
+
+        ``fork``: the L, A and B MSMs run on a branch beside H's MSM
+        (:meth:`lean_fork_share`), their room and H's together ``msm_room``;
+        while both run the partition holds the assignment, h, both rooms and
+        a whole gather. Else H's MSM (h and the room), then the others in
+        turn (a whole gather and the room)."""
         m = CudaMemoryModel.domain(num_constraints)
         n = max(1, num_variables)
         if msm_room is None:
             msm_room = CudaMemoryModel.lean_msm_room(num_constraints, max_query)
+        if gathered is None:
+            gathered = 32 * max_query
         h_step = 64 * m + streamed_matrix
-        msm_h = 32 * m + msm_room
-        side = 32 * max_query + msm_room
+        msm_h = 32 * m + msm_room + (gathered if fork else 0)
+        side = gathered + msm_room
         return 32 * n + max(h_step, msm_h, side) + SLACK
+
+    @staticmethod
+    def lean_fork_share(num_constraints: int, max_query: int, msm_room: int) -> int:
+        """The part of a lean partition's MSM room its side branch (L, A and B
+        beside H's MSM) works in: a third of the room, at least the least
+        room of a pass (:meth:`lean_msm_room`), in whole MiB; 0 (no branch)
+        where H's pass would then have less than that least room. H's MSM is
+        bound by its arithmetic and takes the larger part (its window groups
+        grow with it); L, A and B are bound by their bases' copy (≈ 2 GiB of
+        a 6 GiB room at a 16 GiB budget, docs/device-notes/tiers.md)."""
+        least = CudaMemoryModel.lean_msm_room(num_constraints, max_query)
+        share = -(-max(least, msm_room // 3) // (1 << 20)) << 20
+        return share if msm_room - share >= least else 0
 
     @staticmethod
     def lean_msm_room(num_constraints: int, max_query: int) -> int:

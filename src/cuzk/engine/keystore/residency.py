@@ -19,7 +19,10 @@ circuit on one budget:
 2. otherwise lean partitions and the resident set of parts that keeps the
    most bytes off PCIe (every subset of the eight is tried: each part
    streamed costs its bytes once a partition, so the most bytes resident is
-   the least traffic). **streamed** when no part stays, **mixed** otherwise.
+   the least traffic), preferring a set beside which a lean partition's MSM
+   room splits between H's MSM and a side branch running L, A and B beside
+   it (:attr:`Residency.fork_share` of :attr:`Residency.msm_room`).
+   **streamed** when no part stays, **mixed** otherwise.
 
 Partitions in flight (:attr:`Residency.in_flight`) are how many lean working
 sets fit beside the key at once: a pass over streamed bases serves every
@@ -56,8 +59,16 @@ class MemoryModel(Protocol):
     def partition_bytes(self, nc: int, nv: int, fork_share: int | None) -> int: ...
     def default_fork_share(self, nc: int, nv: int) -> int: ...
     def lean_partition_bytes(
-        self, nc: int, nv: int, max_query: int, streamed_matrix: int = 0, msm_room: int = ...
+        self,
+        nc: int,
+        nv: int,
+        max_query: int,
+        streamed_matrix: int = 0,
+        msm_room: int = ...,
+        gathered: int | None = None,
+        fork: bool = False,
     ) -> int: ...
+    def lean_fork_share(self, nc: int, max_query: int, msm_room: int) -> int: ...
     def lean_msm_room(self, nc: int, max_query: int) -> int: ...
     def lean_free_room(self, nc: int, max_query: int, streamed_matrix: int = 0) -> int: ...
 
@@ -70,7 +81,9 @@ class Residency:
     tier: str  # "resident", "mixed" or "streamed"; "none" when nothing fits
     resident: frozenset[str]  # the parts kept in VRAM (QUERIES and MATRICES names)
     lean: bool  # lean partitions (else whole ones)
-    fork_share: int  # the side branch's share of a whole partition (0: no side branch)
+    # the side branch's share (0: no side branch): of a whole partition's
+    # working set, or of a lean partition's MSM room (L, A and B beside H's MSM)
+    fork_share: int
     key_device_bytes: int  # the key's resident parts, its dictionaries and selections
     key_load_bytes: int  # held only while the key loads (drawn from a partition's room)
     key_pinned_bytes: int  # its streamed parts in pinned host memory
@@ -78,8 +91,15 @@ class Residency:
     in_flight: int  # partitions whose working sets fit beside the key at once
     parts: dict[str, int] = field(default_factory=dict)  # every part's bytes, resident or pinned
     # what a lean partition's MSMs size their work to (its live vectors hold the
-    # rest of its reservation); 0 for whole partitions
+    # rest of its reservation): H's pass and, with a side branch, the branch's
+    # fork_share of it; 0 for whole partitions
     msm_room: int = 0
+
+    @property
+    def h_room(self) -> int:
+        """What a lean partition's H MSM sizes its pass to: the MSM room less
+        the side branch's share while the branch runs beside it."""
+        return self.msm_room - (self.fork_share if self.lean else 0)
 
     @property
     def fits(self) -> bool:
@@ -105,8 +125,10 @@ class Residency:
             return "does NOT fit"
         streamed = ", ".join(self.streamed_parts) or "nothing"
         mode = "lean partitions" if self.lean else "whole partitions"
-        if not self.lean and self.fork_share == 0:
+        if self.fork_share == 0:
             mode += " (no side branch)"
+        elif self.lean:
+            mode += " (L, A and B beside H's MSM)"
         return f"{self.tier}: {mode}; streamed from pinned host memory: {streamed}"
 
 
@@ -173,35 +195,61 @@ def plan(
         (model.matrix_streaming_bytes(nc, z, c.distinct_coefficients) for z in c.nnz), default=0
     )
     least = model.lean_msm_room(nc, max_query)
-    best: Residency | None = None
+
+    def share_of(room: int) -> int:
+        return model.lean_fork_share(nc, max_query, room)
+
+    best: tuple[bool, int, Residency] | None = None
     names = (*QUERIES, *MATRICES)
     for mask in itertools.product((True, False), repeat=len(names)):
         resident = [n for n, keep in zip(names, mask, strict=True) if keep]
         streamed_matrix = streaming if any(m not in resident for m in MATRICES) else 0
         # the MSMs work in what the H step's peak leaves them, at least a chunk's pass
         room = max(least, model.lean_free_room(nc, max_query, streamed_matrix))
-        lean = model.lean_partition_bytes(nc, nv, max_query, streamed_matrix, room) + witness_bytes
-        got = dataclasses.replace(residency(resident, True, 0, lean), msm_room=room)
+        # a query's scalars gathered whole: only beside its resident bases
+        gathered = 32 * max(
+            (c.a_points if "a" in resident else 0),
+            (c.b_points if {"b_g1", "b_g2"} & set(resident) else 0),
+        )
+        # L, A and B beside H's MSM where the (grown) room splits, the gather
+        # counted beside both passes; else in turn
+        for fork in (True, False):
+            lean = model.lean_partition_bytes(
+                nc, nv, max_query, streamed_matrix, room, gathered, fork
+            )
+            got = dataclasses.replace(
+                residency(resident, True, 0, lean + witness_bytes), msm_room=room
+            )
+            if got.fits:
+                got = _grown(got, share_of if fork else None)
+                if got.fork_share or not fork:
+                    break
         if not got.fits:
             continue
-        kept = sum(parts[p] for p in resident)
-        if best is None or kept > sum(parts[p] for p in best.resident):
-            best = got
+        # a side branch first (it hides L, A and B: ≈ 0.9 s a 32GiB partition),
+        # then the most bytes resident (each GiB streamed costs ≈ 18 ms of copy)
+        rank = (got.fork_share > 0, sum(parts[p] for p in resident))
+        if best is None or rank > best[:2]:
+            best = (*rank, got)
     if best is None:
         lean = model.lean_partition_bytes(nc, nv, max_query, streaming, least) + witness_bytes
         return dataclasses.replace(residency((), True, 0, lean), msm_room=least)
-    return _grown(best)
+    return best[2]
 
 
-def _grown(r: Residency) -> Residency:
+def _grown(r: Residency, share_of=None) -> Residency:
     """A lean plan whose budget has room left beside its key and partitions:
     half of what is left goes to each partition's MSM room (an MSM's chunks
     and window groups grow with it: BENCHMARKS.md "Residency tiers"), the
-    other half stays unreserved for the device's own holds (NTT tables)."""
+    other half stays unreserved for the device's own holds (NTT tables).
+    ``share_of(room)``: the side branch's share of the room, where the plan
+    runs L, A and B beside H's MSM (None: no branch)."""
     spare = r.budget - r.key_device_bytes - r.in_flight * r.partition_device_bytes
-    extra = (spare // (2 * r.in_flight)) & ~((1 << 20) - 1)  # whole MiB
-    if extra <= 0:
-        return r
+    extra = max(0, (spare // (2 * r.in_flight)) & ~((1 << 20) - 1))  # whole MiB
+    room = r.msm_room + extra
     return dataclasses.replace(
-        r, partition_device_bytes=r.partition_device_bytes + extra, msm_room=r.msm_room + extra
+        r,
+        partition_device_bytes=r.partition_device_bytes + extra,
+        msm_room=room,
+        fork_share=share_of(room) if share_of is not None else 0,
     )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cuzk.backends.base import Gathered
 from cuzk.backends.cuda.msm.pipeline import Kernels, msm_xyzz
 from cuzk.backends.cuda.msm.plan import (
     Tuning,
@@ -385,6 +386,28 @@ def _on_host(a: Any) -> bool:
     return isinstance(a, np.ndarray) and not hasattr(a, "get")
 
 
+def _made_per_chunk(scalars: Any) -> bool:
+    """Whether a pass makes each chunk's scalars as a new device array: host
+    ones uploaded, :class:`~cuzk.backends.base.Gathered` ones taken by their
+    index (the pass's workspace holds a chunk of them)."""
+    return _on_host(scalars) or isinstance(scalars, Gathered)
+
+
+def rows(cupy, scalars: Any, lo: int, hi: int) -> Any:
+    """Scalars lo … hi − 1 of a set: a gathered set's taken by its index's slice
+    where its values are (the device's ``take``; numpy's on the host)."""
+    if isinstance(scalars, Gathered):
+        xp = np if _on_host(scalars.values) else cupy
+        return xp.take(scalars.values, scalars.index[lo:hi], axis=0)
+    return scalars[lo:hi]
+
+
+def whole(cupy, scalars: Any) -> Any:
+    """A set's scalars as one array: a gathered set gathered whole (beside
+    resident bases, whose MSM takes the set at once)."""
+    return rows(cupy, scalars, 0, len(scalars)) if isinstance(scalars, Gathered) else scalars
+
+
 class _Clock:
     """Optional GPU timings of a pass: spans between events on one stream,
     summed per phase into ``timings`` once the pass is done."""
@@ -430,13 +453,16 @@ def msm_streamed_many(
     stream, the next chunk's upload overlapping the current one's
     arithmetic), converted once when the pinned words are standard, and every
     set with scalars in it runs its chunk MSM on it; each set's chunk sums are
-    added on the device. Returns one XYZZ point (Montgomery words on the
+    added on the device. A :class:`~cuzk.backends.base.Gathered` set's
+    chunk is taken from its values by the index's slice for the chunk, so no
+    gathered vector of the whole set is made. Returns one XYZZ point (Montgomery words on the
     device) a set. The pass reserves :func:`streamed_msm_bytes` of its chunk
     at the tuning :func:`.plan.fit_tuning` fits to the free budget; host
     scalars are uploaded a chunk at a time. ``timings``, when given, receives
     milliseconds per phase: ``upload`` (copies of the bases), ``upload_wait``
     (the arithmetic waiting for them), ``arithmetic`` (a chunk's work, the
-    conversion and the MSMs), ``upload_scalars`` and the pipeline's phases.
+    conversion and the MSMs), ``upload_scalars``, ``gather`` (a gathered
+    set's chunks taken on the device) and the pipeline's phases.
     """
     import cupy
 
@@ -447,7 +473,7 @@ def msm_streamed_many(
     longest = max(lengths, default=0)
     if longest == 0:  # nothing to stream: each sum is the point at infinity
         return [cupy.zeros(xw, dtype=_U32) for _ in range(sets)]
-    on_host = any(_on_host(s) for s in scalar_sets)
+    on_host = any(_made_per_chunk(s) for s in scalar_sets)
     # the chunk fits the memory free now (a lean partition's room), not at the load
     fitted = engine.stream_chunk or fit_chunk(engine, spec, longest, on_host=on_host)
     chunk = max(1, min(fitted, longest))
@@ -496,7 +522,10 @@ def msm_streamed_many(
                     top = min(hi, lengths[j])
                     if top <= lo:
                         continue
-                    part = scalars[lo:top]
+                    taken = clock.mark(compute) if isinstance(scalars, Gathered) else None
+                    part = rows(cupy, scalars, lo, top)
+                    if taken is not None and not _on_host(part):
+                        clock.span("gather", taken, clock.mark(compute))
                     if _on_host(part):
                         sent = clock.mark(compute)
                         part = cupy.asarray(np.ascontiguousarray(part))

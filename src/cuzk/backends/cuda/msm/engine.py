@@ -157,7 +157,9 @@ class MsmEngine:
     ) -> list[Affine]:
         """Σ sᵢ·Pᵢ for each scalar set over the same bases (G1 or G2 by ``handle.spec``).
 
-        Each set: host or device (n_j, 4) uint64, n_j ≤ ``handle.n``. Resident
+        Each set: host or device (n_j, 4) uint64, n_j ≤ ``handle.n``, or a
+        :class:`~cuzk.backends.base.Gathered` set of n_j rows (gathered whole
+        beside resident bases, a chunk at a time beside streamed ones). Resident
         bases: one MSM a set (as :meth:`msm_g1`). Streamed bases: one pass over
         the chunks serves every set, each chunk crossing PCIe once
         (:func:`.bases.msm_streamed_many`). ``timings``, when given, receives
@@ -193,7 +195,8 @@ class MsmEngine:
             clock = _bases._Clock(cupy, timings)
             for scalars in scalar_sets:
                 begun = clock.mark(compute)
-                out.append(self._msm_resident(handle, scalars, k, timings))
+                # a gathered set whole, one set at a time (resident bases: one MSM a set)
+                out.append(self._msm_resident(handle, _bases.whole(cupy, scalars), k, timings))
                 clock.span("arithmetic", begun, clock.mark(compute))
             if timings is not None:
                 timings.setdefault("upload_wait", 0.0)  # resident bases: nothing to wait for
