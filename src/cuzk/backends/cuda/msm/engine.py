@@ -84,13 +84,11 @@ class MsmEngine:
         ctx,
         tuning: Tuning = Tuning(),
         stream_chunk: int | None = None,
-        defines: tuple[str, ...] = (),
         load_chunk: int | None = None,
     ) -> None:
         self.ctx = ctx
         self.load_chunk = load_chunk  # points per chunk while loading bases (tests)
         self.tuning = tuning
-        self.defines = defines  # extra compile flags (kernel variants, for measurements)
         self.stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
         self._kernels: dict[str, _CupyKernels] = {}
         self.fixed_base_tables: dict[tuple[str, str], Any] = {}
@@ -98,7 +96,7 @@ class MsmEngine:
     def kernels(self, spec: CurveSpec) -> _CupyKernels:
         k = self._kernels.get(spec.name)
         if k is None:
-            module = self.ctx.module(KERNEL_MODULE, spec.defines + self.defines)
+            module = self.ctx.module(KERNEL_MODULE, spec.defines)
             k = self._kernels[spec.name] = _CupyKernels(module)
         return k
 

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from cuzk.backends.cuda.msm.spec import SCALAR_BITS, CurveSpec
+from cuzk.backends.cuda.tuning import MSM_AFF_BLOCK
 from cuzk.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -90,9 +91,8 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
 
 # Threads of one affine round: one wave at the kernels' occupancy on an H200
 # (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 4 blocks, 33792).
-# Their blocks are 64 threads (CUZK_AFF_BLOCK in msm.cu).
 _AFFINE_THREADS = {"G1": 1 << 16, "G2": 1 << 15}
-_AFFINE_BLOCK = 64
+_AFFINE_BLOCK = MSM_AFF_BLOCK  # msm.cu's CUZK_AFF_BLOCK, from the tuning table
 
 
 def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:
