@@ -267,10 +267,19 @@ struct mont {
                 O[N] = c.madc_hi(a[N - 1], bi, O[N]);
             }
             const uint32_t t = E[0] + O[0];
-            const uint32_t m = FOLD ? 0u - t : t * P::n0;
+            uint32_t m;
+            if constexpr (FOLD)
+                m = 0u - t;
+            else
+                m = t * P::n0;
+            uint32_t m_hi1 = m - (t != 0u);  // FOLD: the high word of m * (2^32 - 1)
+#ifdef __CUDA_ARCH__
+            // Computed here, not sunk past the next chain (the schedule measured).
+            if constexpr (FOLD) asm volatile("" : "+r"(m_hi1));
+#endif
             {
                 cc_chain c;  // E[0..N-1] += p_even * m
-                if (FOLD) {
+                if constexpr (FOLD) {
                     E[0] = c.add_cc(E[0], m);
                     E[1] = c.addc_cc(E[1], 0);
                 } else {
@@ -289,9 +298,9 @@ struct mont {
                 // its carry is (O[0] != 0). Then O[1..N] += p_odd * m.
                 cc_chain c;
                 c.add_cc(O[0], 0xffffffffu);
-                if (FOLD) {
+                if constexpr (FOLD) {
                     O[1] = c.addc_cc(O[1], t);
-                    O[2] = c.addc_cc(O[2], m - (t != 0u));  // high word of m * (2^32 - 1)
+                    O[2] = c.addc_cc(O[2], m_hi1);
                 } else {
                     O[1] = c.madc_lo_cc(m, P::P1, O[1]);
                     O[2] = c.madc_hi_cc(m, P::P1, O[2]);
