@@ -94,7 +94,7 @@ def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
 # Version 1 of the pipeline: XYZZ bucket accumulation, every window sorted at
 # once (one group when the windows fit 16 GiB); timed beside the default
 # (version 2) at the sizes of the performance goals. Its final defaults:
-# docs/device-notes/msm.md#call-5-2026-11-30-61-s-of-device-time-final-defaults.
+# docs/device-notes/msm.md#sort-and-accumulation.
 V1_TUNING = {"method": "xyzz"}
 # Sizes (log2) of the rows; module constants so a dry run on the CPU twin can
 # shrink them (tests/bench/test_bench_msm.py).

@@ -47,10 +47,8 @@ RAW, CODE16, CODE32 = 0, 1, 2
 KERNEL_MODULE = "spmv.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 NO_ONE = 0xFFFFFFFF
 KERNELS = ("warp", "seg")
-# The segmented kernel: on the CPU twin bit-exact and, by instruction count,
-# several times cheaper per entry than the warp kernel (A·w 11.8 ms on the
-# H200: docs/device-notes/ntt.md#v5); cuzk-bench kernels times both, one after
-# the other.
+# The segmented kernel: by instruction count several times cheaper per entry
+# than the warp kernel (docs/device-notes/ntt.md#sparse-kernels).
 DEFAULT_KERNEL = "seg"
 SEG_ROWS = tuning.SPMV["SPMV_SEG_ROWS"]
 SEG_WARPS = tuning.SPMV["SPMV_SEG_WARPS"]

@@ -95,7 +95,7 @@ CUZK_HD fq_t sqr(const fq_t& a) { return mul(a, a); }
 // Calls take their operands by value: a reference makes the caller store the
 // operand to its stack (local memory) and the callee load it back, at every
 // call, while values travel in registers
-// (docs/device-notes/msm.md#version-4-operands-of-calls-by-value-plan-and-predictions).
+// (docs/device-notes/msm.md#field-product).
 CUZK_POINT_FN fq_t mul_call(fq_t a, fq_t b) { return mul(a, b); }
 CUZK_HD fq_t sqr_call(fq_t a) { return mul_call(a, a); }
 
@@ -134,7 +134,7 @@ CUZK_POINT_FN fq_t inverse(fq_t a) {
 // selects (~130k integer instructions) against ~610 Montgomery products
 // (~1.1M issue cycles per warp), for the batch inversions of batched-affine
 // accumulation, where one inversion per thread per round adds up
-// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+// (docs/device-notes/msm.md#inversion).
 // The steps are uniform (selects, no branches on the data but the loop's
 // exit), so a warp's lanes stay converged.
 //

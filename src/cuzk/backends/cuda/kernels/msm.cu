@@ -42,10 +42,9 @@ typedef fq_t field;
 typedef affine_t<field> affine;
 typedef xyzz_t<field> point;
 
-// The bucket-accumulation loops inline the mixed addition: at G1 2^24 it
-// measured 23 % faster than the call, whose stack traffic cost more than the
-// occupancy it saved
-// (docs/device-notes/msm.md#call-2-2026-11-30-80-s-of-device-time).
+// The bucket-accumulation loops inline the mixed addition: the call's stack
+// traffic cost more than the occupancy it saved
+// (docs/device-notes/msm.md#field-product).
 static __device__ __forceinline__ point hot_add_affine(const point& p, const affine& a) {
     return add_affine_inline(p, a);
 }
@@ -148,7 +147,7 @@ static __device__ __forceinline__ void group_digits(const scalar_t& s, uint32_t 
 // Histogram of bucket keys over the window group [w0, w1), every full
 // scalar's digits. Groups of windows keep the histogram and the cursors small
 // enough for L2 at large n
-// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+// (docs/device-notes/msm.md#sort-and-accumulation).
 extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
                                         uint32_t w0, uint32_t w1, uint32_t* counts) {
     scalar_t s;
@@ -200,7 +199,7 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
 // entry `pos` is base i, negated for a negative digit, so that round 1 of the
 // affine rounds reads each thread's own run of the list in place, as the
 // later rounds do, instead of gathering two random bases twice an item
-// (docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions).
+// (docs/device-notes/msm.md#sort-and-accumulation).
 // A thread reads its base once, beside its warp's neighbours.
 extern "C" __global__ void digits_scatter_points(const uint64_t* scalars, uint32_t n, uint32_t c,
                                                  uint32_t w0, uint32_t w1, uint32_t* cursor,
@@ -374,7 +373,7 @@ extern "C" __global__ void accumulate_partials(const uint32_t* partials, const u
 }
 
 // --- batched-affine accumulation ---------------------------------------------------
-// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call)
+// (docs/device-notes/msm.md#sort-and-accumulation)
 //
 // Buckets are summed in rounds of pairwise affine sums: round 1 pairs the
 // sorted entries (2i, 2i+1) of every bucket into a compact list; each later
@@ -525,8 +524,8 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
             acc = aff_mul(acc, den);
         }
     }
-    // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
-    // products (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+    // Binary extended Euclid: fewer issue slots than Fermat's products
+    // (docs/device-notes/msm.md#inversion).
     field inv = inverse_fast(acc);
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;

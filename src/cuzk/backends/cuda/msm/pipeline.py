@@ -18,7 +18,7 @@ form on the device:
    then XYZZ mixed additions over equal slices of what is left (load
    balanced whatever the bucket sizes), completing buckets split across
    slices; ``Tuning(method="xyzz")`` skips the affine rounds (version 1:
-   docs/device-notes/msm.md#design-as-first-built-v1);
+   docs/device-notes/msm.md#sort-and-accumulation);
 5. reduce each window's buckets to Σ (k+1)·B_k by running sums, and combine
    windows by Horner's rule on the GPU; one point comes back to the host
    (:func:`xyzz_to_affine`).

@@ -33,7 +33,7 @@ class Tuning:
     target_threads: int = 1 << 17
     # Bucket accumulation: "affine" (rounds of batched-affine pair sums, then
     # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone, version 1:
-    # docs/device-notes/msm.md#design-as-first-built-v1).
+    # docs/device-notes/msm.md#sort-and-accumulation).
     method: str = "affine"
     affine_min_pairs: int = 1 << 21  # a list of fewer pairs is summed by the XYZZ walk alone
     # Once started, the rounds go on while a round has at least this many pairs
@@ -41,14 +41,14 @@ class Tuning:
     # the XYZZ walk. Stopping at 2^21 left a bucket in four with two points in
     # window groups of one or two windows (2^21–2^22 buckets): the walk took
     # 49.5 ms at G1 2^27 against 8.4 in groups of three
-    # (docs/device-notes/msm.md#version-6-on-the-h200-2026-12-02-one-call-94-s).
+    # (docs/device-notes/msm.md#sort-and-accumulation).
     affine_tail_pairs: int | None = None
     affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
     affine_min_batch: int = 128  # pairs per inversion, at least
     # The counting sort writes each entry's point (sign applied) rather than its
     # index, so the affine rounds' first round runs in place like the later
     # ones instead of gathering random bases (version 6:
-    # docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions);
+    # docs/device-notes/msm.md#sort-and-accumulation);
     # the list takes a point per entry, not an index and half a point.
     # None: chosen per MSM (:func:`choose_sort`): G1's points where they fit
     # in no more window groups than the index sort, at twice the cap (faster
