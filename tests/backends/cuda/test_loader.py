@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from cuzk.backends.cuda import kernels, loader
+from cuzk.backends.cuda import loader
 
 
 def test_source_hash_covers_headers():

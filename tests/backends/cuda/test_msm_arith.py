@@ -2,7 +2,6 @@
 
 Each test runs on the CPU twin (the kernel file compiled as C++, carry flags
 emulated) and, marked ``gpu``, on the device, where the PTX carry chains run.
-Both Montgomery multiplication variants are checked.
 """
 
 from __future__ import annotations
