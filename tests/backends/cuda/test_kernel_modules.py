@@ -145,3 +145,40 @@ def test_after_load_kernels_a_proof_loads_nothing_new():
     msm.kernels(G2_SPEC)
     CudaWitness(be.ctx)
     assert loader.load_module.cache_info().currsize == before
+
+
+def _defines(name: str) -> dict[str, int]:
+    text = (CUDA / "kernels" / name).read_text()
+    return {
+        m.group(1): int(m.group(2), 0)
+        for m in re.finditer(r"^#define (\w+) (0x[0-9a-fA-F]+|\d+)u?\b", text, re.M)
+    }
+
+
+def test_flag_and_status_values_match_the_kernels():
+    """Values the Python passes to or reads from a kernel (flag bits, modes,
+    status codes, sentinels) equal the kernel file's own #defines."""
+    from cuzk.backends.cuda import ntt, spmv
+    from cuzk.backends.cuda.msm import bases, pipeline
+
+    d = _defines("ntt.cu")
+    assert (
+        d["NTT_HAS_TWIDDLE"],
+        d["NTT_POST_SCALE"],
+        d["NTT_PRE_SCALE"],
+    ) == (ntt.HAS_TWIDDLE, ntt.POST_SCALE, ntt.PRE_SCALE)
+    assert (
+        d["NTT_SCALE_CONST"],
+        d["NTT_SRC"],
+        d["NTT_POST_MUL"],
+    ) == (ntt.SCALE_CONST, ntt.SRC, ntt.POST_MUL)
+    d = _defines("spmv.cu")
+    assert (
+        d["SPMV_RAW"],
+        d["SPMV_CODE16"],
+        d["SPMV_CODE32"],
+    ) == (spmv.RAW, spmv.CODE16, spmv.CODE32)
+    d = _defines("msm.cu")
+    assert d["NO_KEY"] == pipeline.NO_KEY
+    assert set(bases._LOAD_PROBLEMS) == {d["LOAD_FLAGS"], d["LOAD_RANGE"], d["LOAD_CURVE"]}
+    assert d["LOAD_OK"] == 0

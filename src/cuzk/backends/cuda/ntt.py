@@ -37,7 +37,7 @@ KERNEL_MODULE = "ntt.cu"  # cuzk.backends.cuda.kernels lists what the backend lo
 KERNEL_DEFINES = tuning.flags(tuning.NTT)
 # Elements a pass kernel holds in shared memory per block, and its thread cap.
 BLOCK_ELEMENT_BITS = 10  # measured: 2^24 4.95 ms against 5.41 with 11
-BLOCK_THREAD_BITS = 8
+BLOCK_THREAD_BITS = tuning.NTT["NTT_THREADS"].bit_length() - 1
 NULL = np.uint64(0)
 HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32
 NO_TABLE = (NULL, NULL, NULL, np.uint32(0))

@@ -52,6 +52,7 @@ KERNELS = ("warp", "seg")
 DEFAULT_KERNEL = "seg"
 SEG_ROWS = tuning.SPMV["SPMV_SEG_ROWS"]
 SEG_WARPS = tuning.SPMV["SPMV_SEG_WARPS"]
+WARP_THREADS = 32 * tuning.SPMV["SPMV_WARPS"]  # the warp kernel's block
 KERNEL_DEFINES = tuning.flags(tuning.SPMV)
 SEG_MAX_ROW = 1 << 30  # the seg kernel's unreduced row sums hold fewer entries
 NULL = np.uint64(0)
@@ -675,10 +676,10 @@ class SpmvEngine:
                 ),
             )
             return
-        # 32 rows per warp, 8 warps per block.
+        # 32 rows per warp.
         self._rows(
-            grid_for(dev.num_rows),
-            (THREADS,),
+            grid_for(dev.num_rows, WARP_THREADS),
+            (WARP_THREADS,),
             (out, *mats, np.uint64(dev.num_rows), np.uint32(dev.mode), np.uint32(LONG_ROW)),
         )
         nlong = len(dev.long_rows)

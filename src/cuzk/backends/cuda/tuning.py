@@ -17,14 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# ntt.cu: elements a pass thread loads per round trip, and the pass kernels'
-# blocks per SM (a register cap: no spill, docs/device-notes/ntt.md#tuning-table).
-NTT: Mapping[str, int] = {"NTT_BATCH": 1, "NTT_MIN_BLOCKS": 2}
+# ntt.cu: elements a pass thread loads per round trip, the pass kernels' most
+# threads per block and blocks per SM (a register cap: no spill;
+# docs/device-notes/ntt.md#tuning-table).
+NTT: Mapping[str, int] = {"NTT_BATCH": 1, "NTT_THREADS": 256, "NTT_MIN_BLOCKS": 2}
 
-# spmv.cu: the warp kernel's blocks per SM; the segmented kernel's rows per
+# spmv.cu: the warp kernel's warps per block and blocks per SM; the segmented kernel's rows per
 # group (<= 256: row ids are bytes), warps per block, entries per lane per step
 # in its ones and general parts, blocks per SM (docs/device-notes/ntt.md#tuning-table).
 SPMV: Mapping[str, int] = {
+    "SPMV_WARPS": 8,
     "SPMV_MIN_BLOCKS": 4,
     "SPMV_SEG_ROWS": 256,
     "SPMV_SEG_WARPS": 4,
@@ -33,14 +35,16 @@ SPMV: Mapping[str, int] = {
     "SPMV_SEG_MIN_BLOCKS": 5,
 }
 
-# Threads in a block of msm.cu's affine rounds, both groups (the pipeline
-# launches them so).
+# Threads in a block of msm.cu's affine rounds and of its other bounded
+# kernels, both groups (the pipeline launches them so).
 MSM_AFF_BLOCK = 64
+MSM_BLOCK = 128
 # msm.cu per group: blocks per SM of the accumulation, affine-round and
 # reduction kernels (register caps), the affine rounds' block, scatter
 # atomics in flight per thread, the affine rounds' points in shared memory,
 # and pass 1 reading x first (docs/device-notes/msm.md#tuning-table).
 MSM_G1: Mapping[str, int] = {
+    "CUZK_BLOCK": MSM_BLOCK,
     "CUZK_ACC_MIN_BLOCKS": 4,
     "CUZK_AFF_BLOCK": MSM_AFF_BLOCK,
     "CUZK_AFF_MIN_BLOCKS": 8,
@@ -51,6 +55,7 @@ MSM_G1: Mapping[str, int] = {
 }
 MSM_G2: Mapping[str, int] = {
     "CUZK_G2": 1,
+    "CUZK_BLOCK": MSM_BLOCK,
     "CUZK_ACC_MIN_BLOCKS": 1,
     "CUZK_AFF_BLOCK": MSM_AFF_BLOCK,
     "CUZK_AFF_MIN_BLOCKS": 4,

@@ -28,7 +28,7 @@ using namespace cuzk;
 
 // The tuning comes from the compile flags only (cuzk.backends.cuda.tuning's
 // MSM tables, docs/device-notes/msm.md#tuning-table).
-#if !defined(CUZK_ACC_MIN_BLOCKS) || !defined(CUZK_AFF_BLOCK) || !defined(CUZK_AFF_MIN_BLOCKS) || \
+#if !defined(CUZK_BLOCK) || !defined(CUZK_ACC_MIN_BLOCKS) || !defined(CUZK_AFF_BLOCK) || !defined(CUZK_AFF_MIN_BLOCKS) || \
     !defined(CUZK_AFF_SHARED) || !defined(CUZK_AFF_X_FIRST) || !defined(CUZK_REDUCE_MIN_BLOCKS) || \
     !defined(CUZK_SCATTER_BATCH)
 #error "msm.cu: a tuning define is missing (cuzk.backends.cuda.tuning.MSM_G1 / MSM_G2 emit them)"
@@ -96,7 +96,7 @@ extern "C" __global__ void classify(const uint64_t* scalars, uint32_t n, uint32_
 }
 
 // Σ of the bases marked in the bitmap, words_per_thread bitmap words per thread.
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_ACC_MIN_BLOCKS)
     ones_partial(const uint32_t* bases, const uint32_t* ones_bitmap, uint32_t nwords,
                  uint32_t words_per_thread, uint32_t* out) {
     const uint64_t t = thread_id();
@@ -320,7 +320,7 @@ struct strided_src {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_ACC_MIN_BLOCKS) accumulate(
     const uint32_t* bases, const uint32_t* vals, const uint32_t* ends, uint32_t nkeys,
     uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
     uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulat
 }
 
 // The XYZZ tail after the affine rounds: the same slicing over what they left.
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate_strided(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_ACC_MIN_BLOCKS) accumulate_strided(
     const uint32_t* list, const uint32_t* off, uint32_t stride, const uint32_t* ends,
     uint32_t nkeys, uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
     uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
@@ -584,7 +584,7 @@ extern "C" __global__ void ones_list(const uint32_t* bitmap, uint32_t nwords,
 // Σ_k (k + 1)·B_k: running sums from the top give Σ (k − lo + 1)·B_k, and
 // lo·Σ B_k adds the offset. Buckets with a zero count were never written and
 // count as infinity.
-extern "C" __global__ void __launch_bounds__(128, CUZK_REDUCE_MIN_BLOCKS) bucket_reduce(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_REDUCE_MIN_BLOCKS) bucket_reduce(
     const uint32_t* buckets, const uint32_t* counts, uint32_t nb, uint32_t nw, uint32_t S,
     uint32_t L, uint32_t* out) {
     const uint64_t g = thread_id();
@@ -635,7 +635,7 @@ extern "C" __global__ void finalize(const uint32_t* window_sums, uint32_t nw, ui
 // out[i] = s_i·G from a table of d·2^(wbits·w)·G, d = 1 .. 2^wbits − 1, laid out
 // table[w·(2^wbits − 1) + d − 1] (affine, Montgomery): one mixed addition per
 // non-zero digit, no doublings.
-extern "C" __global__ void __launch_bounds__(128) fixed_base_mul(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK) fixed_base_mul(
     const uint32_t* table, uint32_t wbits, uint32_t nwin, const uint64_t* scalars, uint32_t n,
     uint32_t* out) {
     const uint64_t i = thread_id();

@@ -22,10 +22,11 @@
 // The product without folding (FR_MUL_FOLDED 0: fewer registers, no spill
 // under the cap) and lazy butterfly outputs where a product follows (ntt.cuh):
 // docs/device-notes/ntt.md#tuning-table. NTT_BATCH (elements a pass thread
-// loads per round trip) and NTT_MIN_BLOCKS (blocks of 256 per SM, a register
-// cap) come from cuzk.backends.cuda.tuning.NTT.
+// loads per round trip), NTT_THREADS (a pass block's most threads) and
+// NTT_MIN_BLOCKS (blocks per SM, a register cap) come from
+// cuzk.backends.cuda.tuning.NTT.
 #define FR_MUL_FOLDED 0
-#if !defined(NTT_BATCH) || !defined(NTT_MIN_BLOCKS)
+#if !defined(NTT_BATCH) || !defined(NTT_THREADS) || !defined(NTT_MIN_BLOCKS)
 #error "ntt.cu: a tuning define is missing (cuzk.backends.cuda.tuning.NTT emits them)"
 #endif
 #include "ntt.cuh"
@@ -302,7 +303,7 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
                        ntt_pow_table{s_full, s_lo, s_hi, s_lobits}, log_n, log_m, t, log_c, \
                        flags)
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_fwd(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dif_fwd(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -310,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_fwd(
     NTT_PASS_CALL(false, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_inv(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dif_inv(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -318,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_inv(
     NTT_PASS_CALL(false, true);
 }
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_fwd(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dit_fwd(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -326,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_fwd(
     NTT_PASS_CALL(true, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_inv(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dit_inv(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,

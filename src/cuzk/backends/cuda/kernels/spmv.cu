@@ -29,15 +29,14 @@
 #define SPMV_RAW 0u
 #define SPMV_CODE16 1u
 #define SPMV_CODE32 2u
-#define SPMV_WARPS 8  // warps per block of spmv_warp_kernel
 // Entries per lane per step: more independent loads in flight per warp. The
 // ones part is all loads and additions, the general part has a product each.
 #define SPMV_ONES_PER_LANE 4
 #define SPMV_GENERAL_PER_LANE 2
-// SPMV_MIN_BLOCKS (the warp kernel) and the SPMV_SEG_* values of the
+// SPMV_WARPS and SPMV_MIN_BLOCKS (the warp kernel) and the SPMV_SEG_* values of the
 // segmented kernel come from cuzk.backends.cuda.tuning.SPMV
 // (docs/device-notes/ntt.md#tuning-table).
-#if !defined(SPMV_MIN_BLOCKS) || !defined(SPMV_SEG_ROWS) || !defined(SPMV_SEG_WARPS) || \
+#if !defined(SPMV_WARPS) || !defined(SPMV_MIN_BLOCKS) || !defined(SPMV_SEG_ROWS) || !defined(SPMV_SEG_WARPS) || \
     !defined(SPMV_SEG_ONES_U) || !defined(SPMV_SEG_GENERAL_U) || !defined(SPMV_SEG_MIN_BLOCKS)
 #error "spmv.cu: a tuning define is missing (cuzk.backends.cuda.tuning.SPMV emits them)"
 #endif
@@ -114,7 +113,7 @@ __device__ __forceinline__ void spmv_walk(const spmv_matrix& m, const uint4* w, 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256, SPMV_MIN_BLOCKS) spmv_warp_kernel(
+extern "C" __global__ void __launch_bounds__(32 * SPMV_WARPS, SPMV_MIN_BLOCKS) spmv_warp_kernel(
     uint4* out, const int64_t* one_ptr, const uint32_t* one_cols, const int64_t* row_ptr,
     const uint32_t* cols, const uint4* coeffs, const void* codes, const uint4* dict,
     const uint4* w, uint64_t nrows, uint32_t mode, uint32_t long_threshold) {

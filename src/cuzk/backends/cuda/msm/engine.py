@@ -27,6 +27,7 @@ from cuzk.backends.cuda.msm.plan import (
     workspace_bytes,
 )
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
+from cuzk.backends.cuda.tuning import MSM_BLOCK
 from cuzk.errors import InputError
 
 # The fewest scalars a resident MSM is sliced to when memory is short.
@@ -67,7 +68,7 @@ class _CupyKernels:
         self._module = module
         self._functions: dict[str, Any] = {}
 
-    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None:
+    def launch(self, name: str, threads: int, args: tuple, block: int = MSM_BLOCK) -> None:
         f = self._functions.get(name)
         if f is None:
             f = self._functions[name] = self._module.get_function(name)

@@ -51,6 +51,7 @@ from cuzk.backends.cuda.msm.plan import (
     slice_length,
 )
 from cuzk.backends.cuda.msm.spec import _U32, CurveSpec
+from cuzk.backends.cuda.tuning import MSM_BLOCK
 from cuzk.errors import InputError
 
 NO_KEY = 0xFFFFFFFF
@@ -59,7 +60,7 @@ NO_KEY = 0xFFFFFFFF
 class Kernels(Protocol):
     """Launches kernels of one compiled module: ``threads`` threads in all."""
 
-    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None: ...
+    def launch(self, name: str, threads: int, args: tuple, block: int = MSM_BLOCK) -> None: ...
 
 
 def _tree_sum(xp, k: Kernels, spec: CurveSpec, arr, groups: int, count: int):
