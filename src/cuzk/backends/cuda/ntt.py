@@ -36,7 +36,7 @@ MAX_TILE_BITS = 9
 KERNEL_MODULE = "ntt.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 KERNEL_DEFINES = tuning.flags(tuning.NTT)
 # Elements a pass kernel holds in shared memory per block, and its thread cap.
-BLOCK_ELEMENT_BITS = 10  # measured: 2^24 4.95 ms against 5.41 with 11
+BLOCK_ELEMENT_BITS = 10  # a pass block's elements (docs/device-notes/ntt.md#tuning-table)
 BLOCK_THREAD_BITS = tuning.NTT["NTT_THREADS"].bit_length() - 1
 NULL = np.uint64(0)
 HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32
