@@ -62,10 +62,9 @@ def twin_msm(
     scalars: np.ndarray,
     tuning: Tuning,
     launched=None,
-    defines: tuple[str, ...] = (),
 ):
     spec = G1_SPEC if group is G1 else G2_SPEC
-    k = Recorder(host_kernels("msm.cu", spec.defines + defines))
+    k = Recorder(host_kernels("msm.cu", spec.defines))
     words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
     count = len(words) // 12
     k.launch("to_montgomery", count, (words, np.uint64(count)))
