@@ -122,7 +122,10 @@ struct cc_chain {
 //   N          limbs (even),
 //   p(i)       the modulus' limb i (a switch or table the compiler folds to an
 //              immediate: every use is in a fully unrolled loop),
-//   n0         -p^-1 mod 2^32.
+//   n0         -p^-1 mod 2^32,
+//   TOP_ADD_CC whether a sum's top limb keeps its (always zero) carry-out: the
+//              two fields' sums as they were measured, one PTX flag apart,
+//   P0, P1     p's two low limbs (only for the folded product, mul_even_odd<true>).
 // Values are kept canonical (< p); the modulus is below 2^(32N - 1), so a sum
 // of two values never carries out of the top limb. Operands are limb arrays
 // (an element's .w / .l): everything here inlines into registers.
