@@ -2,7 +2,7 @@
 # One call on the GPU machine: install the carried wheels, build the CPU
 # backend's C kernels for that machine's Python, run every GPU test, then the
 # kernel benchmark. Run through the device tool with carry [".whl", ".prebuilt"]
-# (".prebuilt": cubins from `cuzk kernels --nvcc .prebuilt --variants`,
+# (".prebuilt": cubins from `cuzk kernels --nvcc .prebuilt`,
 # which skip NVRTC's long compiles; optional) and, optionally, ".devpayload"
 # holding a c1.json to prove on the GPU:
 #   bash scripts/device-check.sh                      # GPU tests + full kernel benchmark

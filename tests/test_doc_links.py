@@ -39,3 +39,21 @@ def test_slug_follows_github() -> None:
     assert slug("Version 2 as built (before its device call)") == (
         "version-2-as-built-before-its-device-call"
     )
+
+
+RUN_NAMED = re.compile(r"\d{4}-\d\d-\d\d|^call-\d|^v\d+$|^version-\d")
+
+
+def test_device_note_links_name_topics_not_runs() -> None:
+    """Code links topic sections (tuning-table, field-product, ...), not a
+    dated run or a version's log (those live under docs/device-notes/runs/)."""
+    run_named = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for path in sorted((ROOT / "src").rglob("*"))
+        if path.suffix in (".py", ".cu", ".cuh", ".h", ".c")
+        for m in LINK.finditer(path.read_text())
+        if RUN_NAMED.search(m.group(2))
+    ]
+    assert not run_named, run_named
+    assert RUN_NAMED.search("call-3-2026-11-30-165-s-of-device-time")
+    assert not RUN_NAMED.search("tuning-table")

@@ -79,10 +79,10 @@ def test_kernels_with_nvcc_builds_every_module_with_progress(tmp_path, capsys):
         mp.setenv("PATH", f"{nvcc.parent}:/usr/bin:/bin")
         assert main(["kernels", "--nvcc", str(tmp_path / "cubins")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"building 7 kernel modules for sm_90 with nvcc into {tmp_path / 'cubins'}"
-    assert sorted(line.split("]")[0] for line in out[1:8]) == [f"[{i}/7" for i in range(1, 8)]
+    assert out[0] == f"building 8 kernel modules for sm_90 with nvcc into {tmp_path / 'cubins'}"
+    assert sorted(line.split("]")[0] for line in out[1:9]) == [f"[{i}/8" for i in range(1, 9)]
     assert out[-1] == f"done: set CUZK_KERNEL_PREBUILT={tmp_path / 'cubins'} where the daemon runs"
-    assert len(list((tmp_path / "cubins").glob("*.cubin"))) == 7
+    assert len(list((tmp_path / "cubins").glob("*.cubin"))) == 8
 
 
 def test_kernels_without_a_gpu_says_what_to_install(monkeypatch, capsys):

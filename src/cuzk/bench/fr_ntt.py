@@ -151,46 +151,6 @@ def ntt_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
         eng.release_tables()
         del x, y
         _free()
-    rows.extend(ntt_build_rows(ctx, ceilings, quick))
-    return rows
-
-
-# Builds of ntt.cu compared with the default (one element per load round
-# trip) at the smaller size. (label, options)
-NTT_BUILDS = (
-    ("NTT_BATCH=4", ("-DNTT_BATCH=4",)),
-    ("NTT_BATCH=2", ("-DNTT_BATCH=2",)),
-)
-
-
-def ntt_build_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
-    """The default NTT against other builds, timed one after the other."""
-    import cupy as cp
-
-    from cuzk.backends.cuda.ntt import NttEngine
-
-    rows = []
-    fr = FrKernels(ctx)
-    sizes = [10, 14] if quick else [24, 27]
-    for k in sizes:
-        n = 1 << k
-        x = fr.random(n, seed=99 + k)
-        muls, floor = _ntt_floor(n, ceilings)
-        builds = [("default", ())] + [b for b in NTT_BUILDS if k == sizes[0]]
-        ref = None
-        for label, options in builds:
-            eng = NttEngine(ctx, full_tables=True, options=options)
-            y = eng.ntt(x)
-            ref = y if ref is None else ref
-            check = _equal(cp, y, ref)
-            t = timing.time_ms(lambda eng=eng, x=x: eng.ntt(x))
-            extra = {**_FULL, "build": label, "check": check}
-            rows.append(_row("ntt", n, t, muls, "Gmul/s", floor, **extra))
-            eng.release_tables()
-            del y
-            _free()
-        del x, ref
-        _free()
     return rows
 
 
@@ -285,11 +245,6 @@ def _check_rows(dev, orig, dict_std: np.ndarray, w, out, samples: int, seed: int
     return True
 
 
-# Builds of the seg kernel besides its default (4 entries per lane in both
-# parts, groups of 256 rows).
-SEG_BUILDS = ("-DSPMV_SEG_GENERAL_U=2", "-DSPMV_SEG_ROWS=128")
-
-
 def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
     """Each matrix by both kernels (warp: v5, seg: segmented reduction), one
     after the other; the seg kernel's output must equal the warp kernel's."""
@@ -299,8 +254,6 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
 
     fr = FrKernels(ctx)
     engines = {k: SpmvEngine(ctx, fr, kernel=k) for k in KERNELS}
-    # Other builds of the seg kernel, on A at the largest size.
-    seg_builds = {o: SpmvEngine(ctx, fr, (o,), kernel="seg") for o in SEG_BUILDS}
     rows = []
     sizes = (
         [(1 << 12, (1 << 12) + 9)]
@@ -352,23 +305,6 @@ def spmv_rows(ctx, ceilings: dict, quick: bool) -> list[dict]:
                     )
                 )
                 total_t[kernel] += statistics.median(t)
-            if name == "A" and nrows == sizes[-1][0]:
-                for opt, eng in seg_builds.items():
-                    check = _equal(cp, eng.matvec(dev, w), ref)
-                    t = timing.time_ms(lambda eng=eng, dev=dev, w=w: eng.matvec(dev, w))
-                    rows.append(
-                        _row(
-                            "spmv_A",
-                            nrows,
-                            t,
-                            bytes_,
-                            "GB/s",
-                            floor,
-                            build=f"kernel=seg {opt[2:]}",
-                            check=check,
-                            nnz=dev.nnz,
-                        )
-                    )
             total_bytes += bytes_
             total_floor += floor
             dev.release()

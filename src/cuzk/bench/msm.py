@@ -2,8 +2,8 @@
 
 :func:`rows` times, on one device:
 
-- the Montgomery product of Fq in both variants (PTX carry chains over
-  32-bit limbs, plain C++ over 64-bit limbs): the measurement that picks one;
+- the Montgomery product of Fq (PTX carry chains over 32-bit limbs), against
+  the ceiling of products per second;
 - G1 and G2 MSMs over random scalars, bases resident, inputs on the GPU;
 - the 0/1 path (half the scalars 1, half 0);
 - fixed-base multiplication (parameter generation), points per second.
@@ -73,34 +73,28 @@ def _row(op: str, size: int, ms: float, rate: float, unit: str, floor_ms: float)
 
 
 def fq_mul_rows(ctx, ceilings: dict) -> list[dict]:
-    """Dependent-chain Montgomery products per second, each variant (fq.cuh)."""
+    """Dependent-chain Montgomery products per second (fq.cuh's product)."""
     import cupy
 
     from cuzk.backends.cuda.msm import _CupyKernels
+    from cuzk.backends.cuda.msm.spec import ARITH_MODULE
 
-    out = []
     n, iters = 1 << 20, 256
     mul_rate = _ceiling(ceilings, "fq_mul_per_s")
-    for label, defines in (("ptx32", ()), ("ptx32_lohi", _LOHI), ("u64", ("-DCUZK_FQ_U64",))):
-        k = _CupyKernels(ctx.module("msm_arith.cu", defines))
-        data = cupy.asarray(np.random.default_rng(1).integers(0, 1 << 29, n * 12, dtype=np.uint32))
-        ms = _median_ms(
-            lambda k=k, data=data: k.launch(
-                "fq_mul_chain", n, (data, np.uint32(n), np.uint32(iters)), block=256
-            ),
-            reps=5,
-        )
-        muls = n * iters
-        out.append(
-            _row(f"fq_mul_{label}", muls, ms, muls / ms / 1e6, "G mul/s", muls / mul_rate * 1e3)
-        )
-    return out
+    k = _CupyKernels(ctx.module(*ARITH_MODULE))
+    data = cupy.asarray(np.random.default_rng(1).integers(0, 1 << 29, n * 12, dtype=np.uint32))
+    ms = _median_ms(
+        lambda: k.launch("fq_mul_chain", n, (data, np.uint32(n), np.uint32(iters)), block=256),
+        reps=5,
+    )
+    muls = n * iters
+    return [_row("fq_mul_ptx32", muls, ms, muls / ms / 1e6, "G mul/s", muls / mul_rate * 1e3)]
 
 
 # Version 1 of the pipeline: XYZZ bucket accumulation, every window sorted at
 # once (one group when the windows fit 16 GiB); timed beside the default
 # (version 2) at the sizes of the performance goals. Its final defaults:
-# docs/device-notes/msm.md#call-5-2026-11-30-61-s-of-device-time-final-defaults.
+# docs/device-notes/msm.md#sort-and-accumulation.
 V1_TUNING = {"method": "xyzz"}
 # Sizes (log2) of the rows; module constants so a dry run on the CPU twin can
 # shrink them (tests/bench/test_bench_msm.py).
@@ -247,25 +241,12 @@ def fixed_base_rows(ctx, ceilings: dict, quick: bool, engine=None) -> list[dict]
     return out
 
 
-# The product before version 7: a chain of low words, then one of high words.
-_LOHI = ("-DCUZK_FQ_LOHI_CHAINS",)
-# Pass 1 of the affine rounds the other way round from the group's default
-# (version 10): G1 reads whole points, so its variant reads x first; G2 the
-# reverse.
-_OTHER_PASS_1 = {
-    "G1": ("x first", ("-DCUZK_AFF_X_FIRST=1",)),
-    "G2": ("whole", ("-DCUZK_AFF_X_FIRST=0",)),
-}
-
-
 def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], dict]:
     """Variants of the default MSM at G1 2^24 / 2^26 / 2^27 and G2 2^24
     (``logs``), with phases: the default's sort (``Tuning.sort_points``
     chosen by :func:`cuzk.backends.cuda.msm.choose_sort`: the points' where
     they win) against the index sort ("index", the one a partition's
-    reservation holds), each also with pass 1 of the affine rounds the other
-    way round from the group's default (``CUZK_AFF_X_FIRST``: G1 "x first",
-    G2 "whole"); and sppark's MSM on the same bases and scalars when
+    reservation holds); and sppark's MSM on the same bases and scalars when
     ``sppark`` (a :class:`cuzk.bench.sppark.SpparkMsm`) is given.
 
     Every variant runs on the same inputs; the rows' "check" says whether all
@@ -273,19 +254,13 @@ def explore_rows(ctx, sppark=None, logs=(24, 26, 27, 24)) -> tuple[list[dict], d
     """
     from cuzk.backends.cuda.msm import MsmEngine, Tuning
 
-    def eng(defines: tuple[str, ...] = (), **kw) -> MsmEngine:
-        return MsmEngine(ctx, Tuning(**kw), defines=defines)
+    def eng(**kw) -> MsmEngine:
+        return MsmEngine(ctx, Tuning(**kw))
 
     small, big, huge, g2 = logs
 
     def variants(group: str) -> dict:
-        name, other = _OTHER_PASS_1[group]
-        return {
-            "v2": eng(),
-            name: eng(other),
-            "index": eng(sort_points=False),
-            f"index {name}": eng(other, sort_points=False),
-        }
+        return {"v2": eng(), "index": eng(sort_points=False)}
 
     plans = [
         ("G1", small, variants("G1")),
@@ -367,20 +342,10 @@ def _compile_one(name: str, extra: tuple[str, ...]) -> float:
     return time.perf_counter() - t
 
 
-MODULES = [
-    ("msm.cu", ()),
-    ("msm.cu", ("-DCUZK_G2",)),
-    ("msm_arith.cu", ()),
-    ("msm_arith.cu", ("-DCUZK_G2",)),
-    ("msm_arith.cu", _LOHI),
-    ("msm_arith.cu", ("-DCUZK_FQ_U64",)),
-    ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
-]
-# Loaded by --explore only.
-EXPLORE_MODULES = [
-    ("msm.cu", _OTHER_PASS_1["G1"][1]),
-    ("msm.cu", ("-DCUZK_G2", *_OTHER_PASS_1["G2"][1])),
-]
+def _modules() -> list[tuple[str, tuple[str, ...]]]:
+    from cuzk.backends.cuda.msm.spec import ARITH_MODULE, G1_SPEC, G2_SPEC
+
+    return [("msm.cu", G1_SPEC.defines), ("msm.cu", G2_SPEC.defines), ARITH_MODULE]
 
 
 def check_against_cpu(engine, seed: int) -> list[str]:
@@ -511,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.warm:
         t = time.perf_counter()
-        warm_modules(MODULES + (EXPLORE_MODULES if args.explore else []))
+        warm_modules(_modules())
         log.info("all modules compiled in %.1f s", time.perf_counter() - t)
     ctx = DeviceContext()
     engine = MsmEngine(ctx)

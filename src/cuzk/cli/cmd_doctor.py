@@ -6,8 +6,8 @@ CUDA kernels built once.
   parameter cache (each circuit's ``.params`` / ``.vk`` present or not), and the
   backend the daemon would use with that config, and why. Exit 0, or 1 when
   the config's backend cannot be met (``cuda`` without CuPy).
-- ``cuzk kernels [--nvcc DIR] [--arch N] [--variants]``: every kernel module the
-  code loads (:func:`cuzk.backends.cuda.kernels.backend_modules`), with
+- ``cuzk kernels [--nvcc DIR] [--arch N]``: every kernel module the code
+  loads (:data:`cuzk.backends.cuda.kernels.PREBUILD_DEFAULT`), with
   progress and the cache's path: compiled with NVRTC into the kernel cache on
   this host's GPU, or with ``--nvcc DIR`` built by nvcc as cubins into DIR (no
   GPU needed; ``CUZK_KERNEL_PREBUILT=DIR`` then loads them).
@@ -43,9 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     k.add_argument("--arch", default=None, help="with --nvcc: the SM, e.g. 90 (default 90)")
     k.add_argument("--jobs", type=int, default=2, help="with --nvcc: builds at once")
-    k.add_argument(
-        "--variants", action="store_true", help="also the builds the tests and benchmarks load"
-    )
     k.set_defaults(func=run_kernels)
 
 
@@ -141,9 +138,8 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 def run_kernels(args: argparse.Namespace) -> int:
     from cuzk.backends.cuda import kernels, loader
-    from cuzk.backends.cuda.kernels import all_modules
 
-    modules = all_modules(variants=args.variants)
+    modules = kernels.PREBUILD_DEFAULT
     if args.nvcc is not None:
         arch = args.arch or "90"
         print(f"building {len(modules)} kernel modules for sm_{arch} with nvcc into {args.nvcc}")

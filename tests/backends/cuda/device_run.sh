@@ -2,7 +2,7 @@
 # One device call for the Fr / NTT / H / sparse family: install the carried
 # wheels, check that NVRTC compiles the small modules, run the GPU tests of
 # this family, then `cuzk-bench kernels`. Prebuilt cubins (.prebuilt/, from
-# `cuzk kernels --nvcc .prebuilt --variants`) skip the long NTT compile.
+# `cuzk kernels --nvcc .prebuilt`) skip the long NTT compile.
 # Logs and JSON go to $OUT.   Usage: bash tests/backends/cuda/device_run.sh [bench args]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."

@@ -5,7 +5,7 @@ The kernels of ``kernels/msm*.cu`` use no shared memory, barriers or warp
 operations, so running each thread in turn on the CPU computes exactly what
 the GPU computes. For every kernel a launcher ``launch_<name>(threads, block,
 args...)`` is generated from its signature; the carry-chain primitives run
-through their host emulation (kernels/fq_ops.cuh).
+through their host emulation (cc_chain in kernels/mont.cuh).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -15,33 +16,77 @@ CUDA = Path(kernels.__file__).parent
 
 
 def test_every_module_call_loads_a_listed_file():
-    """Each ``.module(...)`` call of the backend names its file by a KERNEL_MODULE
-    constant, and every such constant is in backend_modules()."""
-    listed = {name for name, _ in kernels.backend_modules()}
+    """Each ``.module(...)`` call of the library names its file by a KERNEL_MODULE
+    constant (or the probe's ARITH_MODULE), and every such file is prebuilt."""
+    listed = {name for name, _ in kernels.PREBUILD_DEFAULT}
     calls, constants = [], set()
-    for path in CUDA.rglob("*.py"):
+    for path in CUDA.parent.parent.rglob("*.py"):
         text = path.read_text()
-        calls += [(path.name, m) for m in re.findall(r"\.module\(\s*([^,)]+)", text)]
+        calls += [m for m in re.findall(r"\.module\(\s*([^,)]+)", text)]
         constants |= set(re.findall(r'^KERNEL_MODULE = "([^"]+)"', text, re.M))
-    assert calls and all(arg in ("KERNEL_MODULE", "FR_MODULE", "name") for _, arg in calls), calls
+    allowed = ("KERNEL_MODULE", "FR_MODULE", "name", "*ARITH_MODULE")
+    assert calls and all(arg in allowed for arg in calls), calls
     assert (
-        constants
-        == listed
-        == {p.name for p in (CUDA / "kernels").glob("*.cu")}
-        - {
-            "msm_arith.cu"  # the MSM benchmark's arithmetic alone
-        }
+        constants | {"msm_arith.cu"} == listed == {p.name for p in (CUDA / "kernels").glob("*.cu")}
     )
 
 
-def test_backend_modules_are_the_default_builds_and_both_groups():
-    mods = kernels.backend_modules()
-    assert len(mods) == len(set(mods)) == 7
-    assert ("msm.cu", ()) in mods and ("msm.cu", ("-DCUZK_G2",)) in mods
-    assert all(extra == () for name, extra in mods if name != "msm.cu")
-    every = kernels.all_modules(variants=True)
-    assert every[: len(mods)] == mods and len(every) == len(set(every)) == 18
-    assert set(kernels.PREBUILD_DEFAULT) == set(every)
+class _Recorder:
+    """A DeviceContext stand-in that records each module an engine loads."""
+
+    def __init__(self) -> None:
+        from cuzk.backends.cuda.memory import DeviceBudget
+
+        self.device_id = 0
+        self.budget = DeviceBudget(0, 1 << 40)
+        self.loaded: list[tuple[str, tuple[str, ...]]] = []
+
+    def module(self, name: str, extra: tuple[str, ...] = ()):
+        self.loaded.append((name, tuple(extra)))
+        return types.SimpleNamespace(get_function=lambda fn: fn)
+
+
+def test_the_prebuild_is_exactly_what_the_code_loads(monkeypatch):
+    """Every engine and the benchmark's probe, built on a recording context:
+    the (module, defines) they load are the prebuild's list, no more, no less."""
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    from cuzk.backends.cuda.fr import FrKernels
+    from cuzk.backends.cuda.hpoly import HPoly
+    from cuzk.backends.cuda.msm.engine import MsmEngine
+    from cuzk.backends.cuda.msm.spec import ARITH_MODULE, G1_SPEC, G2_SPEC
+    from cuzk.backends.cuda.ntt import NttEngine
+    from cuzk.backends.cuda.spmv import SpmvEngine
+    from cuzk.backends.cuda.witness import CudaWitness
+
+    ctx = _Recorder()
+    fr = FrKernels(ctx)
+    HPoly(NttEngine(ctx))
+    for kernel in ("warp", "seg"):
+        SpmvEngine(ctx, fr, kernel=kernel)
+    CudaWitness(ctx)
+    msm = MsmEngine(ctx)
+    msm.kernels(G1_SPEC)
+    msm.kernels(G2_SPEC)
+    ctx.module(*ARITH_MODULE)  # cuzk.bench.msm.fq_mul_rows' load
+    assert set(ctx.loaded) == set(kernels.PREBUILD_DEFAULT)
+    assert len(kernels.PREBUILD_DEFAULT) == len(set(kernels.PREBUILD_DEFAULT)) == 8
+
+
+def test_tuning_tables_are_the_only_defines():
+    """Every define a kernel module is built with comes from a tuning table,
+    and the kernel files hold no default for one (they stop with #error)."""
+    from cuzk.backends.cuda import tuning
+
+    tables = (tuning.NTT, tuning.SPMV, tuning.MSM_G1, tuning.MSM_G2)
+    emitted = {f for t in tables for f in tuning.flags(t)}
+    for _, extra in kernels.PREBUILD_DEFAULT:
+        assert set(extra) <= emitted
+    for table in tables:
+        for name in table:
+            for path in (CUDA / "kernels").iterdir():
+                text = path.read_text()
+                assert f"#define {name} " not in text, (name, path.name)
+                assert f"#ifndef {name}" not in text, (name, path.name)
 
 
 def test_prebuild_builds_each_once_with_progress(tmp_path):
@@ -100,3 +145,40 @@ def test_after_load_kernels_a_proof_loads_nothing_new():
     msm.kernels(G2_SPEC)
     CudaWitness(be.ctx)
     assert loader.load_module.cache_info().currsize == before
+
+
+def _defines(name: str) -> dict[str, int]:
+    text = (CUDA / "kernels" / name).read_text()
+    return {
+        m.group(1): int(m.group(2), 0)
+        for m in re.finditer(r"^#define (\w+) (0x[0-9a-fA-F]+|\d+)u?\b", text, re.M)
+    }
+
+
+def test_flag_and_status_values_match_the_kernels():
+    """Values the Python passes to or reads from a kernel (flag bits, modes,
+    status codes, sentinels) equal the kernel file's own #defines."""
+    from cuzk.backends.cuda import ntt, spmv
+    from cuzk.backends.cuda.msm import bases, pipeline
+
+    d = _defines("ntt.cu")
+    assert (
+        d["NTT_HAS_TWIDDLE"],
+        d["NTT_POST_SCALE"],
+        d["NTT_PRE_SCALE"],
+    ) == (ntt.HAS_TWIDDLE, ntt.POST_SCALE, ntt.PRE_SCALE)
+    assert (
+        d["NTT_SCALE_CONST"],
+        d["NTT_SRC"],
+        d["NTT_POST_MUL"],
+    ) == (ntt.SCALE_CONST, ntt.SRC, ntt.POST_MUL)
+    d = _defines("spmv.cu")
+    assert (
+        d["SPMV_RAW"],
+        d["SPMV_CODE16"],
+        d["SPMV_CODE32"],
+    ) == (spmv.RAW, spmv.CODE16, spmv.CODE32)
+    d = _defines("msm.cu")
+    assert d["NO_KEY"] == pipeline.NO_KEY
+    assert set(bases._LOAD_PROBLEMS) == {d["LOAD_FLAGS"], d["LOAD_RANGE"], d["LOAD_CURVE"]}
+    assert d["LOAD_OK"] == 0

@@ -62,10 +62,9 @@ def twin_msm(
     scalars: np.ndarray,
     tuning: Tuning,
     launched=None,
-    defines: tuple[str, ...] = (),
 ):
     spec = G1_SPEC if group is G1 else G2_SPEC
-    k = Recorder(host_kernels("msm.cu", spec.defines + defines))
+    k = Recorder(host_kernels("msm.cu", spec.defines))
     words = np.ascontiguousarray(bases).view(np.uint32).reshape(-1).copy()
     count = len(words) // 12
     k.launch("to_montgomery", count, (words, np.uint64(count)))
@@ -144,34 +143,6 @@ def test_edge_cases_match_cpu(group, tuning, host_kernels):
         assert (launched["accumulate_strided"] > 0) == forced
     if tuning.group_windows:
         assert launched["digits_count"] == -(-num_windows(tuning.window) // tuning.group_windows)
-
-
-@pytest.mark.parametrize(
-    "group, defines",
-    [
-        (G1, ("-DCUZK_AFF_SHARED=1",)),
-        (G2, ("-DCUZK_AFF_SHARED=0",)),
-        (G1, ("-DCUZK_AFF_CALLS=0",)),
-        (G1, ("-DCUZK_AFF_SHARED=1", "-DCUZK_AFF_MIN_BLOCKS=10")),
-        (G1, ("-DCUZK_AFF_X_FIRST=1",)),
-        (G2, ("-DCUZK_AFF_X_FIRST=0",)),
-    ],
-    ids=[
-        "G1-shared",
-        "G2-registers",
-        "G1-inlined",
-        "G1-shared-20-warps",
-        "G1-x-first-pass-1",
-        "G2-whole-points-pass-1",
-    ],
-)
-def test_affine_kernel_variants_match_cpu(group, defines, host_kernels):
-    """The build variants the benchmark measures compute the same sums."""
-    rng = np.random.default_rng(6)
-    bases, scalars = edge_case_inputs(group, rng)
-    tuning = Tuning(window=4, affine_min_batch=3, **AFFINE)
-    got = twin_msm(host_kernels, group, bases, scalars, tuning, defines=defines)
-    assert got == reference(group, bases, scalars)
 
 
 @pytest.mark.parametrize("group", [G1, G2], ids=["G1", "G2"])

@@ -107,26 +107,3 @@ def test_large_transform_identities(backend, target):
     a = NttEngine(backend.ctx, full_tables=True).ntt(z)
     b = NttEngine(backend.ctx, full_tables=False).ntt(z)
     assert np.array_equal(to_numpy(a), to_numpy(b))
-
-
-BUILDS = [
-    ("-DNTT_BATCH=2",),
-    ("-DNTT_BATCH=4",),
-]
-
-
-@pytest.mark.parametrize("options", BUILDS, ids=lambda o: " ".join(o))
-def test_other_builds_match_cpu(backend, cpu, target, options):
-    """The builds cuzk-bench kernels compares with the default, bit for bit."""
-    from cuzk.backends.cuda.ntt import NttEngine
-
-    eng = NttEngine(backend.ctx, options=options)
-    seed = secrets.randbits(32)
-    rng = np.random.default_rng(seed)
-    for k in [3, 10, 14, 19] if target == "gpu" else [3, 10, 12]:
-        x = fr_random(1 << k, rng)
-        x[0] = fr_to_array([R - 1])[0]
-        for op in OPS:
-            got = to_numpy(getattr(eng, op)(x))
-            assert np.array_equal(got, getattr(cpu, op)(x)), f"{op} 2^{k} {options}, seed {seed}"
-    eng.release_tables()

@@ -197,19 +197,6 @@ def test_kernels_row_groups(engine, cpu):
     assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{engine.kernel} seed {seed}"
 
 
-@pytest.mark.parametrize("option", ["-DSPMV_SEG_GENERAL_U=2", "-DSPMV_SEG_ROWS=128"])
-def test_seg_builds(backend, cpu, option):
-    """The seg kernel's other builds (benchmarked beside the default)."""
-    from cuzk.backends.cuda.spmv import SpmvEngine
-
-    engine = SpmvEngine(backend.ctx, backend.fr, (option,), kernel="seg")
-    seed = secrets.randbits(32)
-    rng = np.random.default_rng(seed)
-    m = random_matrix(rng, 700, 300, 300)
-    w = weird_w(rng, 300)
-    assert np.array_equal(product(engine, m, w), cpu.spmv(m, w)), f"{option} seed {seed}"
-
-
 def test_kernels_one_long_row_of_ones(engine, cpu):
     """Every entry coefficient 1 and w = 2^256 - 1: the largest unreduced sum."""
     ncols = 64

@@ -116,10 +116,7 @@ class TwinContext:
         self._host_kernels = host_kernels
 
     def module(self, name: str, extra: tuple[str, ...] = ()):
-        # Launch bounds mean nothing on the twin: variants that differ only in
-        # them share one build.
-        kept = tuple(d for d in extra if "_MIN_BLOCKS=" not in d)
-        return TwinModule(self._host_kernels(name, kept))
+        return TwinModule(self._host_kernels(name, tuple(extra)))
 
 
 def make() -> types.ModuleType:

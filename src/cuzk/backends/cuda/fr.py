@@ -64,7 +64,7 @@ def staged(ctx, what: str, arrays: list, out_bytes: int) -> Iterator[list]:
 
 class FrKernels:
     """The element-wise kernels (``fr_ops.cu``), with ``fr.cuh``'s multiplication
-    (the folded one, measured fastest: docs/device-notes/ntt.md#v2)."""
+    (the folded one, measured fastest: docs/device-notes/ntt.md#fr-product)."""
 
     def __init__(self, ctx) -> None:
         import cupy

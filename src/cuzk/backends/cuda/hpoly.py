@@ -87,7 +87,7 @@ class HPoly:
     def __init__(self, ntt: NttEngine) -> None:
         self.ntt = ntt
         self.cp = ntt.cp
-        self.module = ntt.ctx.module(KERNEL_MODULE, ntt.extra)
+        self.module = ntt.ctx.module(KERNEL_MODULE)
         self._final = self.module.get_function("hpoly_final_kernel")
         self._final_inplace = self.module.get_function("hpoly_final_inplace_kernel")
         self._reduce_fn = None

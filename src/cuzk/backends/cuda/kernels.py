@@ -1,13 +1,15 @@
-"""Every CUDA kernel module the backend loads, from the code that loads it.
+"""Every CUDA kernel module the code loads, from the code that loads it.
 
 A module is a ``kernels/*.cu`` file with a set of compile defines; each
-engine names its file where it loads it (``KERNEL_MODULE`` of ``fr``, ``ntt``,
-``hpoly``, ``spmv``, ``witness`` and ``msm.engine``) and the MSM's groups add
-their defines (:data:`~cuzk.backends.cuda.msm.spec.G1_SPEC`, ``G2_SPEC``).
-:func:`backend_modules` gathers them: what ``cuzk kernels`` builds and what the
-daemon loads before it reports ready, so that no proof waits on a compile.
-:data:`VARIANTS` are the other builds the tests and benchmarks load; :func:`prebuild`
-builds cubins of them with nvcc (``python -m cuzk.backends.cuda.kernels DEST``).
+engine names its file and defines where it loads it (``KERNEL_MODULE`` and
+``KERNEL_DEFINES`` of ``fr``, ``ntt``, ``hpoly``, ``spmv``, ``witness``; the
+MSM's groups' :data:`~cuzk.backends.cuda.msm.spec.G1_SPEC`, ``G2_SPEC``), the
+defines coming from the tuning tables (:mod:`cuzk.backends.cuda.tuning`).
+:func:`backend_modules` gathers them: what ``cuzk kernels`` builds and what
+the daemon loads before it reports ready, so that no proof waits on a compile.
+:data:`PREBUILD_DEFAULT` adds the field-product probe of ``cuzk-bench
+kernels``; :func:`prebuild` builds cubins of them with nvcc
+(``python -m cuzk.backends.cuda.kernels DEST``).
 """
 
 from __future__ import annotations
@@ -21,50 +23,25 @@ from pathlib import Path
 from cuzk.backends.cuda import fr, hpoly, ntt, spmv, witness
 from cuzk.backends.cuda.loader import KERNEL_DIR, cubin_name, describe
 from cuzk.backends.cuda.msm import engine as msm
-from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC
+from cuzk.backends.cuda.msm.spec import ARITH_MODULE, G1_SPEC, G2_SPEC
 
 Module = tuple[str, tuple[str, ...]]  # (file under kernels/, compile defines)
 
-# Builds the GPU tests and the benchmarks load besides the backend's own
-# (cuzk.bench.fr_ntt, cuzk.bench.msm, tests/backends/cuda).
-VARIANTS: tuple[Module, ...] = (
-    ("ntt.cu", ("-DNTT_BATCH=4",)),
-    ("ntt.cu", ("-DNTT_BATCH=2",)),
-    ("spmv.cu", ("-DSPMV_SEG_GENERAL_U=2",)),
-    ("spmv.cu", ("-DSPMV_SEG_ROWS=128",)),
-    ("msm.cu", ("-DCUZK_AFF_X_FIRST=1",)),
-    ("msm.cu", ("-DCUZK_G2", "-DCUZK_AFF_X_FIRST=0")),
-    ("msm_arith.cu", ()),
-    ("msm_arith.cu", ("-DCUZK_G2",)),
-    ("msm_arith.cu", ("-DCUZK_FQ_LOHI_CHAINS",)),
-    ("msm_arith.cu", ("-DCUZK_FQ_U64",)),
-    ("msm_arith.cu", ("-DCUZK_G2", "-DCUZK_FQ_U64")),
-)
-
 
 def backend_modules() -> tuple[Module, ...]:
-    """The modules a CUDA backend loads to prove (each engine's default build)."""
+    """The modules a CUDA backend loads to prove."""
     return (
         (fr.KERNEL_MODULE, ()),
-        (ntt.KERNEL_MODULE, ()),
-        (hpoly.KERNEL_MODULE, ()),  # with the NTT's defines: none by default
-        (spmv.KERNEL_MODULE, ()),
+        (ntt.KERNEL_MODULE, ntt.KERNEL_DEFINES),
+        (hpoly.KERNEL_MODULE, ()),
+        (spmv.KERNEL_MODULE, spmv.KERNEL_DEFINES),
         *((msm.KERNEL_MODULE, spec.defines) for spec in (G1_SPEC, G2_SPEC)),
         (witness.KERNEL_MODULE, ()),
     )
 
 
-def all_modules(variants: bool = False) -> tuple[Module, ...]:
-    """The backend's modules, then (``variants``) the tests' and benchmarks' builds."""
-    out = list(backend_modules())
-    for m in VARIANTS if variants else ():
-        if m not in out:
-            out.append(m)
-    return tuple(out)
-
-
-# Every module the backend loads and the builds its tests and benchmarks load.
-PREBUILD_DEFAULT = all_modules(variants=True)
+# Every module the code loads: the backend's, then the benchmark's probe.
+PREBUILD_DEFAULT: tuple[Module, ...] = (*backend_modules(), ARITH_MODULE)
 
 
 def prebuild(

@@ -27,15 +27,17 @@ import numpy as np
 
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_ROOT_OF_UNITY, FR_TWO_ADICITY, R
+from cuzk.backends.cuda import tuning
 from cuzk.backends.cuda.fr import THREADS, fr_rows, grid_for, mont_limbs, staged
 
 log = logging.getLogger(__name__)
 
 MAX_TILE_BITS = 9
 KERNEL_MODULE = "ntt.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
+KERNEL_DEFINES = tuning.flags(tuning.NTT)
 # Elements a pass kernel holds in shared memory per block, and its thread cap.
-BLOCK_ELEMENT_BITS = 10  # measured: 2^24 4.95 ms against 5.41 with 11
-BLOCK_THREAD_BITS = 8
+BLOCK_ELEMENT_BITS = 10  # a pass block's elements (docs/device-notes/ntt.md#tuning-table)
+BLOCK_THREAD_BITS = tuning.NTT["NTT_THREADS"].bit_length() - 1
 NULL = np.uint64(0)
 HAS_TWIDDLE, POST_SCALE, PRE_SCALE, SCALE_CONST, SRC, POST_MUL = 1, 2, 4, 8, 16, 32
 NO_TABLE = (NULL, NULL, NULL, np.uint32(0))
@@ -96,16 +98,13 @@ class NttEngine:
 
     ``full_tables``: True/False forces full or split power tables; None
     chooses full ones for large domains when they take at most an eighth of
-    the free budget. ``options`` are compiler defines of ``ntt.cu``
-    (NTT_BATCH, for the benchmark's builds); a pass block holds at most
-    2^``block_bits`` elements.
+    the free budget. A pass block holds at most 2^``block_bits`` elements.
     """
 
     def __init__(
         self,
         ctx,
         full_tables: bool | None = None,
-        options: tuple[str, ...] = (),
         block_bits: int = BLOCK_ELEMENT_BITS,
     ) -> None:
         import cupy
@@ -114,8 +113,7 @@ class NttEngine:
         self.ctx = ctx
         self.full_tables = full_tables
         self.block_bits = block_bits
-        self.extra = options
-        self.module = ctx.module(KERNEL_MODULE, self.extra)
+        self.module = ctx.module(KERNEL_MODULE, KERNEL_DEFINES)
         self._fn: dict[str, Any] = {}
         self._tile: dict[tuple[int, bool], Any] = {}
         self._pow: dict[tuple[int, int, int], PowTable] = {}

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.algebra.sparse import SparseMatrix, release_rows, released_spans
+from cuzk.backends.cuda import tuning
 from cuzk.backends.cuda.csr_bytes import (
     LONG_ROW,
     STAGE_ALIGN,
@@ -46,13 +47,13 @@ RAW, CODE16, CODE32 = 0, 1, 2
 KERNEL_MODULE = "spmv.cu"  # cuzk.backends.cuda.kernels lists what the backend loads
 NO_ONE = 0xFFFFFFFF
 KERNELS = ("warp", "seg")
-# The segmented kernel: on the CPU twin bit-exact and, by instruction count,
-# several times cheaper per entry than the warp kernel (A·w 11.8 ms on the
-# H200: docs/device-notes/ntt.md#v5); cuzk-bench kernels times both, one after
-# the other.
+# The segmented kernel: by instruction count several times cheaper per entry
+# than the warp kernel (docs/device-notes/ntt.md#sparse-kernels).
 DEFAULT_KERNEL = "seg"
-SEG_ROWS = 256  # spmv.cu's SPMV_SEG_ROWS
-SEG_WARPS = 4  # spmv.cu's SPMV_SEG_WARPS
+SEG_ROWS = tuning.SPMV["SPMV_SEG_ROWS"]
+SEG_WARPS = tuning.SPMV["SPMV_SEG_WARPS"]
+WARP_THREADS = 32 * tuning.SPMV["SPMV_WARPS"]  # the warp kernel's block
+KERNEL_DEFINES = tuning.flags(tuning.SPMV)
 SEG_MAX_ROW = 1 << 30  # the seg kernel's unreduced row sums hold fewer entries
 NULL = np.uint64(0)
 _ONE_LIMBS = np.array([1, 0, 0, 0], dtype=np.uint64)
@@ -278,7 +279,6 @@ class SpmvEngine:
         self,
         ctx,
         fr: FrKernels,
-        options: tuple[str, ...] = (),
         kernel: str | None = None,
         block_entries: int = STREAM_BLOCK_ENTRIES,
     ) -> None:
@@ -293,11 +293,7 @@ class SpmvEngine:
         self.kernel = kernel
         self.upload_chunk = UPLOAD_CHUNK
         self.block_entries = block_entries  # of a streamed product's blocks
-        self.seg_rows = SEG_ROWS
-        for opt in options:
-            if opt.startswith("-DSPMV_SEG_ROWS="):
-                self.seg_rows = int(opt.split("=", 1)[1])
-        self.module = ctx.module(KERNEL_MODULE, options)
+        self.module = ctx.module(KERNEL_MODULE, KERNEL_DEFINES)
         self._rows = self.module.get_function("spmv_warp_kernel")
         self._long = self.module.get_function("spmv_long_kernel")
         self._seg = self.module.get_function("spmv_seg_kernel")
@@ -662,7 +658,7 @@ class SpmvEngine:
             w,
         )
         if self.kernel == "seg" and self.prepare_seg(dev):
-            groups = -(-dev.num_rows // self.seg_rows)
+            groups = -(-dev.num_rows // SEG_ROWS)
             self._seg(
                 grid_for(groups, SEG_WARPS),
                 (32 * SEG_WARPS,),
@@ -680,10 +676,10 @@ class SpmvEngine:
                 ),
             )
             return
-        # 32 rows per warp, 8 warps per block.
+        # 32 rows per warp.
         self._rows(
-            grid_for(dev.num_rows),
-            (THREADS,),
+            grid_for(dev.num_rows, WARP_THREADS),
+            (WARP_THREADS,),
             (out, *mats, np.uint64(dev.num_rows), np.uint32(dev.mode), np.uint32(LONG_ROW)),
         )
         nlong = len(dev.long_rows)
@@ -747,7 +743,7 @@ class SpmvEngine:
                     one_ptr -= np.int64(parts[4][0])
                 nr = r1 - r0
                 self._seg(
-                    grid_for(-(-nr // self.seg_rows), SEG_WARPS),
+                    grid_for(-(-nr // SEG_ROWS), SEG_WARPS),
                     (32 * SEG_WARPS,),
                     (
                         out[r0:r1],

@@ -17,34 +17,18 @@
 
 namespace cuzk {
 
-// The products of the affine rounds: calls to the one copy of the product
-// (CUZK_AFF_CALLS = 1, mul_call, operands by value), or inlined (0, mul_hot).
-// Inlined, G1's pass 2 is five products, ≈ 100 KB of SASS that sixteen warps
-// an SM walk at different places: 36 % of the later rounds' stall samples
-// waited on instruction fetch (Nsight Compute, 2026-12-02). The calls measured
-// 12 % faster at G1 2^26 and 2^27 (612 / 1187 ms against 697 / 1347;
-// docs/device-notes/msm.md#version-5-on-the-h200-2026-12-02-one-call-99-s).
-// G2's Fq2 products are calls either way.
-#ifndef CUZK_AFF_CALLS
-#define CUZK_AFF_CALLS 1
-#endif
-
+// The affine rounds' products are calls to the one copy of the product
+// (mul_call, operands by value): inlined, pass 2's five products made SASS
+// large enough to stall on instruction fetch
+// (docs/device-notes/msm.md#field-product). G2's Fq2 products are calls either way.
 template <class F>
 CUZK_HD F aff_mul(const F& a, const F& b) {
-#if CUZK_AFF_CALLS
     return mul_call(a, b);
-#else
-    return mul_hot(a, b);
-#endif
 }
 
 template <class F>
 CUZK_HD F aff_sqr(const F& a) {
-#if CUZK_AFF_CALLS
     return sqr_call(a);
-#else
-    return sqr_hot(a);
-#endif
 }
 
 enum pair_kind_t { PAIR_SUM = 0, PAIR_DBL = 1, PAIR_FIRST = 2, PAIR_SECOND = 3, PAIR_INF = 4 };

@@ -139,7 +139,7 @@ CUZK_POINT_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& a) {
 // P + Q (add-2008-s). A call whose products are calls too: inlining them
 // (one 14-product body) raised every caller's register count and doubled
 // the bucket reduction's time
-// (docs/device-notes/msm.md#call-4-2026-11-30-95-s-of-device-time).
+// (docs/device-notes/msm.md#field-product).
 template <class F>
 CUZK_POINT_FN xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     if (is_infinity(p)) return q;

@@ -1,6 +1,7 @@
 // Element-wise Fr kernels: add, sub, multiply, reduce, Montgomery conversion,
 // batch inverse, random fill, and the multiply-rate probe of the benchmark.
 // Arrays are (n, 4) uint64 rows in standard form, passed as uint4 pairs.
+#define FR_MUL_FOLDED 1  // the folded product (fr.cuh)
 #include "fr.cuh"
 
 #define GRID_STRIDE(i, n) \

@@ -5,6 +5,7 @@
 // where A_c, B_c are a's and b's evaluations on the coset. This uses six NTTs,
 // not seven: C's coset evaluations are never needed, because coset_intt of
 // them is C's coefficients, which intt(c) already gives.
+#define FR_MUL_FOLDED 1  // the folded product (fr.cuh)
 #include "ntt.cuh"
 
 #define GRID_STRIDE(i, n) \

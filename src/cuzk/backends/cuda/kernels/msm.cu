@@ -26,6 +26,14 @@
 
 using namespace cuzk;
 
+// The tuning comes from the compile flags only (cuzk.backends.cuda.tuning's
+// MSM tables, docs/device-notes/msm.md#tuning-table).
+#if !defined(CUZK_BLOCK) || !defined(CUZK_ACC_MIN_BLOCKS) || !defined(CUZK_AFF_BLOCK) || !defined(CUZK_AFF_MIN_BLOCKS) || \
+    !defined(CUZK_AFF_SHARED) || !defined(CUZK_AFF_X_FIRST) || !defined(CUZK_REDUCE_MIN_BLOCKS) || \
+    !defined(CUZK_SCATTER_BATCH)
+#error "msm.cu: a tuning define is missing (cuzk.backends.cuda.tuning.MSM_G1 / MSM_G2 emit them)"
+#endif
+
 #ifdef CUZK_G2
 typedef fq2_t field;
 #else
@@ -34,10 +42,9 @@ typedef fq_t field;
 typedef affine_t<field> affine;
 typedef xyzz_t<field> point;
 
-// The bucket-accumulation loops inline the mixed addition: at G1 2^24 it
-// measured 23 % faster than the call, whose stack traffic cost more than the
-// occupancy it saved
-// (docs/device-notes/msm.md#call-2-2026-11-30-80-s-of-device-time).
+// The bucket-accumulation loops inline the mixed addition: the call's stack
+// traffic cost more than the occupancy it saved
+// (docs/device-notes/msm.md#field-product).
 static __device__ __forceinline__ point hot_add_affine(const point& p, const affine& a) {
     return add_affine_inline(p, a);
 }
@@ -45,18 +52,8 @@ static __device__ __forceinline__ point hot_add_affine(const point& p, const aff
 #define AFFINE_WORDS (2 * words<field>::n)
 #define XYZZ_WORDS (4 * words<field>::n)
 #define NO_KEY 0xffffffffu
-// Blocks of 128 per SM that the accumulation kernels must fit (a register
-// cap). G1 at 2^24 (docs/device-notes/msm.md#call-3-2026-11-30-165-s-of-device-time):
-// 4 blocks (128 registers, 16 warps/SM, 56 B of spills) 189 ms of
-// accumulation, 3 blocks (168) 209 ms, uncapped (~240, 8 warps) 273 ms. G2 at 168 registers spilled and lost 14%,
-// so it stays uncapped.
-#ifndef CUZK_ACC_MIN_BLOCKS
-#ifdef CUZK_G2
-#define CUZK_ACC_MIN_BLOCKS 1
-#else
-#define CUZK_ACC_MIN_BLOCKS 4
-#endif
-#endif
+// CUZK_ACC_MIN_BLOCKS: blocks of 128 per SM the accumulation kernels must fit,
+// a register cap (docs/device-notes/msm.md#tuning-table).
 
 static __device__ __forceinline__ uint64_t thread_id() {
     return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -99,7 +96,7 @@ extern "C" __global__ void classify(const uint64_t* scalars, uint32_t n, uint32_
 }
 
 // Σ of the bases marked in the bitmap, words_per_thread bitmap words per thread.
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_ACC_MIN_BLOCKS)
     ones_partial(const uint32_t* bases, const uint32_t* ones_bitmap, uint32_t nwords,
                  uint32_t words_per_thread, uint32_t* out) {
     const uint64_t t = thread_id();
@@ -150,7 +147,7 @@ static __device__ __forceinline__ void group_digits(const scalar_t& s, uint32_t 
 // Histogram of bucket keys over the window group [w0, w1), every full
 // scalar's digits. Groups of windows keep the histogram and the cursors small
 // enough for L2 at large n
-// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+// (docs/device-notes/msm.md#sort-and-accumulation).
 extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uint32_t c,
                                         uint32_t w0, uint32_t w1, uint32_t* counts) {
     scalar_t s;
@@ -158,17 +155,10 @@ extern "C" __global__ void digits_count(const uint64_t* scalars, uint32_t n, uin
     group_digits(s, c, w0, w1, [&](uint32_t key, uint32_t) { atomicAdd(&counts[key], 1u); });
 }
 
-// Windows whose cursor atomics a scatter thread issues before it stores their
-// entries. One at a time, each store waited for its atomic's round trip
-// through L2 and the next atomic for the store: the kernel was latency-bound
-// (97 % of cycles without an eligible warp: docs/device-notes/msm.md,
-// "Nsight Compute on the affine rounds").
-// A batch keeps that many atomics in flight a thread, in registers (its
-// arrays are indexed only by unrolled loop counters).
-#ifndef CUZK_SCATTER_BATCH
-#define CUZK_SCATTER_BATCH 4
-#endif
-
+// CUZK_SCATTER_BATCH: windows whose cursor atomics a scatter thread issues
+// before it stores their entries, so atomics overlap instead of each waiting
+// on L2 (docs/device-notes/msm.md#tuning-table); its arrays are indexed only
+// by unrolled loop counters, so they stay in registers.
 // Counting sort: cursor starts as the exclusive prefix sum of the histogram;
 // the bucket of an entry is implied by its position. vals hold point index · 2
 // + sign. The order inside a bucket is whatever the
@@ -209,7 +199,7 @@ extern "C" __global__ void digits_scatter(const uint64_t* scalars, uint32_t n, u
 // entry `pos` is base i, negated for a negative digit, so that round 1 of the
 // affine rounds reads each thread's own run of the list in place, as the
 // later rounds do, instead of gathering two random bases twice an item
-// (docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions).
+// (docs/device-notes/msm.md#sort-and-accumulation).
 // A thread reads its base once, beside its warp's neighbours.
 extern "C" __global__ void digits_scatter_points(const uint64_t* scalars, uint32_t n, uint32_t c,
                                                  uint32_t w0, uint32_t w1, uint32_t* cursor,
@@ -330,7 +320,7 @@ struct strided_src {
     }
 };
 
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_ACC_MIN_BLOCKS) accumulate(
     const uint32_t* bases, const uint32_t* vals, const uint32_t* ends, uint32_t nkeys,
     uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
     uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
@@ -340,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulat
 }
 
 // The XYZZ tail after the affine rounds: the same slicing over what they left.
-extern "C" __global__ void __launch_bounds__(128, CUZK_ACC_MIN_BLOCKS) accumulate_strided(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_ACC_MIN_BLOCKS) accumulate_strided(
     const uint32_t* list, const uint32_t* off, uint32_t stride, const uint32_t* ends,
     uint32_t nkeys, uint32_t E, uint32_t T, uint32_t nslices, uint32_t* buckets, uint32_t* head,
     uint32_t* head_key, uint32_t* tail, uint32_t* tail_key) {
@@ -383,7 +373,7 @@ extern "C" __global__ void accumulate_partials(const uint32_t* partials, const u
 }
 
 // --- batched-affine accumulation ---------------------------------------------------
-// (docs/device-notes/msm.md#version-2-as-built-before-its-device-call)
+// (docs/device-notes/msm.md#sort-and-accumulation)
 //
 // Buckets are summed in rounds of pairwise affine sums: round 1 pairs the
 // sorted entries (2i, 2i+1) of every bucket into a compact list; each later
@@ -477,46 +467,12 @@ static __device__ __forceinline__ bool load_pair(const Round& r, uint32_t k, uin
     return has_b;
 }
 
-// The affine rounds run in blocks of 64 threads (the Python side launches
-// them so). CUZK_AFF_MIN_BLOCKS such blocks must fit an SM: G1 8 (≤ 128
-// registers, 16 warps/SM), G2 4 (206–216 registers, 8 warps/SM, no spills:
-// 601 ms at 2^24 against 632 for 6 blocks, whose 168-register cap spills
-// 244–368 bytes since calls take operands by value;
-// docs/device-notes/msm.md#version-4-on-the-h200-2026-12-02-one-call-104-s).
-// CUZK_AFF_SHARED keeps each thread's pair of points in shared memory, so
-// that under the register cap the compiler reloads them rather than spill:
-// without it the G2 kernels need 255 registers.
-#define CUZK_AFF_BLOCK 64
-#ifndef CUZK_AFF_MIN_BLOCKS
-#ifdef CUZK_G2
-#define CUZK_AFF_MIN_BLOCKS 4
-#else
-#define CUZK_AFF_MIN_BLOCKS 8
-#endif
-#endif
-#ifndef CUZK_AFF_SHARED
-#ifdef CUZK_G2
-#define CUZK_AFF_SHARED 1
-#else
-#define CUZK_AFF_SHARED 0
-#endif
-#endif
-
-// Pass 1 of a round needs only each pair's kind and denominator: with
-// CUZK_AFF_X_FIRST = 1 it reads the two x coordinates and a y only where they
-// do not decide (pair_kind_den), half of each point's bytes; 0 reads the
-// whole points, as pass 2 does. G2 reads x first (2.6 % faster at 2^24, round
-// 1 −6.5 %); G1 reads whole points: x first gained 2.5 % of round 1 on the
-// index sort's random gathers but cost 1–4 % on the points' sort, whose
-// contiguous runs fetch the same lines either way
-// (docs/device-notes/msm.md#version-10-on-the-h200).
-#ifndef CUZK_AFF_X_FIRST
-#ifdef CUZK_G2
-#define CUZK_AFF_X_FIRST 1
-#else
-#define CUZK_AFF_X_FIRST 0
-#endif
-#endif
+// The affine rounds run in blocks of CUZK_AFF_BLOCK threads, CUZK_AFF_MIN_BLOCKS
+// of them per SM (a register cap); CUZK_AFF_SHARED keeps each thread's pair
+// of points in shared memory so the capped compiler reloads rather than
+// spills; CUZK_AFF_X_FIRST makes pass 1 read the x coordinates (and a y only
+// where they do not decide) instead of whole points
+// (docs/device-notes/msm.md#tuning-table).
 
 // A point padded to an odd number of words: a warp reading one word of each
 // lane's point touches 32 different banks.
@@ -568,8 +524,8 @@ static __device__ __forceinline__ void pair_round(const Round& r, const uint32_t
             acc = aff_mul(acc, den);
         }
     }
-    // Binary extended Euclid: ~4-5x fewer issue slots than Fermat's 610
-    // products (docs/device-notes/msm.md#version-2-as-built-before-its-device-call).
+    // Binary extended Euclid: fewer issue slots than Fermat's products
+    // (docs/device-notes/msm.md#inversion).
     field inv = inverse_fast(acc);
     for (uint64_t it = i1; it-- > i0;) {
         while (k > 0 && iend[k - 1] > it) k--;
@@ -622,22 +578,13 @@ extern "C" __global__ void ones_list(const uint32_t* bitmap, uint32_t nwords,
     }
 }
 
-// Blocks of 128 per SM the bucket reduction must fit: G1 4 (a 128-register
-// cap, 16 warps/SM; uncapped it takes 130 with by-value calls, 12 warps); G2
-// uncapped.
-#ifndef CUZK_REDUCE_MIN_BLOCKS
-#ifdef CUZK_G2
-#define CUZK_REDUCE_MIN_BLOCKS 1
-#else
-#define CUZK_REDUCE_MIN_BLOCKS 4
-#endif
-#endif
-
+// CUZK_REDUCE_MIN_BLOCKS: blocks of 128 per SM the bucket reduction must fit
+// (docs/device-notes/msm.md#tuning-table).
 // Thread g = w·S + s reduces buckets [s·L, s·L + L) of window w to
 // Σ_k (k + 1)·B_k: running sums from the top give Σ (k − lo + 1)·B_k, and
 // lo·Σ B_k adds the offset. Buckets with a zero count were never written and
 // count as infinity.
-extern "C" __global__ void __launch_bounds__(128, CUZK_REDUCE_MIN_BLOCKS) bucket_reduce(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK, CUZK_REDUCE_MIN_BLOCKS) bucket_reduce(
     const uint32_t* buckets, const uint32_t* counts, uint32_t nb, uint32_t nw, uint32_t S,
     uint32_t L, uint32_t* out) {
     const uint64_t g = thread_id();
@@ -688,7 +635,7 @@ extern "C" __global__ void finalize(const uint32_t* window_sums, uint32_t nw, ui
 // out[i] = s_i·G from a table of d·2^(wbits·w)·G, d = 1 .. 2^wbits − 1, laid out
 // table[w·(2^wbits − 1) + d − 1] (affine, Montgomery): one mixed addition per
 // non-zero digit, no doublings.
-extern "C" __global__ void __launch_bounds__(128) fixed_base_mul(
+extern "C" __global__ void __launch_bounds__(CUZK_BLOCK) fixed_base_mul(
     const uint32_t* table, uint32_t wbits, uint32_t nwin, const uint64_t* scalars, uint32_t n,
     uint32_t* out) {
     const uint64_t i = thread_id();

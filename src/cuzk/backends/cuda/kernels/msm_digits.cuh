@@ -1,7 +1,7 @@
 // Scalars of Fr (four 64-bit little-endian limbs, standard form) cut into
 // windows for Pippenger and for fixed-base multiplication.
 #pragma once
-#include "fq_ops.cuh"
+#include "cuda_compat.cuh"
 
 namespace cuzk {
 

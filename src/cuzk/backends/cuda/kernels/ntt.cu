@@ -19,17 +19,15 @@
 // consecutive j2 of one segment when S > 1 (so loads and stores cover C*32
 // contiguous bytes), or C consecutive segments in the last pass (S = 1).
 //
-// Measured choices (docs/device-notes/ntt.md#v6 and
-// docs/device-notes/ntt.md#v7-predictions-written-before-its-device-run-outcome-at-the-end): fr_mul_chains,
-// the multiplication without folding (FR_MUL_FOLDED 0: fewer registers than
-// the folded one, no spill under the cap, 2-3 % faster inside the NTT); lazy
-// butterfly outputs where a product follows (ntt.cuh).
-// NTT_BATCH > 1 issues a pass's global loads several elements at a time; on
-// the H200 it measured slower (2^24: 6.1 ms at 4, 5.3 at 2, 5.0 at 1), so
-// the default loads one element at a time.
+// The product without folding (FR_MUL_FOLDED 0: fewer registers, no spill
+// under the cap) and lazy butterfly outputs where a product follows (ntt.cuh):
+// docs/device-notes/ntt.md#tuning-table. NTT_BATCH (elements a pass thread
+// loads per round trip), NTT_THREADS (a pass block's most threads) and
+// NTT_MIN_BLOCKS (blocks per SM, a register cap) come from
+// cuzk.backends.cuda.tuning.NTT.
 #define FR_MUL_FOLDED 0
-#ifndef NTT_BATCH
-#define NTT_BATCH 1
+#if !defined(NTT_BATCH) || !defined(NTT_THREADS) || !defined(NTT_MIN_BLOCKS)
+#error "ntt.cu: a tuning define is missing (cuzk.backends.cuda.tuning.NTT emits them)"
 #endif
 #include "ntt.cuh"
 
@@ -39,12 +37,6 @@
 #define NTT_SCALE_CONST 8u // ... or times s_full[0], whatever the index
 #define NTT_SRC 16u        // read the inputs from src (padded, reduced mod p)
 #define NTT_POST_MUL 32u   // every output times other[g] (Montgomery product)
-
-// Blocks per SM the register allocation must allow (256 threads each): 2
-// caps the DIT kernels at 128 registers (from 140) for twice the warps.
-#ifndef NTT_MIN_BLOCKS
-#define NTT_MIN_BLOCKS 2
-#endif
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
@@ -311,7 +303,7 @@ __device__ __forceinline__ void ntt_pass(uint4* data, const uint4* src, uint64_t
                        ntt_pow_table{s_full, s_lo, s_hi, s_lobits}, log_n, log_m, t, log_c, \
                        flags)
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_fwd(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dif_fwd(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -319,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_fwd(
     NTT_PASS_CALL(false, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_inv(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dif_inv(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -327,7 +319,7 @@ extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dif_inv(
     NTT_PASS_CALL(false, true);
 }
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_fwd(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dit_fwd(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,
@@ -335,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_fwd(
     NTT_PASS_CALL(true, false);
 }
 
-extern "C" __global__ void __launch_bounds__(256, NTT_MIN_BLOCKS) ntt_dit_inv(
+extern "C" __global__ void __launch_bounds__(NTT_THREADS, NTT_MIN_BLOCKS) ntt_dit_inv(
     uint4* data, const uint4* src, uint64_t src_len, const uint4* other, const uint4* tile_tw,
     const uint4* w_full, const uint4* w_lo, const uint4* w_hi,
     uint32_t w_lobits, const uint4* s_full, const uint4* s_lo, const uint4* s_hi, uint32_t s_lobits,

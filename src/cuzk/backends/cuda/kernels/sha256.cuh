@@ -4,7 +4,7 @@
 // instruction and the batch kernel of witness.cu call it; its CPU twin is
 // cuzk.hashers.sha256.compress.
 #pragma once
-#include "fr_chain.cuh"
+#include "mont.cuh"
 
 __constant__ const uint32_t SHA256_K[64] = {
     0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u,

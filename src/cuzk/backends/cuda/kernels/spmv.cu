@@ -23,20 +23,22 @@
 // full operand, which bounds the Montgomery product for any 256-bit w; entries
 // of the ones part reduce their w value (warp kernel) or are summed unreduced
 // (seg kernel).
+#define FR_MUL_FOLDED 1  // the folded product (fr.cuh)
 #include "fr.cuh"
 
 #define SPMV_RAW 0u
 #define SPMV_CODE16 1u
 #define SPMV_CODE32 2u
-#define SPMV_WARPS 8  // warps per block of spmv_warp_kernel
 // Entries per lane per step: more independent loads in flight per warp. The
 // ones part is all loads and additions, the general part has a product each.
 #define SPMV_ONES_PER_LANE 4
 #define SPMV_GENERAL_PER_LANE 2
-// Blocks per SM the register allocation must allow: 4 caps the warp kernel
-// at 64 registers (from 72; 32 bytes of spill) for a third more warps.
-#ifndef SPMV_MIN_BLOCKS
-#define SPMV_MIN_BLOCKS 4
+// SPMV_WARPS and SPMV_MIN_BLOCKS (the warp kernel) and the SPMV_SEG_* values of the
+// segmented kernel come from cuzk.backends.cuda.tuning.SPMV
+// (docs/device-notes/ntt.md#tuning-table).
+#if !defined(SPMV_WARPS) || !defined(SPMV_MIN_BLOCKS) || !defined(SPMV_SEG_ROWS) || !defined(SPMV_SEG_WARPS) || \
+    !defined(SPMV_SEG_ONES_U) || !defined(SPMV_SEG_GENERAL_U) || !defined(SPMV_SEG_MIN_BLOCKS)
+#error "spmv.cu: a tuning define is missing (cuzk.backends.cuda.tuning.SPMV emits them)"
 #endif
 
 #define GRID_STRIDE(i, n) \
@@ -111,7 +113,7 @@ __device__ __forceinline__ void spmv_walk(const spmv_matrix& m, const uint4* w, 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256, SPMV_MIN_BLOCKS) spmv_warp_kernel(
+extern "C" __global__ void __launch_bounds__(32 * SPMV_WARPS, SPMV_MIN_BLOCKS) spmv_warp_kernel(
     uint4* out, const int64_t* one_ptr, const uint32_t* one_cols, const int64_t* row_ptr,
     const uint32_t* cols, const uint4* coeffs, const void* codes, const uint4* dict,
     const uint4* w, uint64_t nrows, uint32_t mode, uint32_t long_threshold) {
@@ -190,21 +192,6 @@ extern "C" __global__ void spmv_long_kernel(uint4* out, const int64_t* one_ptr,
 // No row is special: a long row is a run over many lanes and steps (the
 // lane at the end of a step adds its open run into the slot).
 
-#ifndef SPMV_SEG_ROWS
-#define SPMV_SEG_ROWS 256  // rows per warp group (<= 256: row ids are bytes)
-#endif
-#ifndef SPMV_SEG_WARPS
-#define SPMV_SEG_WARPS 4  // warps per block
-#endif
-#ifndef SPMV_SEG_ONES_U
-#define SPMV_SEG_ONES_U 4  // entries per lane per step, ones part
-#endif
-#ifndef SPMV_SEG_GENERAL_U
-#define SPMV_SEG_GENERAL_U 4  // ... general part
-#endif
-#ifndef SPMV_SEG_MIN_BLOCKS
-#define SPMV_SEG_MIN_BLOCKS 5  // 88 registers: five blocks fit anyway
-#endif
 #define SPMV_FULL 0xffffffffu
 #define SPMV_ACC_WORDS 9
 

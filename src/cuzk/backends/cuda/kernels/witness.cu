@@ -17,6 +17,7 @@
 // input_base[lane] + j; port p is row port_cols[lane * n_ports + p]; hint slot
 // s is row hint_index[lane * n_slots + s] of the hint table (standard form,
 // bits and words in limb 0).
+#define FR_MUL_FOLDED 1  // the folded product (fr.cuh)
 #include "fr.cuh"
 #include "poseidon.cuh"
 #include "sha256.cuh"

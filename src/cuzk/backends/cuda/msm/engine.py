@@ -27,6 +27,7 @@ from cuzk.backends.cuda.msm.plan import (
     workspace_bytes,
 )
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
+from cuzk.backends.cuda.tuning import MSM_BLOCK
 from cuzk.errors import InputError
 
 # The fewest scalars a resident MSM is sliced to when memory is short.
@@ -67,7 +68,7 @@ class _CupyKernels:
         self._module = module
         self._functions: dict[str, Any] = {}
 
-    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None:
+    def launch(self, name: str, threads: int, args: tuple, block: int = MSM_BLOCK) -> None:
         f = self._functions.get(name)
         if f is None:
             f = self._functions[name] = self._module.get_function(name)
@@ -84,13 +85,11 @@ class MsmEngine:
         ctx,
         tuning: Tuning = Tuning(),
         stream_chunk: int | None = None,
-        defines: tuple[str, ...] = (),
         load_chunk: int | None = None,
     ) -> None:
         self.ctx = ctx
         self.load_chunk = load_chunk  # points per chunk while loading bases (tests)
         self.tuning = tuning
-        self.defines = defines  # extra compile flags (kernel variants, for measurements)
         self.stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
         self._kernels: dict[str, _CupyKernels] = {}
         self.fixed_base_tables: dict[tuple[str, str], Any] = {}
@@ -98,7 +97,7 @@ class MsmEngine:
     def kernels(self, spec: CurveSpec) -> _CupyKernels:
         k = self._kernels.get(spec.name)
         if k is None:
-            module = self.ctx.module(KERNEL_MODULE, spec.defines + self.defines)
+            module = self.ctx.module(KERNEL_MODULE, spec.defines)
             k = self._kernels[spec.name] = _CupyKernels(module)
         return k
 

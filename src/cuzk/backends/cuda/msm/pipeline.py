@@ -18,7 +18,7 @@ form on the device:
    then XYZZ mixed additions over equal slices of what is left (load
    balanced whatever the bucket sizes), completing buckets split across
    slices; ``Tuning(method="xyzz")`` skips the affine rounds (version 1:
-   docs/device-notes/msm.md#design-as-first-built-v1);
+   docs/device-notes/msm.md#sort-and-accumulation);
 5. reduce each window's buckets to Σ (k+1)·B_k by running sums, and combine
    windows by Horner's rule on the GPU; one point comes back to the host
    (:func:`xyzz_to_affine`).
@@ -51,6 +51,7 @@ from cuzk.backends.cuda.msm.plan import (
     slice_length,
 )
 from cuzk.backends.cuda.msm.spec import _U32, CurveSpec
+from cuzk.backends.cuda.tuning import MSM_BLOCK
 from cuzk.errors import InputError
 
 NO_KEY = 0xFFFFFFFF
@@ -59,7 +60,7 @@ NO_KEY = 0xFFFFFFFF
 class Kernels(Protocol):
     """Launches kernels of one compiled module: ``threads`` threads in all."""
 
-    def launch(self, name: str, threads: int, args: tuple, block: int = 128) -> None: ...
+    def launch(self, name: str, threads: int, args: tuple, block: int = MSM_BLOCK) -> None: ...
 
 
 def _tree_sum(xp, k: Kernels, spec: CurveSpec, arr, groups: int, count: int):

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from cuzk.backends.cuda.msm.spec import SCALAR_BITS, CurveSpec
+from cuzk.backends.cuda.tuning import MSM_AFF_BLOCK
 from cuzk.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ class Tuning:
     target_threads: int = 1 << 17
     # Bucket accumulation: "affine" (rounds of batched-affine pair sums, then
     # the XYZZ walk over what is left) or "xyzz" (the XYZZ walk alone, version 1:
-    # docs/device-notes/msm.md#design-as-first-built-v1).
+    # docs/device-notes/msm.md#sort-and-accumulation).
     method: str = "affine"
     affine_min_pairs: int = 1 << 21  # a list of fewer pairs is summed by the XYZZ walk alone
     # Once started, the rounds go on while a round has at least this many pairs
@@ -40,14 +41,14 @@ class Tuning:
     # the XYZZ walk. Stopping at 2^21 left a bucket in four with two points in
     # window groups of one or two windows (2^21–2^22 buckets): the walk took
     # 49.5 ms at G1 2^27 against 8.4 in groups of three
-    # (docs/device-notes/msm.md#version-6-on-the-h200-2026-12-02-one-call-94-s).
+    # (docs/device-notes/msm.md#sort-and-accumulation).
     affine_tail_pairs: int | None = None
     affine_threads: int | None = None  # threads a round aims for (m = pairs / threads)
     affine_min_batch: int = 128  # pairs per inversion, at least
     # The counting sort writes each entry's point (sign applied) rather than its
     # index, so the affine rounds' first round runs in place like the later
     # ones instead of gathering random bases (version 6:
-    # docs/device-notes/msm.md#version-6-the-sort-writes-the-points-plan-and-predictions);
+    # docs/device-notes/msm.md#sort-and-accumulation);
     # the list takes a point per entry, not an index and half a point.
     # None: chosen per MSM (:func:`choose_sort`): G1's points where they fit
     # in no more window groups than the index sort, at twice the cap (faster
@@ -90,9 +91,8 @@ def choose_window(n_full: int, spec: CurveSpec, max_bucket_bytes: int | None = N
 
 # Threads of one affine round: one wave at the kernels' occupancy on an H200
 # (132 SMs; G1: 8 blocks of 64 per SM, 67584 threads; G2: 4 blocks, 33792).
-# Their blocks are 64 threads (CUZK_AFF_BLOCK in msm.cu).
 _AFFINE_THREADS = {"G1": 1 << 16, "G2": 1 << 15}
-_AFFINE_BLOCK = 64
+_AFFINE_BLOCK = MSM_AFF_BLOCK  # msm.cu's CUZK_AFF_BLOCK, from the tuning table
 
 
 def _affine_threads(spec: CurveSpec, tuning: Tuning) -> int:

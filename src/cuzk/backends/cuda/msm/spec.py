@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cuzk.backends.cuda import tuning
+
 _U32 = np.uint32
 SCALAR_BITS = 255
 
@@ -39,5 +41,7 @@ class CurveSpec:
         return 4 * self.xyzz_words
 
 
-G1_SPEC = CurveSpec("G1", 12, ())
-G2_SPEC = CurveSpec("G2", 24, ("-DCUZK_G2",))
+G1_SPEC = CurveSpec("G1", 12, tuning.flags(tuning.MSM_G1))
+G2_SPEC = CurveSpec("G2", 24, tuning.flags(tuning.MSM_G2))
+# The field-product probe of ``cuzk-bench kernels`` (G1's Fq: no defines).
+ARITH_MODULE = ("msm_arith.cu", ())
