@@ -124,9 +124,8 @@ def _v1_engine(ctx):
 def _timed_variants(variants, handle, scalars, reps: int, make_row) -> list[dict]:
     """Time each (name, engine) on the same inputs; phases of one more run each,
     whose results must agree (the bit-exact old-vs-new check)."""
-    from cuzk.backends.cuda.msm import xyzz_to_affine
-
     from cuzk.backends.cuda import memory
+    from cuzk.backends.cuda.msm import xyzz_to_affine
 
     out, results = [], []
     for name, eng in variants:
