@@ -53,3 +53,36 @@ def test_a_cache_that_cannot_be_written_builds_without_a_lock(tmp_path: Path) ->
         pass
     made = cached(blocked / "entry.npz", _load, lambda: np.arange(3), _save, "test entry")
     assert made.tolist() == [0, 1, 2]  # built, and the failed save only warned
+
+
+def test_an_entry_the_cache_holds_is_read_while_its_lock_is_held(tmp_path: Path) -> None:
+    """Loaders of an existing entry do not queue on its build lock (entries
+    are written whole): a synthesis pool's processes and the daemon load a
+    witness plan at once, not one after another."""
+    import threading
+
+    path = tmp_path / "entry.npz"
+    cached(path, _load, lambda: np.arange(4), _save, "test entry")
+    got: list = []
+
+    def load() -> None:
+        got.append(cached(path, _load, lambda: np.arange(9), _save, "test entry").tolist())
+
+    with building(path):  # another process loading (or building) it now
+        reader = threading.Thread(target=load, daemon=True)
+        reader.start()
+        reader.join(10)
+        assert got == [[0, 1, 2, 3]]  # read at once, not built again
+    # an entry that is not there yet still waits for the lock and is built once
+    fresh = tmp_path / "fresh.npz"
+    waiting: list = []
+    with building(fresh):
+        t = threading.Thread(
+            target=lambda: waiting.append(cached(fresh, _load, lambda: np.arange(2), _save, "t")),
+            daemon=True,
+        )
+        t.start()
+        t.join(0.3)
+        assert waiting == []  # it waits for the builder
+    t.join(10)
+    assert waiting[0].tolist() == [0, 1]

@@ -118,13 +118,21 @@ def _v1_engine(ctx):
 def _timed_variants(variants, handle, scalars, reps: int, make_row) -> list[dict]:
     """Time each (name, engine) on the same inputs; phases of one more run each,
     whose results must agree (the bit-exact old-vs-new check)."""
+    from cuzk.backends.cuda import memory
     from cuzk.backends.cuda.msm import xyzz_to_affine
 
     out, results = [], []
     for name, eng in variants:
+        releases = memory.pool_releases
+        # the library's own entry point (CudaBackend.msm_g1 runs it too), planned by it
         ms = _median_ms(lambda e=eng: e.msm_xyzz(handle, scalars), reps=reps)
         row = make_row(ms)
         row["variant"] = name
+        plan = getattr(eng, "last_plan", None)
+        row["plan"] = plan.brief() if plan is not None else None
+        # times the pool gave back its cached blocks at its limit during the
+        # runs (each a device synchronisation and cudaFree): 0 when it is steady
+        row["pool_releases"] = memory.pool_releases - releases
         if len(variants) > 1:
             timings: dict[str, float] = {}
             words = eng.msm_xyzz(handle, scalars, timings=timings)

@@ -217,6 +217,8 @@ class Engine:
             job.num_partitions,
             job.circuit_id,
         )
+        # the circuit's witness plan loads while the partitions are checked
+        self.pipeline.warm_plan(handler, job.circuit_id)
         self.batcher.add(job, handler.batchable)
         if self._draining:  # drain flushed the batches before this job reached them
             self.batcher.flush_all()
@@ -492,6 +494,9 @@ class Engine:
         also sizes the VRAM kept for time-critical proofs there)."""
         healthy = [d.ordinal for d in self.devices if self.pipeline.health.healthy(d.ordinal)]
         got = self.keys.preload(circuit_id, healthy)
+        # and its witness plan, here and in the synthesis processes (a warm
+        # daemon's first job goes straight to its checks and its proofs)
+        self.pipeline.warm_plan(self.kinds.for_circuit(circuit_id), circuit_id, processes=True)
         if self.time_critical_circuit(circuit_id, Priority.CRITICAL):
             self._keep_for(circuit_id)
         return got

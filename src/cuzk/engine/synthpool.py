@@ -27,7 +27,7 @@ import os
 import tempfile
 import threading
 import uuid
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -111,6 +111,17 @@ class SynthesisPool:
             _child_parse, (handler, request), f"parsing a {handler.kind.label} request"
         )
 
+    def warm_plan(self, handler: ProofKindHandler, circuit_id: str) -> list[Future]:
+        """Each process loads ``circuit_id``'s static witness plan (if the circuit
+        cache holds it) before a request needs it: one task a process, queued
+        behind nothing when the daemon is idle (a preloaded key), so a first
+        job's partitions go straight to their checks. Best effort: a process
+        that takes two tasks leaves another to load its plan at its first
+        partition, as it would have anyway."""
+        with self._lock:
+            pool = self._pool
+        return [pool.submit(_child_warm, handler, circuit_id) for _ in range(self.processes)]
+
     def _call(self, fn, handler, circuit_id: str, partition: PartitionInput, *more):
         what = f"partition {partition.index} of {circuit_id}"
         return self._run(fn, (handler, circuit_id, partition, *more), what)
@@ -150,6 +161,15 @@ def _child_parse(handler: ProofKindHandler, request: ProofRequest) -> ParsedRequ
         return parse_checked(handler, request)
     finally:  # this process parses the next request too: what this one held goes back
         return_memory(request_bytes(request))
+
+
+def _child_warm(handler: ProofKindHandler, circuit_id: str) -> bool:
+    """The plan loaded in this process; False when there is none to load yet."""
+    try:
+        handler.witness_plan(circuit_id)
+    except RuntimeError:  # no plan cached: the first partition's hints record it
+        return False
+    return True
 
 
 def _child_hints(handler: ProofKindHandler, circuit_id: str, partition: PartitionInput) -> Witness:

@@ -209,7 +209,16 @@ def cached(
 ) -> T:
     """``load(path)`` when the cache holds it, else ``build()`` and ``save`` it there
     (one process at a time: :func:`building`); a damaged entry is rebuilt, and a
-    cache that cannot be written only warns."""
+    cache that cannot be written only warns.
+
+    An entry the cache holds is read without the build lock: entries are
+    written whole (:func:`atomic_write`), and under the lock the processes
+    loading one entry at once (a synthesis pool's first partitions, the
+    daemon's witness plan) read it one after another, the last waiting for
+    all before it."""
+    found = _load_entry(path, load, what)
+    if found is not None:
+        return found
     with building(path):
         found = _load_entry(path, load, what)  # perhaps saved by a process waited for
         if found is not None:
@@ -409,6 +418,9 @@ def load_or_build_r1cs(cc: CompiledCircuit, directory: Path | None = None) -> R1
     """The circuit's matrices mapped from the cache, built and written there first
     when missing (by one process at a time: :func:`building`)."""
     path = r1cs_path(cc, directory)
+    found = _load_entry(path, load_r1cs, f"matrices of {cc.circuit_id}")  # written whole
+    if found is not None:
+        return found
     with building(path):
         found = _load_entry(path, load_r1cs, f"matrices of {cc.circuit_id}")
         if found is not None:

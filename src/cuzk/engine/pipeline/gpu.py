@@ -135,7 +135,17 @@ class GpuWorkers(PipelineBase):
                 self.release(item)
                 return
             t = time.monotonic()
+            first = not any(
+                tr.gpu_start is not None for i, tr in list(job.trace.items()) if i != item.index
+            )
             job.partition_state(item.index, "gpu")
+            if first and job.submitted_mono is not None:  # the first proof's latency, in parts
+                log.info(
+                    "job %s: first partition (%d) on the prover %.2f s after acceptance",
+                    job.job_id,
+                    item.index,
+                    t - job.submitted_mono,
+                )
             stages = prover.StageTimes()
             with device.activate():
                 if self.faults is not None:

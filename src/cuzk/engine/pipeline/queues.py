@@ -107,6 +107,7 @@ class PipelineBase:
         self._device_plans: dict[tuple[int, str], tuple[StaticPlan, Any, list]] = {}
         self._plans_lock = threading.Lock()  # guards _device_plans
         self._device_locks: dict[int, threading.Lock] = {}  # one plan upload per device
+        self._warming: set[str] = set()  # circuits whose plan loads ahead (WitnessPlans)
         self._stopping = threading.Event()
         kept = self.config.gpus.time_critical_bytes()
         for d in self.devices:

@@ -6,7 +6,8 @@ importable from here as before:
 - :mod:`.spec`: the groups as the kernels see them (:class:`CurveSpec`);
 - :mod:`.plan`: the cost model and window plan (:class:`Tuning`,
   :func:`choose_window`, :func:`group_windows`, :func:`workspace_bytes`,
-  :func:`classify_bytes`, :func:`fit_tuning`, :func:`choose_sort`);
+  :func:`classify_bytes`, :func:`fit_tuning`, :func:`choose_sort`, and the
+  whole plan of one MSM: :func:`plan_msm`, :class:`MsmPlan`);
 - :mod:`.pipeline`: one MSM's kernels in order (:func:`msm_xyzz`) and its
   result as an affine point (:func:`xyzz_to_affine`);
 - :mod:`.bases`: bases resident in VRAM or streamed from pinned host memory,
@@ -37,6 +38,7 @@ from cuzk.backends.cuda.msm.fixed_base import (
 )
 from cuzk.backends.cuda.msm.pipeline import NO_KEY, Kernels, msm_xyzz, xyzz_to_affine
 from cuzk.backends.cuda.msm.plan import (
+    MsmPlan,
     Tuning,
     choose_sort,
     choose_window,
@@ -44,6 +46,7 @@ from cuzk.backends.cuda.msm.plan import (
     fit_tuning,
     group_windows,
     num_windows,
+    plan_msm,
     workspace_bytes,
 )
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, SCALAR_BITS, CurveSpec
@@ -61,6 +64,7 @@ __all__ = [
     "CurveSpec",
     "Kernels",
     "MsmEngine",
+    "MsmPlan",
     "PreparedBases",
     "Tuning",
     "_CupyKernels",
@@ -76,6 +80,7 @@ __all__ = [
     "load_staging_bytes",
     "msm_xyzz",
     "num_windows",
+    "plan_msm",
     "stream_chunk_max",
     "streamed_msm_bytes",
     "workspace_bytes",

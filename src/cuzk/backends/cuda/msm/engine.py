@@ -20,18 +20,14 @@ from cuzk.backends.cuda.msm.bases import PreparedBases, _check_bases
 from cuzk.backends.cuda.msm.fixed_base import fixed_base_multiples
 from cuzk.backends.cuda.msm.pipeline import _check_scalars, _to_host, msm_xyzz, xyzz_to_affine
 from cuzk.backends.cuda.msm.plan import (
+    MsmPlan,
     Tuning,
-    choose_sort,
     classify_bytes,
-    fit_tuning,
-    workspace_bytes,
+    plan_msm,
 )
 from cuzk.backends.cuda.msm.spec import G1_SPEC, G2_SPEC, CurveSpec
 from cuzk.backends.cuda.tuning import MSM_BLOCK
 from cuzk.errors import InputError
-
-# The fewest scalars a resident MSM is sliced to when memory is short.
-SLICE_MIN = 1 << 20
 
 
 class _Slice(Exception):
@@ -40,24 +36,6 @@ class _Slice(Exception):
 
     def __init__(self, points: int) -> None:
         self.points = points
-
-
-def _slice_points(
-    spec: CurveSpec, n: int, on_host: bool, counts: tuple[int, int], free: int
-) -> int:
-    """The largest power-of-two slice of n scalars (with the counts found, pro
-    rata) whose affine MSM at one window a group fits ``free`` bytes, at least
-    SLICE_MIN; n when slicing would not help."""
-    if n <= SLICE_MIN:
-        return n
-    one = Tuning(group_windows=1)
-    part = 1 << (n.bit_length() - 1)
-    while part > SLICE_MIN:
-        share = (counts[0] * part // n, counts[1] * part // n)
-        if workspace_bytes(spec, part, on_host, one, share) + classify_bytes(part, on_host) <= free:
-            break
-        part //= 2
-    return part
 
 
 KERNEL_MODULE = "msm.cu"  # with each CurveSpec's defines (cuzk.backends.cuda.kernels)
@@ -92,6 +70,8 @@ class MsmEngine:
         self.tuning = tuning
         self.stream_chunk = stream_chunk  # forces streaming with this chunk (tests)
         self._kernels: dict[str, _CupyKernels] = {}
+        # the plan of the last resident MSM (or slice) run (benchmark rows show it)
+        self.last_plan: MsmPlan | None = None
         self.fixed_base_tables: dict[tuple[str, str], Any] = {}
 
     def kernels(self, spec: CurveSpec) -> _CupyKernels:
@@ -250,21 +230,21 @@ class MsmEngine:
             def plan(n_ones: int, n_full: int):
                 counts = (n_ones, n_full)
                 free = budget.free_bytes + first
-                room = self._sort_room(free, first)
-                chosen = choose_sort(spec, n, self.tuning, room, on_host, counts)
-                tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
+                p = plan_msm(
+                    spec, n, self.tuning, free, self._sort_room(free, first), on_host, counts
+                )
                 # beside another line of work (CudaBackend.fork) more window
                 # groups are taken, but not the XYZZ method: an MSM the
                 # cap would cut down to it waits for the cap to lift
-                if tuning.method != chosen.method and budget.await_lift():
+                if p.cut and budget.await_lift():
                     free = budget.free_bytes + first
-                    tuning = fit_tuning(spec, n, chosen, free, on_host, counts)
-                if tuning.method != chosen.method:
-                    part = _slice_points(spec, n, on_host, counts, free)
-                    if part < n:
-                        raise _Slice(part)
-                need = workspace_bytes(spec, n, on_host, tuning, counts) - first
-                return tuning, budget.reserve(need, f"msm_{name} workspace")
+                    room = self._sort_room(free, first)
+                    p = plan_msm(spec, n, self.tuning, free, room, on_host, counts)
+                if p.sliced:
+                    raise _Slice(p.slice_points)
+                self.last_plan = p
+                need = p.workspace_bytes - first
+                return p.tuning, budget.reserve(need, f"msm_{name} workspace")
 
             return msm_xyzz(cupy, k, spec, handle.device, s, self.tuning, timings, plan)
 

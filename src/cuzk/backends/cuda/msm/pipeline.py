@@ -82,9 +82,46 @@ def _affine_batch(pairs: int, spec: CurveSpec, tuning: Tuning) -> int:
     return max(tuning.affine_min_batch, -(-pairs // _affine_threads(spec, tuning)), 1)
 
 
-def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, phases):
+class _Arena:
+    """The large buffers of one MSM's window groups, each allocated once at its
+    bound and lent out as a prefix per group.
+
+    Their exact sizes depend on the scalars (the entries of a group are its
+    non-zero digits, the items of round 1 depend on every bucket's count), so
+    allocated per group they differ from group to group and from MSM to MSM
+    by a few entries: each new size larger than every block the memory pool
+    caches takes a fresh device allocation, and at the pool's limit every
+    cached block is given back first (a device synchronisation and a
+    ``cudaFree`` each time; memory.releasing_malloc). Sized by the bound the
+    workspace already reserves (:func:`.plan.workspace_bytes`), the same
+    blocks serve every group and every MSM of that plan
+    (docs/device-notes/msm.md#the-2-plan).
+    """
+
+    def __init__(self, xp) -> None:
+        self.xp = xp
+        self._bufs: dict[str, Any] = {}
+
+    def take(self, name: str, count: int, bound: int):
+        """``count`` uint32 words of the buffer ``name`` (allocated with
+        ``max(bound, count)`` words the first time, or again if too short)."""
+        buf = self._bufs.get(name)
+        if buf is None or buf.size < count:
+            self._bufs.pop(name, None)
+            del buf
+            buf = self._bufs[name] = self.xp.empty(max(bound, count), dtype=_U32)
+        return buf[:count]
+
+
+def _sum_sorted(
+    xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, phases, arena=None, bound=0
+):
     """The sum of every bucket of a list sorted by bucket key, as XYZZ words
     (keys with a zero count are left unwritten).
+
+    ``arena`` (an :class:`_Arena`) and ``bound`` (the most entries a list of
+    these keys may hold): round 1's list and the rounds' scratch come from
+    the arena's buffers, sized by the bound, instead of fresh arrays.
 
     ``sorted_``: either ``(bases, vals)``, vals being point index · 2 + sign
     per entry, or ``(points,)``, the entries' points themselves (signs
@@ -107,7 +144,13 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, 
             iend = xp.cumsum(items, dtype=_U32)
             total = _last(xp, iend)
             m = _affine_batch(total, spec, tuning)
-            points = xp.empty(total * spec.affine_words, dtype=_U32)
+            if arena is None:
+                points = xp.empty(total * spec.affine_words, dtype=_U32)
+            else:  # items: ⌈count/2⌉ a key, so at most (entries + keys) / 2
+                items_bound = (bound + nkeys + 1) // 2
+                points = arena.take(
+                    "items", total * spec.affine_words, items_bound * spec.affine_words
+                )
             k.launch(
                 "affine_first",
                 -(-total // m),
@@ -120,6 +163,9 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, 
             del iend, items
         stride, scratch, first = 1, None, len(sorted_) == 1
         tail_pairs = affine_tail_pairs(tuning)
+        # the rounds' scratch at its bound: round 1's pairs at most
+        top = (bound if first else (bound + nkeys + 1) // 2) // 2
+        scratch_bound = (top + _affine_batch(top, spec, tuning)) * spec.field_words
         while affine:
             pairs = cnt // 2
             pend = xp.cumsum(pairs, dtype=_U32)
@@ -128,7 +174,9 @@ def _sum_sorted(xp, k: Kernels, spec: CurveSpec, sorted_, counts, ends, tuning, 
                 break
             m = _affine_batch(total, spec, tuning)
             slots = -(-total // m) * m * spec.field_words
-            if scratch is None or scratch.size < slots:
+            if arena is not None:
+                scratch = arena.take("scratch", slots, scratch_bound)
+            elif scratch is None or scratch.size < slots:
                 scratch = xp.empty(slots, dtype=_U32)
             k.launch(
                 "affine_round",
@@ -261,6 +309,8 @@ def _msm_xyzz(xp, k, spec, bases, scalars, tuning, timings, plan, held):
         c = tuning.window or choose_window(n_full, spec)
         nw, nb = num_windows(c), 1 << (c - 1)
         gw = group_windows(spec, n_full, c, tuning)
+        arena = _Arena(xp)
+        bound = n_full * gw  # a group's entries at most: a digit a full scalar a window
         sums = []
         for w0 in range(0, nw, gw):
             w1 = min(nw, w0 + gw)
@@ -271,15 +321,17 @@ def _msm_xyzz(xp, k, spec, bases, scalars, tuning, timings, plan, held):
             phases.mark("digits_count")
             cursor = ends - counts
             digits = (scalars, _U32(n), _U32(c), _U32(w0), _U32(w1), cursor)
+            entries = _last(xp, ends)
             if tuning.sort_points:
-                sorted_ = (xp.empty(_last(xp, ends) * spec.affine_words, dtype=_U32),)
+                aw = spec.affine_words
+                sorted_ = (arena.take("sorted", entries * aw, bound * aw),)
                 k.launch("digits_scatter_points", n, (*digits, bases, *sorted_))
             else:
-                sorted_ = (bases, xp.empty(_last(xp, ends), dtype=_U32))
+                sorted_ = (bases, arena.take("sorted", entries, bound))
                 k.launch("digits_scatter", n, (*digits, sorted_[1]))
             del cursor, digits
             phases.mark("digits_scatter")
-            buckets = _sum_sorted(xp, k, spec, sorted_, counts, ends, tuning, phases)
+            buckets = _sum_sorted(xp, k, spec, sorted_, counts, ends, tuning, phases, arena, bound)
             del sorted_, ends
             S = reduce_segments(nb, g, tuning)
             L = -(-nb // S)
@@ -293,6 +345,7 @@ def _msm_xyzz(xp, k, spec, bases, scalars, tuning, timings, plan, held):
             del buckets, counts
             sums.append(_tree_sum(xp, k, spec, seg, g, S))
             phases.mark("window_tree")
+        del arena
         window_sums = xp.concatenate(sums) if len(sums) > 1 else sums[0]
 
     extra = xp.concatenate(extras) if extras else xp.zeros(xw, dtype=_U32)

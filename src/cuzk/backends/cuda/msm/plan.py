@@ -228,7 +228,7 @@ def choose_sort(
     ``room_bytes``; else the index sort. ``room_bytes`` None (work inside a
     reservation whose estimate counts the index sort) is the index sort.
 
-    Measured (docs/device-notes/msm.md, versions 6 and 8): the points win
+    Measured (docs/device-notes/runs/msm-history.md, versions 6 and 8): the points win
     by 1–4 % at G1 2^24–2^27 with as few groups, lose with more groups, and
     lose in G2 (its 192-byte random writes).
     """
@@ -305,3 +305,117 @@ def entries_per_group(spec: CurveSpec, n: int, tuning: Tuning) -> int:
     time follows when its room is short (:func:`.bases.fit_chunk`)."""
     c = tuning.window or choose_window(n, spec)
     return n * group_windows(spec, n, c, tuning)
+
+
+# --- the whole plan of one MSM -------------------------------------------------
+
+# The fewest scalars a resident MSM is sliced to when memory is short.
+SLICE_MIN = 1 << 20
+
+
+def slice_points(spec: CurveSpec, n: int, on_host: bool, counts: tuple[int, int], free: int) -> int:
+    """The largest power-of-two slice of n scalars (with the counts found, pro
+    rata) whose affine MSM at one window a group fits ``free`` bytes, at least
+    SLICE_MIN; n when slicing would not help."""
+    if n <= SLICE_MIN:
+        return n
+    one = Tuning(group_windows=1)
+    part = 1 << (n.bit_length() - 1)
+    while part > SLICE_MIN:
+        share = (counts[0] * part // n, counts[1] * part // n)
+        if workspace_bytes(spec, part, on_host, one, share) + classify_bytes(part, on_host) <= free:
+            break
+        part //= 2
+    return part
+
+
+@dataclass(frozen=True)
+class MsmPlan:
+    """Everything one MSM runs with, decided from its size, its scalars' counts
+    and the memory free before it starts (:func:`plan_msm`): the window c, how
+    many of its windows are sorted and summed together (a group) and so how
+    many groups (passes over the scalars), the sort (``"points"`` or
+    ``"index"``), the bucket method, the workspace it reserves, and whether it
+    runs in slices of ``slice_points`` scalars instead (``sliced``)."""
+
+    group: str
+    n: int
+    n_full: int
+    window: int
+    windows: int
+    windows_a_group: int
+    groups: int
+    sort: str
+    method: str
+    workspace_cap: int
+    workspace_bytes: int
+    slice_points: int
+    cut: bool  # fit_tuning cut the chosen method down to the XYZZ walk
+    tuning: Tuning
+
+    @property
+    def sliced(self) -> bool:
+        return self.slice_points < self.n
+
+    def brief(self) -> str:
+        """One line for logs and benchmark rows."""
+        if self.n_full == 0:
+            return f"{self.group} n={self.n}: no full scalars"
+        s = (
+            f"{self.group} n={self.n}: c={self.window}, {self.windows} windows in "
+            f"{self.groups} group(s) of {self.windows_a_group}, {self.sort} sort, "
+            f"{self.method}, cap {self.workspace_cap / 2**30:g} GiB, "
+            f"workspace {self.workspace_bytes / 2**30:.2f} GiB"
+        )
+        return s + (f", sliced by {self.slice_points}" if self.sliced else "")
+
+
+def plan_msm(
+    spec: CurveSpec,
+    n: int,
+    tuning: Tuning,
+    free_bytes: int,
+    room_bytes: int | None,
+    scalars_on_host: bool = True,
+    counts: tuple[int, int] | None = None,
+    quiet: bool = False,
+) -> MsmPlan:
+    """The plan of one MSM of n scalars (``counts``: ones and full scalars, as
+    the classification found them; None: n of each), with ``free_bytes`` of
+    the device free for its workspace and ``room_bytes`` the room the points'
+    sort may take (None inside a reservation: :func:`choose_sort`).
+
+    The sort first (:func:`choose_sort`), then the workspace cap fitted to the
+    free memory (:func:`fit_tuning`); where that would cut the affine method
+    down to the XYZZ walk, slices of the MSM that keep it
+    (:func:`slice_points`) when slicing helps. A pure function of its
+    arguments: the same size, counts and memory give the same plan in the
+    library, in ``cuzk-bench kernels`` and in ``python -m cuzk.bench.msm
+    --explore`` (tests/backends/cuda/test_msm_plan.py).
+    """
+    n_ones, n_full = (n, n) if counts is None else counts
+    chosen = choose_sort(spec, n, tuning, room_bytes, scalars_on_host, counts)
+    fitted = fit_tuning(spec, n, chosen, free_bytes, scalars_on_host, counts, quiet)
+    cut = fitted.method != chosen.method
+    part = n
+    if cut:
+        part = slice_points(spec, n, scalars_on_host, (n_ones, n_full), free_bytes)
+    c = fitted.window or choose_window(max(n_full, 1), spec)
+    nw = num_windows(c)
+    g = group_windows(spec, n_full, c, fitted) if n_full else nw
+    return MsmPlan(
+        group=spec.name,
+        n=n,
+        n_full=n_full,
+        window=c,
+        windows=nw,
+        windows_a_group=g,
+        groups=-(-nw // g),
+        sort="points" if fitted.sort_points else "index",
+        method=fitted.method,
+        workspace_cap=fitted.workspace_cap,
+        workspace_bytes=workspace_bytes(spec, n, scalars_on_host, fitted, counts),
+        slice_points=part,
+        cut=cut,
+        tuning=fitted,
+    )
