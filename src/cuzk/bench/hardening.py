@@ -5,6 +5,7 @@ Each scenario prints what the issue's acceptance asks of it::
     python -m cuzk.bench.hardening json         # 1 MiB adversarial JSON: answer time, GetStatus max
     python -m cuzk.bench.hardening bodies       # 16 x 100 MiB invalid bodies x 3 rounds: RSS
     python -m cuzk.bench.hardening retained     # 12,000 retained jobs + 32-thread status flood
+    python -m cuzk.bench.hardening retained-running  # the same, the cancelled jobs being proven
     python -m cuzk.bench.hardening connections  # 21,000 idle connections, then a new client
 
 ``--scale`` shrinks every count and size (the tests run each at a small scale).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import gc
 import json
 import multiprocessing
@@ -51,7 +53,7 @@ SETTLE_S = 1.0  # for floods to get going, and closed connections to be noticed
 
 
 @contextlib.contextmanager
-def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
+def daemon(home: Path, batch: int = 64, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
     cfg = Config().with_overrides(
         daemon={
             "listen": ["127.0.0.1:0"],
@@ -61,7 +63,8 @@ def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
         srs={"param_cache": str(home / "params")},
         memory={"total_budget": "4GiB"},
         gpus={"backend": "cpu"},
-        scheduler={"max_batch_size": 64, "max_batch_wait_ms": 600_000},  # jobs stay queued
+        # jobs stay queued until ``batch`` of them are there
+        scheduler={"max_batch_size": batch, "max_batch_wait_ms": 600_000},
         pipeline={"synthesis_processes": 0},
     )
     limit_malloc_arenas()  # as cuzk-daemon does before its threads start
@@ -250,10 +253,19 @@ def _send_bodies(addr: str, size: int, concurrent: int, conn: Any) -> None:
             conn.send(list(pool.map(send, stubs)))
 
 
-def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
+def run_retained(scale: float, threads: int = 32, proving: bool = False) -> dict[str, Any]:
+    """CancelProof's latency while ``threads`` clients (in processes of their own) call
+    GetStatus in a loop, with 12,000 finished jobs retained. The cancelled jobs stay
+    queued; with ``proving`` they are released in batches of 64 and proven meanwhile
+    by the CPU backend in this process (whose Python holds the interpreter's lock
+    most of the time: on a GPU that work is the device's)."""
     retained = max(100, int(12_000 * scale))
+    count = max(20, int(200 * scale))
     body = demo.make_vanilla(DemoCircuit(rounds=20, words=1), 1)
-    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (engine, addr):
+    with (
+        tempfile.TemporaryDirectory() as home,
+        daemon(Path(home), batch=64 if proving else count + 1) as (engine, addr),
+    ):
         for i in range(retained):
             res = engine.submit(
                 ProofRequest(ProofKind.DEMO, request_id=f"r{i}", vanilla_proof=body)
@@ -261,27 +273,35 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
             engine.cancel(res.job_id)
         victims = [
             engine.submit(ProofRequest(ProofKind.DEMO, request_id=f"v{i}", vanilla_proof=body))
-            for i in range(max(20, int(200 * scale)))
+            for i in range(count)
         ]
         # the flood runs in processes of its own: its clients' Python work is not the
         # daemon's (as when Curio's nodes or a script flood it from elsewhere)
         ctx = multiprocessing.get_context("spawn")
         stop = ctx.Event()
         procs = max(1, min(4, threads // 8))
+        calls = [ctx.Value("q", 0) for _ in range(procs)]
         flooders = [
-            ctx.Process(target=_flood, args=(addr, threads // procs, stop), daemon=True)
-            for _ in range(procs)
+            ctx.Process(target=_flood, args=(addr, threads // procs, stop, n), daemon=True)
+            for n in calls
         ]
         for p in flooders:
             p.start()
-        time.sleep(SETTLE_S + 1.0)
+        deadline = time.monotonic() + 120  # every flooder answered, then it settles
+        while any(n.value < threads // procs for n in calls) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(SETTLE_S)
         s = stub(addr)
         lat = []
+        flood_before = sum(n.value for n in calls)
+        t_start = time.perf_counter()
         with GcPauses() as pauses:
             for v in victims:
                 t0 = time.perf_counter()
                 s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
                 lat.append(time.perf_counter() - t0)
+        window = time.perf_counter() - t_start
+        flood_calls = sum(n.value for n in calls) - flood_before
         tracked = len(gc.get_objects())
         stop.set()
         for p in flooders:
@@ -290,6 +310,8 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
     return {
         "retained": retained,
         "flood_threads": threads,
+        "cancelled_jobs_proving": proving,
+        "flood_getstatus_per_s": round(flood_calls / window),
         "cancel_p50_ms": round(statistics.median(lat) * 1000, 1),
         "cancel_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 1),
         "cancel_max_ms": round(lat[-1] * 1000, 1),
@@ -298,13 +320,16 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
     }
 
 
-def _flood(addr: str, threads: int, stop: Any) -> None:
-    """GetStatus from ``threads`` threads until ``stop`` is set (in a process of its own)."""
+def _flood(addr: str, threads: int, stop: Any, calls: Any) -> None:
+    """GetStatus from ``threads`` threads until ``stop`` is set (in a process of its
+    own); ``calls`` counts the answers."""
 
     def one() -> None:
         s = stub(addr)
         while not stop.is_set():
             s.GetStatus(pb.GetStatusRequest(), timeout=60)
+            with calls.get_lock():
+                calls.value += 1
 
     workers = [threading.Thread(target=one, daemon=True) for _ in range(threads)]
     for w in workers:
@@ -407,6 +432,7 @@ SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
     "json": run_json,
     "bodies": run_bodies,
     "retained": run_retained,
+    "retained-running": functools.partial(run_retained, proving=True),
     "connections": run_connections,
 }
 
