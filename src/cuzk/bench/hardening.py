@@ -7,6 +7,8 @@ Each scenario prints what the issue's acceptance asks of it::
     python -m cuzk.bench.hardening retained     # 12,000 retained jobs + 32-thread status flood
     python -m cuzk.bench.hardening retained-running  # the same, the cancelled jobs being proven
     python -m cuzk.bench.hardening connections  # 21,000 idle connections, then a new client
+    python -m cuzk.bench.hardening reconnect    # the same, each one closed opened again
+    python -m cuzk.bench.hardening reconnect-many  # the same from 64 addresses
 
 ``--scale`` shrinks every count and size (the tests run each at a small scale).
 The daemon runs in this process, so RSS is its RSS (the bodies' and the status
@@ -21,10 +23,14 @@ import contextlib
 import functools
 import gc
 import json
+import logging
 import multiprocessing
+import os
 import resource
+import selectors
 import socket
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -338,18 +344,67 @@ def _flood(addr: str, threads: int, stop: Any, calls: Any) -> None:
         w.join()
 
 
-def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]:
+class LogLines:
+    """Lines the daemon logs while it is entered: its Python records, and what grpc's
+    core writes to the process's stderr (descriptor 2, sent to a file meanwhile)."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.core_lines = 0
+        self.seconds = 0.0
+        self._handler = logging.Handler()
+        self._handler.emit = self._count  # type: ignore[method-assign]
+
+    def _count(self, record: logging.LogRecord) -> None:
+        self.records += 1
+
+    def __enter__(self) -> LogLines:
+        self._file = tempfile.TemporaryFile()
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        logging.getLogger().addHandler(self._handler)
+        self._t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.monotonic() - self._t0
+        logging.getLogger().removeHandler(self._handler)
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.core_lines = self._file.read().count(b"\n")
+        self._file.close()
+
+    def per_minute(self) -> float:
+        return (self.records + self.core_lines) * 60 / max(self.seconds, 1.0)
+
+
+def run_connections(
+    scale: float, handshake_wait: bool = True, reconnect: bool = False, sources: int = 1
+) -> dict[str, Any]:
+    """``21,000 * scale`` TCP connections that never send a byte, held by a process of
+    their own from ``sources`` loopback addresses (127.0.0.2, .3, …; the new client
+    comes from 127.0.0.1); with ``reconnect`` every one the daemon closes is opened
+    again at once (a reconnect flood). Then a new client's GetStatus and Prove."""
     count = max(50, int(21_000 * scale))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 2 * count + 4096)), hard))
-    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
+    with (
+        tempfile.TemporaryDirectory() as home,
+        daemon(Path(home)) as (_, addr),
+        LogLines() as lines,
+    ):
         host, port = addr.rsplit(":", 1)
         # the idle connections are held by a process of their own (as from another
         # host): the daemon's descriptors are its own
         ours, theirs = multiprocessing.get_context("spawn").Pipe()
         holder = multiprocessing.get_context("spawn").Process(
-            target=_hold_connections, args=(host, int(port), count, theirs), daemon=True
+            target=_hold_connections,
+            args=(host, int(port), count, theirs, reconnect, sources),
+            daemon=True,
         )
         holder.start()
         assert ours.poll(600)
@@ -391,7 +446,8 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
             s = stub(addr)
             past = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
         ours.send("close")
-        assert ours.poll(120) and ours.recv() == "closed"
+        assert ours.poll(120)
+        reopened = ours.recv()
         holder.join(30)
         time.sleep(SETTLE_S)
         s = stub(addr)
@@ -399,6 +455,9 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
     return {
         "connections_opened": opened,
         "connect_failed": refused,
+        "sources": sources,
+        "reconnect": reconnect,
+        "reopened_during": reopened,
         "new_client_during": during,
         "new_client_during_waiting_for_ready": during_waiting,
         "waited_s": round(waited, 1),
@@ -406,26 +465,52 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
         "prove_s": round(prove_s, 1),
         "new_client_past_handshake_timeout": past,
         "new_client_after": after,
+        "log_records": lines.records,
+        "log_core_lines": lines.core_lines,
+        "log_lines_per_min": round(lines.per_minute(), 1),
     }
 
 
-def _hold_connections(host: str, port: int, count: int, conn: Any) -> None:
-    """Open ``count`` TCP connections that never send a byte; hold them until told."""
+def _hold_connections(
+    host: str, port: int, count: int, conn: Any, reconnect: bool = False, sources: int = 1
+) -> None:
+    """Open ``count`` TCP connections that never send a byte, from ``sources`` loopback
+    addresses; with ``reconnect``, open again each one the daemon closes; until told."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 1024)), hard))
-    held: list[socket.socket] = []
-    refused = 0
-    for _ in range(count):
+    sel = selectors.DefaultSelector()
+    refused = reopened = 0
+
+    def one(i: int) -> bool:
+        src = (f"127.0.0.{2 + i % sources}", 0)
         try:
-            held.append(socket.create_connection((host, port), timeout=5))
+            sock = socket.create_connection((host, port), timeout=5, source_address=src)
         except OSError:
-            refused += 1
-    conn.send((len(held), refused))
+            return False
+        sock.setblocking(False)
+        sel.register(sock, selectors.EVENT_READ, i)
+        return True
+
+    for i in range(count):
+        refused += not one(i)
+    conn.send((len(sel.get_map()), refused))
+    while not conn.poll(0 if reconnect else None):
+        for key, _ in sel.select(0.05):
+            sock = key.fileobj
+            try:
+                data = sock.recv(4096)  # type: ignore[union-attr]
+            except OSError:
+                data = b""
+            if data:
+                continue
+            sel.unregister(sock)
+            sock.close()  # type: ignore[union-attr]
+            reopened += one(key.data)
     conn.recv()
-    for sock in held:
-        sock.close()
-    conn.send("closed")
+    for key in list(sel.get_map().values()):
+        key.fileobj.close()  # type: ignore[union-attr]
+    conn.send(reopened)
 
 
 SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
@@ -434,6 +519,8 @@ SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
     "retained": run_retained,
     "retained-running": functools.partial(run_retained, proving=True),
     "connections": run_connections,
+    "reconnect": functools.partial(run_connections, reconnect=True),
+    "reconnect-many": functools.partial(run_connections, reconnect=True, sources=64),
 }
 
 
