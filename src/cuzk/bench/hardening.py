@@ -56,6 +56,7 @@ from cuzk.service.server import Servers
 
 MIB = 1 << 20
 SETTLE_S = 1.0  # for floods to get going, and closed connections to be noticed
+CONNECT_WAIT_S = 1.0  # a flooding client's connect is given up after this
 
 
 @contextlib.contextmanager
@@ -475,42 +476,77 @@ def _hold_connections(
     host: str, port: int, count: int, conn: Any, reconnect: bool = False, sources: int = 1
 ) -> None:
     """Open ``count`` TCP connections that never send a byte, from ``sources`` loopback
-    addresses; with ``reconnect``, open again each one the daemon closes; until told."""
+    addresses, without waiting on any one (a connect not answered in
+    CONNECT_WAIT_S is given up); with ``reconnect``, open again each one that is
+    closed or given up; until told to stop."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 1024)), hard))
     sel = selectors.DefaultSelector()
-    refused = reopened = 0
+    pending: dict[socket.socket, float] = {}  # connecting → since
+    stats = {"refused": 0, "reopened": 0}
 
-    def one(i: int) -> bool:
-        src = (f"127.0.0.{2 + i % sources}", 0)
+    def start(i: int) -> None:
         try:
-            sock = socket.create_connection((host, port), timeout=5, source_address=src)
-        except OSError:
-            return False
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except OSError:  # out of descriptors
+            stats["refused"] += 1
+            return
         sock.setblocking(False)
-        sel.register(sock, selectors.EVENT_READ, i)
-        return True
+        try:
+            sock.bind((f"127.0.0.{2 + i % sources}", 0))
+            sock.connect_ex((host, port))
+        except OSError:
+            sock.close()
+            stats["refused"] += 1
+            return
+        pending[sock] = time.monotonic()
+        sel.register(sock, selectors.EVENT_WRITE, i)
+
+    def step(timeout: float) -> None:
+        for key, _ in sel.select(timeout):
+            sock: socket.socket = key.fileobj  # type: ignore[assignment]
+            if sock in pending:  # the connect ended
+                del pending[sock]
+                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                    sel.modify(sock, selectors.EVENT_READ, key.data)
+                    continue
+            else:
+                try:
+                    if sock.recv(4096):
+                        continue
+                except OSError:
+                    pass
+            sel.unregister(sock)
+            sock.close()
+            if reconnect:
+                stats["reopened"] += 1
+                start(key.data)
+        now = time.monotonic()
+        for sock, since in list(pending.items()):
+            if now - since > CONNECT_WAIT_S:  # held back: its SYNs dropped
+                del pending[sock]
+                i = sel.unregister(sock).data
+                sock.close()
+                if reconnect:
+                    stats["reopened"] += 1
+                    start(i)
 
     for i in range(count):
-        refused += not one(i)
-    conn.send((len(sel.get_map()), refused))
-    while not conn.poll(0 if reconnect else None):
-        for key, _ in sel.select(0.05):
-            sock = key.fileobj
-            try:
-                data = sock.recv(4096)  # type: ignore[union-attr]
-            except OSError:
-                data = b""
-            if data:
-                continue
-            sel.unregister(sock)
-            sock.close()  # type: ignore[union-attr]
-            reopened += one(key.data)
+        start(i)
+        if i % 512 == 511:
+            step(0)
+    end = time.monotonic() + 2 * CONNECT_WAIT_S
+    while pending and time.monotonic() < end:
+        step(0.05)
+    opened = len(sel.get_map()) - len(pending)
+    conn.send((opened, count - opened))
+    while not conn.poll(0):
+        step(0.05)
     conn.recv()
     for key in list(sel.get_map().values()):
         key.fileobj.close()  # type: ignore[union-attr]
-    conn.send(reopened)
+    conn.send(stats["reopened"])
 
 
 SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
