@@ -8,8 +8,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from cuzk.engine import journal as journal_module
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest
-from cuzk.engine.journal import FORGET_BATCH, Journal
+from cuzk.engine.journal import Journal
 
 
 def make_job(job_id: str, **kw) -> Job:
@@ -284,9 +287,12 @@ def test_jobs_a_cancel_forgets_are_deleted_by_a_later_write(tmp_path: Path) -> N
     j.close()
 
 
-def test_a_run_of_cancels_deletes_its_forgotten_jobs_in_batches(tmp_path: Path) -> None:
+def test_a_run_of_cancels_deletes_its_forgotten_jobs_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal_module, "FORGET_BATCH", 8)
     j = Journal(tmp_path / "j.sqlite")
-    olds = [make_job(f"old{i}") for i in range(FORGET_BATCH + 1)]
+    olds = [make_job(f"old{i}") for i in range(8 + 1)]
     for job in olds:
         j.insert(job)
         job.state, job.finished_at = JobState.COMPLETED, 1.0
@@ -297,5 +303,5 @@ def test_a_run_of_cancels_deletes_its_forgotten_jobs_in_batches(tmp_path: Path) 
         job.state, job.finished_at = JobState.CANCELLED, 2.0
         j.finish(job, forget=[old.job_id])
     left = j._db.execute("SELECT count(*) FROM jobs WHERE job_id LIKE 'old%'").fetchone()[0]
-    assert left == 1  # FORGET_BATCH deleted together; the last one waits
+    assert left == 1  # FORGET_BATCH (8) deleted together; the last one waits
     j.close()

@@ -379,7 +379,8 @@ class LogLines:
         self._file.close()
 
     def per_minute(self) -> float:
-        return (self.records + self.core_lines) * 60 / max(self.seconds, 1.0)
+        """Lines a minute; a run shorter than a minute counts its lines as that minute's."""
+        return (self.records + self.core_lines) * 60 / max(self.seconds, 60.0)
 
 
 def run_connections(

@@ -187,15 +187,17 @@ class Door:
         held = self.decide(by_host)
         if held == self.held:
             return
-        for host in sorted(held - self.held)[:3]:
+        new = sorted(held - self.held, key=lambda h: -by_host.get(h, 0))
+        if new:  # one line for all of them, at most ten a minute (a flood from many hosts)
             self.exhausted.warning(
-                f"door:{host}",
-                "holding back new connections from %s: it has %d open "
-                "([daemon] max_connections_per_peer %d; %d places)",
-                host,
-                by_host[host],
+                "door",
+                "holding back new connections from %d host(s) with too many open (%s; "
+                "[daemon] max_connections_per_peer %d, %d places, %d held back in all)",
+                len(new),
+                ", ".join(f"{h}: {by_host.get(h, 0)}" for h in new[:3]),
                 self.per_host,
                 self.places,
+                len(held),
             )
         self.attach(held)
 
