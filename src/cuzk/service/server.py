@@ -102,7 +102,9 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     async def wrapper(self: ProvingService, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            return await method(self, request, context)
+            call = method(self, request, context)
+            del request  # a submission's decoded body goes once it is converted
+            return await call
         except Exception as e:
             known = _status_of(e)
             if known is None:  # a few a minute: a flood of one failure is one line
@@ -183,7 +185,11 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         self, request: pb.SubmitProofRequest, context: Any
     ) -> pb.SubmitProofResponse:
         who = self._caller(context)
-        res = await self._work_on(self.engine.submit, convert.request_from_pb(request), who.name)
+        submission = convert.request_from_pb(request)
+        # the message's copy of the body (upb's arena) goes now, before the call waits
+        # for a thread and the parse gate: the submission holds the one copy left
+        del request
+        res = await self._work_on(self.engine.submit, submission, who.name)
         return pb.SubmitProofResponse(
             job_id=res.job_id, queue_position=res.queue_position, assigned_gpu=res.assigned_gpu
         )
@@ -224,9 +230,9 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         if not request.HasField("submit"):
             raise InputError("ProveRequest", "submit", "is missing")
         who = self._caller(context)
-        res = await self._work_on(
-            self.engine.submit, convert.request_from_pb(request.submit), who.name
-        )
+        submission = convert.request_from_pb(request.submit)
+        del request  # as in SubmitProof
+        res = await self._work_on(self.engine.submit, submission, who.name)
         return pb.ProveResponse(result=await self._await(res.job_id, 0, who))
 
     @_rpc
@@ -342,7 +348,9 @@ class LoopbackOnly(grpc.aio.ServerInterceptor):
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT, "not a valid protobuf message"
                 )
-            return await inner(request, context)
+            call = inner(request, context)
+            del request  # as in the Gate
+            return await call
 
         return grpc.unary_unary_rpc_method_handler(
             guarded, response_serializer=handler.response_serializer
