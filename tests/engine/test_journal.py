@@ -8,6 +8,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+from cuzk.engine import journal as journal_module
 from cuzk.engine.jobs import Job, JobState, Priority, ProofKind, ProofRequest
 from cuzk.engine.journal import Journal
 
@@ -226,28 +229,79 @@ def test_a_journal_made_without_incremental_vacuum_is_rebuilt_once(tmp_path: Pat
 
 def test_a_cancel_is_written_without_an_fsync_and_kept(tmp_path: Path) -> None:
     """A cancel is answered without waiting for the disk (issue 32's CancelProof tail
-    was an fsync); it is in the file at once (a killed daemon reads it back), and
-    every other write still fsyncs."""
+    was an fsync), in one statement (each statement waits for the interpreter's lock
+    again); it is in the file at once (a killed daemon reads it back), and every
+    other write still fsyncs."""
     j = Journal(tmp_path / "j.sqlite")
     job, other = make_job("c"), make_job("d")
     j.insert(job)
     j.insert(other)
-    seen: list[int] = []
-    j._db.set_trace_callback(
-        lambda sql: (
-            seen.append(j._db.execute("PRAGMA synchronous").fetchone()[0])
-            if sql == "COMMIT"
-            else None
-        )
-    )
+    seen: list[tuple[str, int]] = []
+    for db in (j._db, j._unsynced):
+
+        def trace(sql: str, db: sqlite3.Connection = db) -> None:
+            if sql.split()[0] in ("BEGIN", "UPDATE", "DELETE", "COMMIT"):
+                seen.append((sql.split()[0], db.execute("PRAGMA synchronous").fetchone()[0]))
+
+        db.set_trace_callback(trace)
     job.state, job.finished_at = JobState.CANCELLED, 1.0
     j.finish(job)
     other.state, other.finished_at = JobState.FAILED, 2.0
     j.finish(other)
-    j._db.set_trace_callback(None)
-    assert seen == [1, 2]  # NORMAL for the cancel, FULL for the failure
-    assert j._db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    for db in (j._db, j._unsynced):
+        db.set_trace_callback(None)
+    # NORMAL (1) for the cancel, FULL (2) for the failure: one statement each
+    assert seen == [("UPDATE", 1), ("UPDATE", 2)]
     # read by another connection, as a daemon started after a kill reads it
     states = dict(sqlite3.connect(tmp_path / "j.sqlite").execute("SELECT job_id, state FROM jobs"))
     assert states == {"c": "CANCELLED", "d": "FAILED"}
+    j.close()
+
+
+def test_jobs_a_cancel_forgets_are_deleted_by_a_later_write(tmp_path: Path) -> None:
+    """A cancel leaves the finished jobs it forgets (past max_retained_jobs) for a
+    later write, at most FORGET_BATCH of them: the next fsynced end deletes them
+    all, and a daemon killed meanwhile prunes them when it starts."""
+    path = tmp_path / "j.sqlite"
+    j = Journal(path)
+    old = [make_job(f"old{i}") for i in range(3)]
+    for n, job in enumerate(old):
+        j.insert(job)
+        job.state, job.finished_at = JobState.COMPLETED, float(n)
+        j.finish(job)
+    c, d = make_job("c"), make_job("d")
+    j.insert(c)
+    j.insert(d)
+    c.state, c.finished_at = JobState.CANCELLED, 10.0
+    j.finish(c, forget=["old0", "old1"])
+
+    def ids() -> set[str]:
+        return {r[0] for r in sqlite3.connect(path).execute("SELECT job_id FROM jobs")}
+
+    assert ids() == {"old0", "old1", "old2", "c", "d"}  # the cancel was one statement
+    assert j.prune(0.0, keep=2) == 2  # what a restart does: the newest two kept
+    assert ids() == {"old2", "c", "d"}
+    d.state, d.finished_at = JobState.FAILED, 11.0
+    j.finish(d, forget=["old2"])  # and old0, old1, already gone: harmless
+    assert ids() == {"c", "d"}
+    j.close()
+
+
+def test_a_run_of_cancels_deletes_its_forgotten_jobs_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal_module, "FORGET_BATCH", 8)
+    j = Journal(tmp_path / "j.sqlite")
+    olds = [make_job(f"old{i}") for i in range(8 + 1)]
+    for job in olds:
+        j.insert(job)
+        job.state, job.finished_at = JobState.COMPLETED, 1.0
+        j.finish(job)
+    for i, old in enumerate(olds):
+        job = make_job(f"c{i}")
+        j.insert(job)
+        job.state, job.finished_at = JobState.CANCELLED, 2.0
+        j.finish(job, forget=[old.job_id])
+    left = j._db.execute("SELECT count(*) FROM jobs WHERE job_id LIKE 'old%'").fetchone()[0]
+    assert left == 1  # FORGET_BATCH (8) deleted together; the last one waits
     j.close()

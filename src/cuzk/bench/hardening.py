@@ -5,7 +5,10 @@ Each scenario prints what the issue's acceptance asks of it::
     python -m cuzk.bench.hardening json         # 1 MiB adversarial JSON: answer time, GetStatus max
     python -m cuzk.bench.hardening bodies       # 16 x 100 MiB invalid bodies x 3 rounds: RSS
     python -m cuzk.bench.hardening retained     # 12,000 retained jobs + 32-thread status flood
+    python -m cuzk.bench.hardening retained-running  # the same, the cancelled jobs being proven
     python -m cuzk.bench.hardening connections  # 21,000 idle connections, then a new client
+    python -m cuzk.bench.hardening reconnect    # the same, each one closed opened again
+    python -m cuzk.bench.hardening reconnect-many  # the same from 64 addresses
 
 ``--scale`` shrinks every count and size (the tests run each at a small scale).
 The daemon runs in this process, so RSS is its RSS (the bodies' and the status
@@ -17,12 +20,17 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import gc
 import json
+import logging
 import multiprocessing
+import os
 import resource
+import selectors
 import socket
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -48,10 +56,11 @@ from cuzk.service.server import Servers
 
 MIB = 1 << 20
 SETTLE_S = 1.0  # for floods to get going, and closed connections to be noticed
+CONNECT_WAIT_S = 1.0  # a flooding client's connect is given up after this
 
 
 @contextlib.contextmanager
-def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
+def daemon(home: Path, batch: int = 64, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
     cfg = Config().with_overrides(
         daemon={
             "listen": ["127.0.0.1:0"],
@@ -61,7 +70,8 @@ def daemon(home: Path, **daemon_keys: Any) -> Iterator[tuple[Engine, str]]:
         srs={"param_cache": str(home / "params")},
         memory={"total_budget": "4GiB"},
         gpus={"backend": "cpu"},
-        scheduler={"max_batch_size": 64, "max_batch_wait_ms": 600_000},  # jobs stay queued
+        # jobs stay queued until ``batch`` of them are there
+        scheduler={"max_batch_size": batch, "max_batch_wait_ms": 600_000},
         pipeline={"synthesis_processes": 0},
     )
     limit_malloc_arenas()  # as cuzk-daemon does before its threads start
@@ -250,10 +260,19 @@ def _send_bodies(addr: str, size: int, concurrent: int, conn: Any) -> None:
             conn.send(list(pool.map(send, stubs)))
 
 
-def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
+def run_retained(scale: float, threads: int = 32, proving: bool = False) -> dict[str, Any]:
+    """CancelProof's latency while ``threads`` clients (in processes of their own) call
+    GetStatus in a loop, with 12,000 finished jobs retained. The cancelled jobs stay
+    queued; with ``proving`` they are released in batches of 64 and proven meanwhile
+    by the CPU backend in this process (whose Python holds the interpreter's lock
+    most of the time: on a GPU that work is the device's)."""
     retained = max(100, int(12_000 * scale))
+    count = max(20, int(200 * scale))
     body = demo.make_vanilla(DemoCircuit(rounds=20, words=1), 1)
-    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (engine, addr):
+    with (
+        tempfile.TemporaryDirectory() as home,
+        daemon(Path(home), batch=64 if proving else count + 1) as (engine, addr),
+    ):
         for i in range(retained):
             res = engine.submit(
                 ProofRequest(ProofKind.DEMO, request_id=f"r{i}", vanilla_proof=body)
@@ -261,27 +280,35 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
             engine.cancel(res.job_id)
         victims = [
             engine.submit(ProofRequest(ProofKind.DEMO, request_id=f"v{i}", vanilla_proof=body))
-            for i in range(max(20, int(200 * scale)))
+            for i in range(count)
         ]
         # the flood runs in processes of its own: its clients' Python work is not the
         # daemon's (as when Curio's nodes or a script flood it from elsewhere)
         ctx = multiprocessing.get_context("spawn")
         stop = ctx.Event()
         procs = max(1, min(4, threads // 8))
+        calls = [ctx.Value("q", 0) for _ in range(procs)]
         flooders = [
-            ctx.Process(target=_flood, args=(addr, threads // procs, stop), daemon=True)
-            for _ in range(procs)
+            ctx.Process(target=_flood, args=(addr, threads // procs, stop, n), daemon=True)
+            for n in calls
         ]
         for p in flooders:
             p.start()
-        time.sleep(SETTLE_S + 1.0)
+        deadline = time.monotonic() + 120  # every flooder answered, then it settles
+        while any(n.value < threads // procs for n in calls) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(SETTLE_S)
         s = stub(addr)
         lat = []
+        flood_before = sum(n.value for n in calls)
+        t_start = time.perf_counter()
         with GcPauses() as pauses:
             for v in victims:
                 t0 = time.perf_counter()
                 s.CancelProof(pb.CancelProofRequest(job_id=v.job_id), timeout=60)
                 lat.append(time.perf_counter() - t0)
+        window = time.perf_counter() - t_start
+        flood_calls = sum(n.value for n in calls) - flood_before
         tracked = len(gc.get_objects())
         stop.set()
         for p in flooders:
@@ -290,6 +317,8 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
     return {
         "retained": retained,
         "flood_threads": threads,
+        "cancelled_jobs_proving": proving,
+        "flood_getstatus_per_s": round(flood_calls / window),
         "cancel_p50_ms": round(statistics.median(lat) * 1000, 1),
         "cancel_p99_ms": round(lat[int(len(lat) * 0.99) - 1] * 1000, 1),
         "cancel_max_ms": round(lat[-1] * 1000, 1),
@@ -298,13 +327,16 @@ def run_retained(scale: float, threads: int = 32) -> dict[str, Any]:
     }
 
 
-def _flood(addr: str, threads: int, stop: Any) -> None:
-    """GetStatus from ``threads`` threads until ``stop`` is set (in a process of its own)."""
+def _flood(addr: str, threads: int, stop: Any, calls: Any) -> None:
+    """GetStatus from ``threads`` threads until ``stop`` is set (in a process of its
+    own); ``calls`` counts the answers."""
 
     def one() -> None:
         s = stub(addr)
         while not stop.is_set():
             s.GetStatus(pb.GetStatusRequest(), timeout=60)
+            with calls.get_lock():
+                calls.value += 1
 
     workers = [threading.Thread(target=one, daemon=True) for _ in range(threads)]
     for w in workers:
@@ -313,18 +345,68 @@ def _flood(addr: str, threads: int, stop: Any) -> None:
         w.join()
 
 
-def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]:
+class LogLines:
+    """Lines the daemon logs while it is entered: its Python records, and what grpc's
+    core writes to the process's stderr (descriptor 2, sent to a file meanwhile)."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.core_lines = 0
+        self.seconds = 0.0
+        self._handler = logging.Handler()
+        self._handler.emit = self._count  # type: ignore[method-assign]
+
+    def _count(self, record: logging.LogRecord) -> None:
+        self.records += 1
+
+    def __enter__(self) -> LogLines:
+        self._file = tempfile.TemporaryFile()
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        logging.getLogger().addHandler(self._handler)
+        self._t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.monotonic() - self._t0
+        logging.getLogger().removeHandler(self._handler)
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.core_lines = self._file.read().count(b"\n")
+        self._file.close()
+
+    def per_minute(self) -> float:
+        """Lines a minute; a run shorter than a minute counts its lines as that minute's."""
+        return (self.records + self.core_lines) * 60 / max(self.seconds, 60.0)
+
+
+def run_connections(
+    scale: float, handshake_wait: bool = True, reconnect: bool = False, sources: int = 1
+) -> dict[str, Any]:
+    """``21,000 * scale`` TCP connections that never send a byte, held by a process of
+    their own from ``sources`` loopback addresses (127.0.0.2, .3, …; the new client
+    comes from 127.0.0.1); with ``reconnect`` every one the daemon closes is opened
+    again at once (a reconnect flood). Then a new client's GetStatus and Prove."""
     count = max(50, int(21_000 * scale))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 2 * count + 4096)), hard))
-    with tempfile.TemporaryDirectory() as home, daemon(Path(home)) as (_, addr):
+    with (
+        tempfile.TemporaryDirectory() as home,
+        daemon(Path(home)) as (_, addr),
+        LogLines() as lines,
+    ):
         host, port = addr.rsplit(":", 1)
         # the idle connections are held by a process of their own (as from another
         # host): the daemon's descriptors are its own
         ours, theirs = multiprocessing.get_context("spawn").Pipe()
         holder = multiprocessing.get_context("spawn").Process(
-            target=_hold_connections, args=(host, int(port), count, theirs), daemon=True
+            target=_hold_connections,
+            args=(host, int(port), count, theirs, reconnect, sources),
+            daemon=True,
         )
         holder.start()
         assert ours.poll(600)
@@ -366,7 +448,8 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
             s = stub(addr)
             past = attempt(lambda: s.GetStatus(pb.GetStatusRequest(), timeout=15))
         ours.send("close")
-        assert ours.poll(120) and ours.recv() == "closed"
+        assert ours.poll(120)
+        reopened = ours.recv()
         holder.join(30)
         time.sleep(SETTLE_S)
         s = stub(addr)
@@ -374,6 +457,9 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
     return {
         "connections_opened": opened,
         "connect_failed": refused,
+        "sources": sources,
+        "reconnect": reconnect,
+        "reopened_during": reopened,
         "new_client_during": during,
         "new_client_during_waiting_for_ready": during_waiting,
         "waited_s": round(waited, 1),
@@ -381,33 +467,97 @@ def run_connections(scale: float, handshake_wait: bool = True) -> dict[str, Any]
         "prove_s": round(prove_s, 1),
         "new_client_past_handshake_timeout": past,
         "new_client_after": after,
+        "log_records": lines.records,
+        "log_core_lines": lines.core_lines,
+        "log_lines_per_min": round(lines.per_minute(), 1),
     }
 
 
-def _hold_connections(host: str, port: int, count: int, conn: Any) -> None:
-    """Open ``count`` TCP connections that never send a byte; hold them until told."""
+def _hold_connections(
+    host: str, port: int, count: int, conn: Any, reconnect: bool = False, sources: int = 1
+) -> None:
+    """Open ``count`` TCP connections that never send a byte, from ``sources`` loopback
+    addresses, without waiting on any one (a connect not answered in
+    CONNECT_WAIT_S is given up); with ``reconnect``, open again each one that is
+    closed or given up; until told to stop."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 1024)), hard))
-    held: list[socket.socket] = []
-    refused = 0
-    for _ in range(count):
+    sel = selectors.DefaultSelector()
+    pending: dict[socket.socket, float] = {}  # connecting → since
+    stats = {"refused": 0, "reopened": 0}
+
+    def start(i: int) -> None:
         try:
-            held.append(socket.create_connection((host, port), timeout=5))
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except OSError:  # out of descriptors
+            stats["refused"] += 1
+            return
+        sock.setblocking(False)
+        try:
+            sock.bind((f"127.0.0.{2 + i % sources}", 0))
+            sock.connect_ex((host, port))
         except OSError:
-            refused += 1
-    conn.send((len(held), refused))
+            sock.close()
+            stats["refused"] += 1
+            return
+        pending[sock] = time.monotonic()
+        sel.register(sock, selectors.EVENT_WRITE, i)
+
+    def step(timeout: float) -> None:
+        for key, _ in sel.select(timeout):
+            sock: socket.socket = key.fileobj  # type: ignore[assignment]
+            if sock in pending:  # the connect ended
+                del pending[sock]
+                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                    sel.modify(sock, selectors.EVENT_READ, key.data)
+                    continue
+            else:
+                try:
+                    if sock.recv(4096):
+                        continue
+                except OSError:
+                    pass
+            sel.unregister(sock)
+            sock.close()
+            if reconnect:
+                stats["reopened"] += 1
+                start(key.data)
+        now = time.monotonic()
+        for sock, since in list(pending.items()):
+            if now - since > CONNECT_WAIT_S:  # held back: its SYNs dropped
+                del pending[sock]
+                i = sel.unregister(sock).data
+                sock.close()
+                if reconnect:
+                    stats["reopened"] += 1
+                    start(i)
+
+    for i in range(count):
+        start(i)
+        if i % 512 == 511:
+            step(0)
+    end = time.monotonic() + 2 * CONNECT_WAIT_S
+    while pending and time.monotonic() < end:
+        step(0.05)
+    opened = len(sel.get_map()) - len(pending)
+    conn.send((opened, count - opened))
+    while not conn.poll(0):
+        step(0.05)
     conn.recv()
-    for sock in held:
-        sock.close()
-    conn.send("closed")
+    for key in list(sel.get_map().values()):
+        key.fileobj.close()  # type: ignore[union-attr]
+    conn.send(stats["reopened"])
 
 
 SCENARIOS: dict[str, Callable[[float], dict[str, Any]]] = {
     "json": run_json,
     "bodies": run_bodies,
     "retained": run_retained,
+    "retained-running": functools.partial(run_retained, proving=True),
     "connections": run_connections,
+    "reconnect": functools.partial(run_connections, reconnect=True),
+    "reconnect-many": functools.partial(run_connections, reconnect=True, sources=64),
 }
 
 

@@ -74,6 +74,8 @@ CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 _TERMINAL = "('COMPLETED','FAILED','CANCELLED')"
 # Dropped payloads are given back to the file system once this many bytes are free.
 COMPACT_AFTER_BYTES = 4 << 20
+# Finished jobs past max_retained_jobs that cancels leave for a later write to delete.
+FORGET_BATCH = 256
 WAL_LIMIT = 64 << 20
 
 
@@ -148,6 +150,15 @@ class Journal:
         except Exception:
             self._db.close()
             raise
+        # Cancels are written through a connection of their own that never fsyncs
+        # (:meth:`finish`): one statement, no pragma switched back and forth, so a
+        # cancel waits for the interpreter's lock once, not six times, while another
+        # thread computes (issue 32's CancelProof tail under a CPU-bound prover).
+        self._unsynced = sqlite3.connect(
+            str(self.path), check_same_thread=False, isolation_level=None
+        )
+        self._unsynced.execute("PRAGMA synchronous=NORMAL")
+        self._forget: list[str] = []  # finished jobs past the cap, not deleted yet
 
     def _migrate_vacuum(self) -> None:
         """A journal made before incremental vacuum kept every dropped payload's pages
@@ -222,6 +233,7 @@ class Journal:
 
     def close(self) -> None:
         with self._lock:
+            self._unsynced.close()
             self._db.close()
 
     def insert(self, job: Job) -> None:
@@ -269,51 +281,61 @@ class Journal:
         checkpoint makes it durable. A cancel answers a client at once, and an
         fsync took up to ~110 ms on a busy disk (issue 32's CancelProof tail);
         what a power cut in that moment can cost is a cancelled job resumed and
-        proven after the restart, never a lost or wrong answer."""
+        proven after the restart, never a lost or wrong answer. A cancel is one
+        statement: the jobs it forgets wait (up to FORGET_BATCH of them) for the
+        next write that is a transaction anyway; a daemon killed meanwhile prunes
+        them when it starts (:meth:`prune`, ``keep``)."""
         t = job.timings
         timings = {k: getattr(t, k) for k in t.__dataclass_fields__}
         r = job.request
         payload = len(r.vanilla_proof) + sum(len(v) for v in r.vanilla_proofs)
-        fsync = job.state.value != "CANCELLED"
+        cancel = job.state.value == "CANCELLED"
         with self._lock:
-            if not fsync:
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            try:
-                self._finish(job, forget, timings)
-            finally:
-                if not fsync:
-                    self._db.execute("PRAGMA synchronous=FULL")
+            self._forget.extend(forget)
+            if cancel and len(self._forget) < FORGET_BATCH:
+                forget = ()
+            else:
+                forget, self._forget = self._forget, []
+            self._finish(self._unsynced if cancel else self._db, job, forget, timings)
             self._freed += payload
             if self._freed >= COMPACT_AFTER_BYTES:  # the file shrinks as payloads go
                 self._compact()
 
+    @staticmethod
     def _finish(
-        self, job: Job, forget: list[str] | tuple[str, ...], timings: dict[str, float]
+        db: sqlite3.Connection,
+        job: Job,
+        forget: list[str] | tuple[str, ...],
+        timings: dict[str, float],
     ) -> None:
         # Every terminal state drops the inputs: a retry after FAILED or CANCELLED
         # carries its own, and only the result stays answerable.
-        self._db.execute("BEGIN")
+        update = (
+            "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
+            "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
+            (
+                job.state.value,
+                job.finished_at,
+                job.error,
+                job.proof,
+                json.dumps(timings),
+                job.job_id,
+            ),
+        )
+        if not forget:  # one statement is its own transaction
+            db.execute(*update)
+            return
+        db.execute("BEGIN")
         try:
-            self._db.execute(
-                "UPDATE jobs SET state=?, finished_at=?, error=?, proof=?, timings=?, "
-                "vanilla_proof=x'', vanilla_list=x'' WHERE job_id=?",
-                (
-                    job.state.value,
-                    job.finished_at,
-                    job.error,
-                    job.proof,
-                    json.dumps(timings),
-                    job.job_id,
-                ),
-            )
-            self._db.executemany(
+            db.execute(*update)
+            db.executemany(
                 f"DELETE FROM jobs WHERE job_id=? AND state IN {_TERMINAL}",
                 [(job_id,) for job_id in forget],
             )
         except BaseException:
-            self._db.execute("ROLLBACK")
+            db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        db.execute("COMMIT")
 
     def prune(self, older_than: float, keep: int | None = None) -> int:
         """Forget finished jobs that ended before ``older_than``, and all but the

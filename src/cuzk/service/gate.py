@@ -91,7 +91,9 @@ class Gate(grpc.aio.ServerInterceptor):
                         f"{name}: the request is not a valid protobuf message of its type "
                         f"({type(e).__name__}: {str(e)[:200]})",
                     )
-                return await behavior(request, context)
+                call = behavior(request, context)
+                del request  # the handler holds it only as long as it needs it
+                return await call
             finally:
                 self.peers.leave(peer)
 

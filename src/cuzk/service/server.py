@@ -64,6 +64,7 @@ from cuzk.engine.jobs import (
 from cuzk.errors import CuzkError, InputError, ResourceError
 from cuzk.service import convert
 from cuzk.service.aioloop import LoopThread
+from cuzk.service.door import Door
 from cuzk.service.gate import Gate
 from cuzk.service.identity import ANONYMOUS, Identity, Tokens, parse_tokens
 from cuzk.service.limits import (
@@ -101,7 +102,9 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     async def wrapper(self: ProvingService, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            return await method(self, request, context)
+            call = method(self, request, context)
+            del request  # a submission's decoded body goes once it is converted
+            return await call
         except Exception as e:
             known = _status_of(e)
             if known is None:  # a few a minute: a flood of one failure is one line
@@ -182,7 +185,11 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         self, request: pb.SubmitProofRequest, context: Any
     ) -> pb.SubmitProofResponse:
         who = self._caller(context)
-        res = await self._work_on(self.engine.submit, convert.request_from_pb(request), who.name)
+        submission = convert.request_from_pb(request)
+        # the message's copy of the body (upb's arena) goes now, before the call waits
+        # for a thread and the parse gate: the submission holds the one copy left
+        del request
+        res = await self._work_on(self.engine.submit, submission, who.name)
         return pb.SubmitProofResponse(
             job_id=res.job_id, queue_position=res.queue_position, assigned_gpu=res.assigned_gpu
         )
@@ -223,9 +230,9 @@ class ProvingService(pb_grpc.ProvingEngineServicer):
         if not request.HasField("submit"):
             raise InputError("ProveRequest", "submit", "is missing")
         who = self._caller(context)
-        res = await self._work_on(
-            self.engine.submit, convert.request_from_pb(request.submit), who.name
-        )
+        submission = convert.request_from_pb(request.submit)
+        del request  # as in SubmitProof
+        res = await self._work_on(self.engine.submit, submission, who.name)
         return pb.ProveResponse(result=await self._await(res.job_id, 0, who))
 
     @_rpc
@@ -341,7 +348,9 @@ class LoopbackOnly(grpc.aio.ServerInterceptor):
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT, "not a valid protobuf message"
                 )
-            return await inner(request, context)
+            call = inner(request, context)
+            del request  # as in the Gate
+            return await call
 
         return grpc.unary_unary_rpc_method_handler(
             guarded, response_serializer=handler.response_serializer
@@ -638,6 +647,7 @@ class Servers:
         self._sockets: list[tuple[str, int, int]] = []  # path, device, inode: ours to remove
         self._loop = LoopThread("grpc")
         self.gate = Gate(engine.config.daemon.max_connections_per_peer, engine.exhausted)
+        self.door: Door | None = None  # hosts holding too many connections held back
 
     def waiting_calls(self) -> int:
         """Calls waiting for a job to end (AwaitProof, Prove): coroutines, not threads."""
@@ -658,6 +668,7 @@ class Servers:
 
     async def _start(self, d: DaemonConfig, token: str | None, tls: TlsFiles | None) -> None:
         tcp = sum(1 for raw in d.listen if parse_address(raw).is_tcp) + bool(d.status_listen)
+        places = connection_budget(d.max_connections, tcp)
         options = [
             ("grpc.max_receive_message_length", d.max_message_size),
             ("grpc.max_send_message_length", d.max_message_size),
@@ -671,7 +682,7 @@ class Servers:
             ("grpc.server_max_unrequested_time_in_server", 300),
             # a flood of connections is refused at the door, within the descriptors
             # left for the daemon's own files (cuzk.service.limits)
-            ("grpc.max_allowed_incoming_connections", connection_budget(d.max_connections, tcp)),
+            ("grpc.max_allowed_incoming_connections", places),
             ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
             ("grpc.max_connection_idle_ms", IDLE_TIMEOUT_MS),
         ]
@@ -717,11 +728,20 @@ class Servers:
                 self._sockets.append((addr.unix_path, st.st_dev, st.st_ino))
             self.bound.append(bound)
             log.info("listening on %s%s", bound, " (TLS)" if addr.is_tcp and tls else "")
+        ports = tuple(int(b.rpartition(":")[2]) for b in self.bound if not b.startswith("unix:"))
+        if ports:
+            self.door = Door(
+                ports, places * len(ports), d.max_connections_per_peer, self.engine.exhausted
+            )
+            self.door.start()
 
     async def _stop(self, grace: float) -> None:
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
 
     def stop(self, grace: float = 5.0) -> None:
+        if self.door is not None:
+            self.door.stop()
+            self.door = None
         if self._loop.running and self.servers:
             with contextlib.suppress(Exception):
                 self._loop.call(self._stop(grace), timeout=grace + 10)
