@@ -10,8 +10,11 @@ says comes first, and a pipeline that serialised them would leave it unset.
 from __future__ import annotations
 
 import threading
+import types
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.config import Config
@@ -132,5 +135,34 @@ def test_no_plan_is_loaded_ahead_for_host_witnesses(tmp_path: Path) -> None:
     try:
         handler = e.kinds.for_circuit(demo.circuit_id(C.rounds, C.words))
         assert e.pipeline.warm_plan(handler, "demo-r20-w1") is None
+    finally:
+        e.stop()
+
+
+def test_a_warm_up_that_cannot_start_leaves_the_job_scheduled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading the plan ahead is best effort: a job accepted (journalled) when
+    its warm-up thread cannot start is still scheduled and proved (its plan
+    loaded by its first partition, as before the warm-up)."""
+    from cuzk.engine.pipeline import witness_plans
+
+    class NoThreads(threading.Thread):
+        def start(self) -> None:
+            raise RuntimeError("can't start new thread")
+
+    loaded = threading.Event()
+    loaded.set()  # partition 0's check does not wait for a load ahead
+    loads: list[str] = []
+    e = engine_with(tmp_path, DevicePlanned(loaded, loads), witness="device")
+    try:
+        here = types.SimpleNamespace(Thread=NoThreads, Lock=threading.Lock)
+        monkeypatch.setattr(witness_plans, "threading", here)
+        submitted = e.submit(request(1))
+        monkeypatch.undo()
+        job, _ = e.await_job(submitted.job_id, 120)
+        assert job.state == JobState.COMPLETED, job.error
+        cid = demo.circuit_id(C.rounds, C.words)
+        assert f"warm-plan-{cid}" not in loads  # (nothing was loaded ahead)
     finally:
         e.stop()

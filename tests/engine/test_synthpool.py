@@ -180,3 +180,27 @@ def test_engine_refuses_bad_input_parsed_in_a_worker(tmp_path: Path) -> None:
 def test_partition_input_pickles() -> None:
     part = partitions(demo.DemoKind(), 1)[0]
     assert pickle.loads(pickle.dumps(part)) == PartitionInput(part.index, part.data)
+
+
+class DiesWarming(demo.DemoKind):
+    """The demo kind, but loading its witness plan kills the worker process."""
+
+    def witness_plan(self, circuit_id, hints=None):
+        os._exit(9)
+
+
+def test_a_worker_dying_while_warming_does_not_break_the_pool(tmp_path: Path) -> None:
+    """The plan's warm-up tasks (SynthesisPool.warm_plan) have no caller waiting
+    on them: a worker killed during one leaves the pool broken with nobody to
+    see it, and the next partition finds the pool fresh, not broken."""
+    from concurrent.futures import wait
+
+    kind = DiesWarming()
+    pool = SynthesisPool(1, scratch=tmp_path)
+    try:
+        wait(pool.warm_plan(kind, CID), timeout=60)
+        w = pool.synthesize(kind, CID, partitions(kind, 1)[0])
+        assert w.assignment.shape[1] == 4
+        assert pool.warm_plan(kind, CID)  # a broken pool takes warm-ups again too
+    finally:
+        pool.close()

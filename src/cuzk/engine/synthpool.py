@@ -21,6 +21,7 @@ worker threads, is not safe.
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
@@ -118,25 +119,40 @@ class SynthesisPool:
         job's partitions go straight to their checks. Best effort: a process
         that takes two tasks leaves another to load its plan at its first
         partition, as it would have anyway."""
-        with self._lock:
-            pool = self._pool
-        return [pool.submit(_child_warm, handler, circuit_id) for _ in range(self.processes)]
+        futures = [self._submit(_child_warm, handler, circuit_id)[1] for _ in range(self.processes)]
+        for f in futures:
+            f.add_done_callback(functools.partial(_warmed, circuit_id))
+        return futures
 
     def _call(self, fn, handler, circuit_id: str, partition: PartitionInput, *more):
         what = f"partition {partition.index} of {circuit_id}"
         return self._run(fn, (handler, circuit_id, partition, *more), what)
 
-    def _run(self, fn, args: tuple, what: str):
+    def _submit(self, fn, *args) -> tuple[ProcessPoolExecutor, Future]:
+        """``fn(*args)`` submitted to the pool, made anew first where a task no
+        caller waits on (a warm-up's) left it broken."""
         with self._lock:
             pool = self._pool
-        future = pool.submit(fn, *args)
+        try:
+            return pool, pool.submit(fn, *args)
+        except BrokenProcessPool:
+            pool = self._renew(pool)
+            return pool, pool.submit(fn, *args)
+
+    def _renew(self, pool: ProcessPoolExecutor) -> ProcessPoolExecutor:
+        """A fresh pool in place of the broken ``pool`` (once, whoever sees it first)."""
+        with self._lock:
+            if self._pool is pool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+            return self._pool
+
+    def _run(self, fn, args: tuple, what: str):
+        pool, future = self._submit(fn, *args)
         try:
             return future.result()
         except BrokenProcessPool as e:
-            with self._lock:
-                if self._pool is pool:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    self._pool = self._new_pool()
+            self._renew(pool)
             raise ResourceError(
                 f"the synthesis worker process for {what} died (out of memory?): {e}"
             ) from e
@@ -161,6 +177,16 @@ def _child_parse(handler: ProofKindHandler, request: ProofRequest) -> ParsedRequ
         return parse_checked(handler, request)
     finally:  # this process parses the next request too: what this one held goes back
         return_memory(request_bytes(request))
+
+
+def _warmed(circuit_id: str, future: Future) -> None:
+    """A warm-up's failure logged (no caller waits on it)."""
+    if not future.cancelled() and future.exception() is not None:
+        log.warning(
+            "%s: a synthesis process failed loading its witness plan ahead: %s",
+            circuit_id,
+            future.exception(),
+        )
 
 
 def _child_warm(handler: ProofKindHandler, circuit_id: str) -> bool:

@@ -19,10 +19,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
 SECONDS=0
 CUZK_KERNEL_PREBUILT= python3 - <<'PY' 2>&1 | tee "$OUT/nvrtc.log"
 import time, cupy
+from cuzk.backends.cuda.kernels import backend_modules
 from cuzk.backends.cuda.loader import load_module
+defines = dict(backend_modules())  # the flags the backend loads each file with
 for name, fn in (("fr_ops.cu", "fr_add_kernel"), ("spmv.cu", "spmv_warp_kernel"), ("hpoly.cu", "hpoly_final_kernel")):
     t = time.time()
-    load_module(name).get_function(fn)  # compiles now
+    load_module(name, defines[name]).get_function(fn)  # compiles now
     print(f"nvrtc {name}: {time.time() - t:.1f} s, cupy {cupy.__version__}")
 PY
 echo "[t=${SECONDS}s] tests" | tee -a "$OUT/steps.log"

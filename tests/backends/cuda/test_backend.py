@@ -248,3 +248,40 @@ def test_time_critical_work_has_the_device_s_first_stream(target):
         pass
     assert us.priority < ps.priority < ws.priority
     assert side is not us and side.priority == us.priority
+
+
+def test_a_failed_branch_frees_its_arrays_with_its_exception(target):
+    """A branch's exception, raised again by the join, holds no cycle back to
+    the branch: the arrays its frames held (an MSM's buffers, whose
+    reservations are already given back) go when the exception goes, not at
+    the next garbage collection."""
+    import gc
+    import weakref
+
+    from cuzk.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    refs = []
+
+    class Buffers:
+        pass
+
+    def fails():
+        held = Buffers()  # a local of a frame the exception's traceback keeps
+        refs.append(weakref.ref(held))
+        raise ValueError("side failed")
+
+    gc.collect()
+    gc.disable()
+    try:
+        with be.work_stream("prove"):
+            bad = be.fork(8, 8)
+            bad.start(fails)
+            try:
+                bad.join()
+            except ValueError as e:
+                assert str(e) == "side failed"
+            del bad
+        assert refs[0]() is None
+    finally:
+        gc.enable()

@@ -182,3 +182,24 @@ def test_flag_and_status_values_match_the_kernels():
     assert d["NO_KEY"] == pipeline.NO_KEY
     assert set(bases._LOAD_PROBLEMS) == {d["LOAD_FLAGS"], d["LOAD_RANGE"], d["LOAD_CURVE"]}
     assert d["LOAD_OK"] == 0
+
+
+def test_the_device_scripts_compile_check_loads_the_backends_builds(monkeypatch):
+    """device_run.sh's NVRTC check loads each file with the defines the backend
+    does: a file whose tuning defines are missing stops with #error there."""
+    script = (Path(__file__).parent / "device_run.sh").read_text()
+    code = script.split("<<'PY'", 1)[1].split("\n", 1)[1].split("\nPY\n", 1)[0]
+    loaded = []
+
+    class Module:
+        def get_function(self, name):
+            return name
+
+    def load_module(name, extra=()):
+        loaded.append((name, tuple(extra)))
+        return Module()
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="twin"))
+    monkeypatch.setattr(loader, "load_module", load_module)
+    exec(compile(code, "device_run.sh", "exec"), {})
+    assert loaded and set(loaded) <= set(kernels.backend_modules())

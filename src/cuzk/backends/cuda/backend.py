@@ -97,8 +97,14 @@ class Branch:
         if self._done is not None:
             with self.be._device():
                 self.origin.wait_event(self._done)
-        if self._error is not None:
-            raise self._error
+        err, self._error = self._error, None
+        if err is not None:
+            # no cycle (exception, traceback, this frame, the branch) keeps the
+            # branch's frames and their device arrays alive after it is handled
+            try:
+                raise err
+            finally:
+                err = None
         return self._result
 
 

@@ -65,7 +65,13 @@ class WitnessPlans(PipelineBase):
                     self._warming.discard(circuit_id)
 
         thread = threading.Thread(target=load, name=f"warm-plan-{circuit_id}", daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError as e:  # best effort: the first partition loads it as before
+            log.warning("%s: the witness plan is not loaded ahead: %s", circuit_id, e)
+            with self._plans_lock:
+                self._warming.discard(circuit_id)
+            return None
         return thread
 
     def _device_plan(
