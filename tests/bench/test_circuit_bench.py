@@ -29,5 +29,5 @@ def test_post_kind_takes_post_names_and_refuses_the_others():
     assert post_kind("wpost") == post_kind("window-post") == WINDOW
     assert post_kind("winning") == post_kind("winning-post") == WINNING
     for other in ("porep", "snap", "nonsense"):
-        with pytest.raises(argparse.ArgumentTypeError, match="the kinds are wpost, winning$"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"the kinds are wpost, winning$"):
             post_kind(other)

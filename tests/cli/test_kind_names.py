@@ -40,7 +40,7 @@ def test_circuit_commands_take_the_names_and_the_old_spellings():
         prefix = circuit_id(circuit_kind(name), "2KiB").split("-")[0]
         assert prefix == name  # the circuit id begins with the kind's name
     assert post_kind("wpost") == "window-post"
-    with pytest.raises(argparse.ArgumentTypeError, match="the kinds are wpost, winning$"):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"the kinds are wpost, winning$"):
         post_kind("porep")
     with pytest.raises(argparse.ArgumentTypeError, match="the kinds are porep, snap, wpost"):
         circuit_kind("demo")
