@@ -248,3 +248,43 @@ def test_time_critical_work_has_the_device_s_first_stream(target):
         pass
     assert us.priority < ps.priority < ws.priority
     assert side is not us and side.priority == us.priority
+
+
+def test_compact_sets_are_classified_on_the_device_into_host_memory(target):
+    """CudaBackend.compact: the rows of a device assignment (by a prepared
+    index, or its tail) classified a step at a time on the device within a
+    reservation of one step, kept in host memory (pinned): the dense rows
+    bit for bit; msm_g1_many hands the set to the MSM engine as it is."""
+    from cuzk.backends.base import Compact
+    from cuzk.backends.compact import CLASSIFY_STEP, classify_step_bytes
+    from cuzk.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    rng = np.random.default_rng(12)
+    w = fr_random(3000, rng)
+    w[::2] = 0
+    w[::3, 1:] = 0
+    w[::3, 0] = 1
+    d = be.asarray(w)
+    idx = be.prepare_index(rng.integers(0, 3000, 2500))
+    want = w[be.to_host(idx.array).astype(np.int64)]
+    before = be.ctx.budget.reserved_bytes
+    c = be.compact(d, idx)
+    assert be.ctx.budget.reserved_bytes == before  # the step's reservation given back
+    assert isinstance(c, Compact) and isinstance(c.values, np.ndarray)
+    assert np.array_equal(c.dense(), want)
+    assert c.n_ones == int(((want[:, 0] == 1) & (want[:, 1:] == 0).all(axis=1)).sum())
+    tail = be.compact(d, start=7)
+    assert np.array_equal(tail.dense(), w[7:])
+    assert be.peak_bytes_by_operation()["compact scalars"] == classify_step_bytes(CLASSIFY_STEP)
+    given: list = []
+
+    class Recorder:
+        def msm_many(self, handle, sets, timings, spec):
+            given.append(sets)
+            return [spec.name] * len(sets)
+
+    be._msm = Recorder()
+    assert be.msm_g1_many(None, [c, tail]) == ["G1", "G1"]
+    assert given[0][0] is c and given[0][1] is tail
+    idx.close()
