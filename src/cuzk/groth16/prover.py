@@ -26,7 +26,7 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -348,6 +348,9 @@ class StageTimes:
         return sum(self.detail.get(k, 0.0) for k in steps)
 
 
+# The queries whose scalars are the assignment's own (beside H's).
+SIDE_QUERIES = ("l", "a", "b_g1", "b_g2")
+
 # The finer steps whose sum is the msm_g1 stage.
 _G1_STEPS = ("gather", "msm_h", "msm_l", "msm_a", "msm_b_g1")
 
@@ -455,6 +458,7 @@ def prove_many(
     s: Sequence[int] | None = None,
     times: StageTimes | None = None,
     fork_share: int = 0,
+    compact: Collection[str] = (),
 ) -> list[Proof]:
     """Lean proofs of several assignments of one circuit, their MSMs sharing
     each pass over the bases.
@@ -476,17 +480,29 @@ def prove_many(
     bound by its arithmetic, theirs by their bases' copy, so they overlap.
     0: they follow H's MSM in turn. ``r`` and ``s`` (one pair a proof)
     default to random.
+
+    ``compact`` names queries among L, A, B_G1 and B_G2 (:data:`SIDE_QUERIES`)
+    whose scalars are kept as :class:`~cuzk.backends.base.Compact` sets in
+    host memory (``Backend.compact``: zeros, ones and full values, a tenth
+    of the dense set): then one assignment at a time is on the backend (its
+    H step, its H MSM, the MSMs of the other side queries, its compact sets
+    made, then freed) and each compact query's MSM runs once, after the last,
+    in one pass over its bases for every assignment: a proof's partitions
+    share each chunk of bases that stream without holding their assignments
+    at once. No side branch then (``fork_share`` is not used).
     """
     k = len(assignments)
     if not k:
         return []
+    if compact:
+        unknown = set(compact) - set(SIDE_QUERIES)
+        if unknown:
+            raise ValueError(f"prove_many: compact takes {SIDE_QUERIES}, not {sorted(unknown)}")
+        return _prove_compact(key, r1cs, assignments, r, s, times, frozenset(compact))
     be, times = _start(key, r1cs, assignments[0], times)
     for a in assignments[1:]:
         _check(key, r1cs, a)
-    rs = [secrets.randbelow(R) for _ in range(k)] if r is None else [x % R for x in r]
-    ss = [secrets.randbelow(R) for _ in range(k)] if s is None else [x % R for x in s]
-    if len(rs) != k or len(ss) != k:
-        raise ValueError(f"prove_many: {k} assignments, {len(rs)} r and {len(ss)} s")
+    rs, ss = _randomness(k, r, s)
     g1_before = times.total(_G1_STEPS)
     matrices = key.spmv_operands(r1cs)
     lazy = key.reduction is BELLPERSON  # (only bellperson's H takes its inputs lazily)
@@ -547,6 +563,107 @@ def prove_many(
     ]
     times.mark("assemble", t)
     return proofs
+
+
+def _randomness(k: int, r: Sequence[int] | None, s: Sequence[int] | None) -> tuple[list, list]:
+    """One (r, s) a proof: as given (reduced), else random."""
+    rs = [secrets.randbelow(R) for _ in range(k)] if r is None else [x % R for x in r]
+    ss = [secrets.randbelow(R) for _ in range(k)] if s is None else [x % R for x in s]
+    if len(rs) != k or len(ss) != k:
+        raise ValueError(f"prove_many: {k} assignments, {len(rs)} r and {len(ss)} s")
+    return rs, ss
+
+
+def _prove_compact(
+    key: PreparedKey,
+    r1cs: R1CS | None,
+    assignments: Sequence[Any],
+    r: Sequence[int] | None,
+    s: Sequence[int] | None,
+    times: StageTimes | None,
+    compact: frozenset[str],
+) -> list[Proof]:
+    """:func:`prove_many` with the ``compact`` queries' MSMs deferred to one
+    pass each over compact sets, one assignment on the backend at a time."""
+    k = len(assignments)
+    be, times = _start(key, r1cs, assignments[0], times)
+    for a in assignments[1:]:
+        _check(key, r1cs, a)
+    rs, ss = _randomness(k, r, s)
+    g1_before = times.total(_G1_STEPS)
+    matrices = key.spmv_operands(r1cs)
+    lazy = key.reduction is BELLPERSON
+    m = len(key.h) + 1
+    a_index, b_index = _indexes(key)
+    points: dict[str, list] = {q: [] for q in ("h", *SIDE_QUERIES)}
+    sets: dict[str, list] = {q: [] for q in compact}
+
+    def scalars(q: str, w: Any, packed: dict) -> Any:
+        """Query q's scalars of w: a compact set (made once for b's two
+        queries), else as the lean prover gives them."""
+        selection = {"l": None, "a": a_index}.get(q, b_index)
+        if q in compact:
+            name = "b" if q.startswith("b_") else q
+            if name not in packed:
+                t = time.perf_counter()
+                if selection is None:
+                    packed[name] = be.compact(w, None, key.num_inputs)
+                else:
+                    packed[name] = be.compact(w, selection)
+                times.mark("compact", t, detail=True)
+            return packed[name]
+        return w[key.num_inputs :] if selection is None else Gathered(w, selection)
+
+    for assignment in assignments:
+        t = time.perf_counter()
+        w = be.asarray(assignment)
+        t = times.mark("upload", t, detail=True)
+        if lazy:
+            inputs = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
+        else:
+            inputs = [be.spmv(mat, w) for mat in matrices]
+        h = key.reduction.h(be, *inputs)
+        del inputs
+        times.mark(key.reduction.step, t)
+        packed: dict[str, Any] = {}
+        for q in SIDE_QUERIES:
+            got = scalars(q, w, packed)
+            if q in compact:
+                sets[q].append(got)
+        t = time.perf_counter()
+        points["h"] += be.msm_g1_many(key.h, [h], times.msm("h"))
+        del h
+        times.mark("msm_h", t, detail=True)
+        for q in SIDE_QUERIES:  # this assignment's own passes, while w lives
+            if q not in compact:
+                points[q] += _side_msm(be, key, q, [scalars(q, w, packed)], times)
+        del w, packed
+    for q in SIDE_QUERIES:  # one pass each for every assignment's compact set
+        if q in compact:
+            points[q] = _side_msm(be, key, q, sets.pop(q), times)
+    g1 = times.total(_G1_STEPS) - g1_before
+    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + g1
+    t = time.perf_counter()
+    p = points
+    proofs = [
+        _assemble(key.vk, rs[j], ss[j], p["h"][j], p["l"][j], p["a"][j], p["b_g1"][j], p["b_g2"][j])
+        for j in range(k)
+    ]
+    times.mark("assemble", t)
+    return proofs
+
+
+# Each side query's stage mark (msm_g2 is a stage of its own, the rest msm_g1's steps).
+_SIDE_MARK = {"l": "msm_l", "a": "msm_a", "b_g1": "msm_b_g1", "b_g2": "msm_g2"}
+
+
+def _side_msm(be: Backend, key: PreparedKey, q: str, scalar_sets: list, times: StageTimes):
+    """One pass of query q's MSM over its bases for the scalar sets."""
+    t = time.perf_counter()
+    many = be.msm_g2_many if q == "b_g2" else be.msm_g1_many
+    out = many(getattr(key, q), scalar_sets, times.msm(q))
+    times.mark(_SIDE_MARK[q], t, detail=q != "b_g2")
+    return out
 
 
 def _check(key: PreparedKey, r1cs: R1CS | None, assignment: Any) -> None:
