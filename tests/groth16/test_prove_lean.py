@@ -162,6 +162,38 @@ def test_compact_sets_share_each_side_pass_one_assignment_at_a_time() -> None:
         prover.prove_many(key, r1cs, ws, rs, ss, compact={"h"})
 
 
+def test_deferred_parts_are_finished_together() -> None:
+    """prove_deferred one assignment at a time (each part holding its sums
+    and compact sets, the assignment not kept), finish_deferred with the
+    parts of several calls: one pass a compact query for them all, the
+    proofs of one at a time; a part lacking a sum is refused."""
+    seeds = ((77, (5, 6)), (78, (1, 2)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    alone = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(alone, r1cs, w, r=3 + j, s=9 + j).to_bytes() for j, w in enumerate(ws)]
+    be = Lazy()
+    key = prover.prepare(pk, r1cs, be)
+    both = ("a", "b_g1", "b_g2")
+    parts = [
+        prover.prove_deferred(key, r1cs, w.copy(), both, r=3 + j, s=9 + j) for j, w in enumerate(ws)
+    ]
+    for d in parts:
+        assert set(d.points) == {"h", "l"} and set(d.sets) == set(both)
+        assert d.sets["b_g1"] is d.sets["b_g2"]  # B's one set for both of its queries
+        assert d.host_bytes == d.sets["a"].nbytes + d.sets["b_g1"].nbytes > 0
+    assert be.passes == [1, 1] * 2
+    be.passes.clear()
+    assert [p.to_bytes() for p in prover.finish_deferred(key, parts)] == want
+    assert be.passes == [2, 2, 2]  # A, B_G1, B_G2: one pass for both parts
+    assert prover.finish_deferred(key, []) == []
+    lacking = prover.Deferred(1, 2, {"h": None}, {})
+    with pytest.raises(ValueError, match="part 0 lacks"):
+        prover.finish_deferred(key, [lacking])
+    with pytest.raises(ValueError, match="compact takes"):
+        prover.prove_deferred(key, r1cs, ws[0], {"h"})
+
+
 class Forking(Lazy):
     """The lazy CPU backend with the fork capability: the branch runs in a thread
     of its own (as the CUDA backend's does); each pass notes its thread and

@@ -586,68 +586,130 @@ def _prove_compact(
     """:func:`prove_many` with the ``compact`` queries' MSMs deferred to one
     pass each over compact sets, one assignment on the backend at a time."""
     k = len(assignments)
-    be, times = _start(key, r1cs, assignments[0], times)
-    for a in assignments[1:]:
+    for a in assignments:
         _check(key, r1cs, a)
     rs, ss = _randomness(k, r, s)
+    times = times if times is not None else StageTimes()
+    waiting = [
+        prove_deferred(key, r1cs, a, compact, rs[j], ss[j], times)
+        for j, a in enumerate(assignments)
+    ]
+    return finish_deferred(key, waiting, times)
+
+
+@dataclass
+class Deferred:
+    """A proof whose compact side queries wait for a pass shared with other
+    proofs' (:func:`prove_deferred`, :func:`finish_deferred`): its H and
+    other side queries' sums, and the compact queries' scalar sets in host
+    memory (a tenth of the dense sets: the assignment itself is gone)."""
+
+    r: int
+    s: int
+    points: dict[str, Any]  # the sums made: "h" and the side queries not compact
+    sets: dict[str, Any]  # the compact queries' Compact sets (B's one set for both)
+
+    @property
+    def host_bytes(self) -> int:
+        """Host bytes its compact sets hold."""
+        seen = {id(c): c for c in self.sets.values()}
+        return sum(c.nbytes for c in seen.values())
+
+
+def prove_deferred(
+    key: PreparedKey,
+    r1cs: R1CS | None,
+    assignment: Any,
+    compact: Collection[str],
+    r: int | None = None,
+    s: int | None = None,
+    times: StageTimes | None = None,
+) -> Deferred:
+    """A proof's part that needs its assignment: the H step and H's MSM, the
+    side queries not in ``compact`` (:data:`SIDE_QUERIES`), and the compact
+    queries' scalars as :class:`~cuzk.backends.base.Compact` sets
+    (``Backend.compact``; B's made once for both B queries). The assignment
+    may be freed once it returns; :func:`finish_deferred` completes the
+    proof, its compact queries' MSMs in passes shared with others'."""
+    compact = frozenset(compact)
+    unknown = compact - set(SIDE_QUERIES)
+    if unknown:
+        raise ValueError(f"prove_many: compact takes {SIDE_QUERIES}, not {sorted(unknown)}")
+    be, times = _start(key, r1cs, assignment, times)
+    r = secrets.randbelow(R) if r is None else r % R
+    s = secrets.randbelow(R) if s is None else s % R
     g1_before = times.total(_G1_STEPS)
-    matrices = key.spmv_operands(r1cs)
-    lazy = key.reduction is BELLPERSON
     m = len(key.h) + 1
     a_index, b_index = _indexes(key)
-    points: dict[str, list] = {q: [] for q in ("h", *SIDE_QUERIES)}
-    sets: dict[str, list] = {q: [] for q in compact}
-
-    def scalars(q: str, w: Any, packed: dict) -> Any:
-        """Query q's scalars of w: a compact set (made once for b's two
-        queries), else as the lean prover gives them."""
-        selection = {"l": None, "a": a_index}.get(q, b_index)
-        if q in compact:
-            name = "b" if q.startswith("b_") else q
-            if name not in packed:
-                t = time.perf_counter()
-                if selection is None:
-                    packed[name] = be.compact(w, None, key.num_inputs)
-                else:
-                    packed[name] = be.compact(w, selection)
-                times.mark("compact", t, detail=True)
-            return packed[name]
-        return w[key.num_inputs :] if selection is None else Gathered(w, selection)
-
-    for assignment in assignments:
-        t = time.perf_counter()
-        w = be.asarray(assignment)
-        t = times.mark("upload", t, detail=True)
-        if lazy:
-            inputs = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
+    t = time.perf_counter()
+    w = be.asarray(assignment)
+    t = times.mark("upload", t, detail=True)
+    matrices = key.spmv_operands(r1cs)
+    if key.reduction is BELLPERSON:
+        inputs = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
+    else:
+        inputs = [be.spmv(mat, w) for mat in matrices]
+    h = key.reduction.h(be, *inputs)
+    del inputs
+    times.mark(key.reduction.step, t)
+    sets: dict[str, Any] = {}
+    t = time.perf_counter()
+    for q in SIDE_QUERIES:
+        if q not in compact:
+            continue
+        twin = "b_g2" if q == "b_g1" else "b_g1" if q == "b_g2" else None
+        if twin in sets:
+            sets[q] = sets[twin]
+        elif q == "l":
+            sets[q] = be.compact(w, None, key.num_inputs)
         else:
-            inputs = [be.spmv(mat, w) for mat in matrices]
-        h = key.reduction.h(be, *inputs)
-        del inputs
-        times.mark(key.reduction.step, t)
-        packed: dict[str, Any] = {}
-        for q in SIDE_QUERIES:
-            got = scalars(q, w, packed)
-            if q in compact:
-                sets[q].append(got)
-        t = time.perf_counter()
-        points["h"] += be.msm_g1_many(key.h, [h], times.msm("h"))
-        del h
-        times.mark("msm_h", t, detail=True)
-        for q in SIDE_QUERIES:  # this assignment's own passes, while w lives
-            if q not in compact:
-                points[q] += _side_msm(be, key, q, [scalars(q, w, packed)], times)
-        del w, packed
-    for q in SIDE_QUERIES:  # one pass each for every assignment's compact set
-        if q in compact:
-            points[q] = _side_msm(be, key, q, sets.pop(q), times)
+            sets[q] = be.compact(w, a_index if q == "a" else b_index)
+    if sets:
+        times.mark("compact", t, detail=True)
+    t = time.perf_counter()
+    points = {"h": be.msm_g1_many(key.h, [h], times.msm("h"))[0]}
+    del h
+    times.mark("msm_h", t, detail=True)
+    for q in SIDE_QUERIES:  # the rest while the assignment lives
+        if q not in compact:
+            selection = {"l": None, "a": a_index}.get(q, b_index)
+            one = w[key.num_inputs :] if selection is None else Gathered(w, selection)
+            points[q] = _side_msm(be, key, q, [one], times)[0]
+    del w
     g1 = times.total(_G1_STEPS) - g1_before
     times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + g1
+    return Deferred(r, s, points, sets)
+
+
+def finish_deferred(
+    key: PreparedKey, waiting: Sequence[Deferred], times: StageTimes | None = None
+) -> list[Proof]:
+    """The proofs of :func:`prove_deferred`'s parts: each compact query's MSM
+    in one pass over its bases for every part's set (where they stream, each
+    chunk crosses PCIe once for all of them), then each proof assembled."""
+    if not waiting:
+        return []
+    be = key.backend
+    times = times if times is not None else StageTimes()
+    times.sync = be.synchronize
+    g1_before = times.total(_G1_STEPS)
+    points = [dict(d.points) for d in waiting]
+    for q in SIDE_QUERIES:
+        owners = [j for j, d in enumerate(waiting) if q in d.sets]
+        if owners:
+            got = _side_msm(be, key, q, [waiting[j].sets[q] for j in owners], times)
+            for j, g in zip(owners, got, strict=True):
+                points[j][q] = g
+    missing = [j for j, p in enumerate(points) if len(p) != 1 + len(SIDE_QUERIES)]
+    if missing:
+        raise ValueError(f"finish_deferred: part {missing[0]} lacks a side query's sum")
+    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + (
+        times.total(_G1_STEPS) - g1_before
+    )
     t = time.perf_counter()
-    p = points
     proofs = [
-        _assemble(key.vk, rs[j], ss[j], p["h"][j], p["l"][j], p["a"][j], p["b_g1"][j], p["b_g2"][j])
-        for j in range(k)
+        _assemble(key.vk, d.r, d.s, p["h"], p["l"], p["a"], p["b_g1"], p["b_g2"])
+        for d, p in zip(waiting, points, strict=True)
     ]
     times.mark("assemble", t)
     return proofs
