@@ -27,7 +27,7 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.backends.compact import Compact
+from cuzk.backends.compact import Compact, compact_bytes  # noqa: F401 (part of the face)
 
 FrArray = Any  # numpy.ndarray (n, 4) uint64, or a backend's device array of that shape
 
