@@ -149,3 +149,14 @@ def test_cpu_msms_over_compact_sets_are_the_dense_sets(native):
     assert cpu.msm_g1_many(b1, mixed_sets) == [cpu.msm_g1(b1, p) for p in plain[:2] + plain[:1]]
     small = cpu.compact(w[:n2])
     assert cpu.msm_g2_many(b2, [small]) == [cpu.msm_g2(b2, w[:n2])]
+
+
+def test_a_classification_step_fits_the_set_and_the_room():
+    assert compact.classify_step(0, 1 << 40) == compact.BLOCK
+    assert compact.classify_step(1000, 1 << 40) == 1024
+    assert compact.classify_step(10**9, 1 << 40) == compact.CLASSIFY_STEP
+    for room in (1 << 20, 16 << 20, 100 << 20):
+        step = compact.classify_step(10**9, room)
+        assert step % compact.BLOCK == 0
+        assert compact.classify_step_bytes(step) <= room // 2 or step == compact.BLOCK
+    assert compact.classify_step(10**9, 0) == compact.BLOCK

@@ -120,6 +120,17 @@ def classify_step_bytes(step: int = CLASSIFY_STEP) -> int:
     return 96 * step + 64
 
 
+def classify_step(n: int, room: int) -> int:
+    """Entries a step of :func:`classify` takes for a set of ``n`` entries in
+    ``room`` free bytes: at most :data:`CLASSIFY_STEP` and the set (rounded up
+    to a block), halved while a step would hold more than half the room, at
+    least one block."""
+    step = min(CLASSIFY_STEP, max(BLOCK, -(-n // BLOCK) * BLOCK))
+    while step > BLOCK and classify_step_bytes(step) > room // 2:
+        step = max(BLOCK, step // 2 // BLOCK * BLOCK)
+    return step
+
+
 def _host(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 

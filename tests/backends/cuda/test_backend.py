@@ -256,7 +256,7 @@ def test_compact_sets_are_classified_on_the_device_into_host_memory(target):
     reservation of one step, kept in host memory (pinned): the dense rows
     bit for bit; msm_g1_many hands the set to the MSM engine as it is."""
     from cuzk.backends.base import Compact
-    from cuzk.backends.compact import CLASSIFY_STEP, classify_step_bytes
+    from cuzk.backends.compact import CLASSIFY_STEP, classify_step, classify_step_bytes
     from cuzk.backends.cuda import CudaBackend
 
     be = CudaBackend()
@@ -276,7 +276,10 @@ def test_compact_sets_are_classified_on_the_device_into_host_memory(target):
     assert c.n_ones == int(((want[:, 0] == 1) & (want[:, 1:] == 0).all(axis=1)).sum())
     tail = be.compact(d, start=7)
     assert np.array_equal(tail.dense(), w[7:])
-    assert be.peak_bytes_by_operation()["compact scalars"] == classify_step_bytes(CLASSIFY_STEP)
+    # a step fitted to the set (rounded up to a block) and the room
+    assert be.peak_bytes_by_operation()["compact scalars"] == classify_step_bytes(3072)
+    assert classify_step(10**9, 1 << 40) == CLASSIFY_STEP
+    assert classify_step(10**9, 64 << 20) * 96 <= 32 << 20
     given: list = []
 
     class Recorder:

@@ -228,7 +228,8 @@ class CudaBackend:
 
     def compact(self, a: Any, idx: Any = None, start: int = 0) -> Compact:
         """The scalars ``a[idx]`` (or ``a[start:]``) classified on the device a
-        step at a time (within a reservation of one step's arrays), kept in
+        step at a time (within a reservation of one step's arrays, the step
+        fitted to half the room free: :func:`.compact.classify_step`), kept in
         pinned host memory: a pass over streamed bases uploads a chunk's bits
         and full values and expands them there."""
         cp = self.cp
@@ -237,7 +238,8 @@ class CudaBackend:
             rows = None
             if idx is not None:
                 rows = idx.array if isinstance(idx, DeviceIndex) else cp.asarray(idx)
-            step = _compact.CLASSIFY_STEP
+            n = len(rows) if rows is not None else max(0, len(values) - start)
+            step = _compact.classify_step(n, self.ctx.budget.free_bytes)
             with self.ctx.budget.reserve(_compact.classify_step_bytes(step), "compact scalars"):
                 return _compact.classify(
                     cp, values, rows, start, alloc=cp.cuda.alloc_pinned_memory, step=step
