@@ -27,7 +27,11 @@ circuit on one budget:
 Partitions in flight (:attr:`Residency.in_flight`) are how many lean working
 sets fit beside the key at once: a pass over streamed bases serves every
 partition in flight (:meth:`cuzk.groth16.prover.prove_many`), so the bases
-cross PCIe once for them all.
+cross PCIe once for them all. Beyond them, the side queries whose bases
+stream (:attr:`Residency.shared_queries`) can wait as compact scalar sets in
+host memory for one pass shared by a proof's partitions
+(:func:`cuzk.groth16.prover.prove_deferred`): their bases then cross once a
+proof (:meth:`Residency.pcie_bytes_per_proof`).
 """
 
 from __future__ import annotations
