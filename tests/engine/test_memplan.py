@@ -112,7 +112,7 @@ def test_the_plan_shows_how_a_lean_partition_splits_its_msm_room() -> None:
 
 def test_a_proofs_partitions_share_the_passes_over_streamed_l_a_b() -> None:
     """A 32GiB PoRep of ten partitions at a 16 GiB budget: each partition's
-    compact L, A and B sets (about 0.28 GiB at the measured shares) wait on
+    compact L, A and B sets (about 0.54 GiB at the shares measured at 8MiB, carried to 32GiB's depth) wait on
     the host for one pass a query, so L, A and B's bases cross PCIe once a
     proof and H's and the matrices each partition (271 GiB, not 560); one
     partition or the H200's resident tier: nothing shared."""
@@ -129,10 +129,10 @@ def test_a_proofs_partitions_share_the_passes_over_streamed_l_a_b() -> None:
     assert ten.shared_queries == ("l", "a", "b_g1", "b_g2")
     want = sum(
         compact_bytes(n, int(n * share) + 1)
-        for n, share in ((porep.num_aux, 0.02), (porep.a_points, 0.02), (porep.b_points, 0.05))
+        for n, share in ((porep.num_aux, 0.05), (porep.a_points, 0.04), (porep.b_points, 0.12))
     )
     assert ten.compact_host_bytes == want == compact_partition_bytes(porep, ten.shared_queries)
-    assert 0.2 * GIB < want < 0.3 * GIB
+    assert 0.5 * GIB < want < 0.6 * GIB
     assert ten.host_needed_bytes - one.host_needed_bytes == 10 * want
     assert ten.pcie_bytes_per_proof_unshared == 10 * ten.pcie_bytes_per_partition
     lab = sum(p * porep.points(q) for q, p in (("l", 96), ("a", 96), ("b_g1", 96), ("b_g2", 192)))

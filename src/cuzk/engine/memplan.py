@@ -81,12 +81,14 @@ class Plan:
         return asdict(self)
 
 
-# The share of full scalars (neither 0 nor 1) in each side query's set, a
-# bound from a really sealed 2KiB PoRep partition's assignment (measured
-# 2026-12-04: L 47.2 % ones, 1.6 % full; A 47.4 %, 1.2 %; B 47.5 %, 4.6 %).
-# PoSt and SnapDeals (Poseidon-heavy) hold more full values: unmeasured, the
-# engine counts a deferred partition's sets by their real size.
-COMPACT_FULL_SHARE = {"l": 0.02, "a": 0.02, "b": 0.05}
+# The share of full scalars (neither 0 nor 1) in each side query's set.
+# Measured on really sealed PoRep partitions (2026-12-04): 2KiB L 1.6 %,
+# A 1.2 %, B 4.6 % full; 8MiB 2.9, 2.2 and 8.0 % (about 46 % ones in each).
+# The share grows with the trees' depth (6 levels at 2KiB, 18 at 8MiB, 30 at
+# 32GiB): these are the 8MiB shares carried on to 32GiB's depth, a bound
+# until a 32GiB partition is measured. PoSt and SnapDeals (Poseidon-heavy):
+# unmeasured; the engine reserves a deferred partition's sets by their size.
+COMPACT_FULL_SHARE = {"l": 0.05, "a": 0.04, "b": 0.12}
 
 
 def compact_partition_bytes(shape: Counts, queries: tuple[str, ...]) -> int:
@@ -274,7 +276,7 @@ def render(p: Plan) -> str:
                     if p.shared_queries
                     else ""
                 )
-                if p.pcie_bytes_per_proof
+                if p.pcie_bytes_per_proof and p.partitions_per_proof > 1
                 else ""
             ),
             f"GPU budget         {gib(p.gpu_budget_bytes)}: "
