@@ -112,10 +112,11 @@ def test_the_plan_shows_how_a_lean_partition_splits_its_msm_room() -> None:
 
 def test_a_proofs_partitions_share_the_passes_over_streamed_l_a_b() -> None:
     """A 32GiB PoRep of ten partitions at a 16 GiB budget: each partition's
-    compact L, A and B sets (about 0.54 GiB at the shares measured at 8MiB, carried to 32GiB's depth) wait on
-    the host for one pass a query, so L, A and B's bases cross PCIe once a
-    proof and H's and the matrices each partition (271 GiB, not 560); one
-    partition or the H200's resident tier: nothing shared."""
+    compact L, A and B sets (about 0.54 GiB at the shares measured at 8MiB,
+    carried on to 32GiB's depth) wait on the host for one pass a query, so
+    L, A and B's bases cross PCIe once a proof and H's and the matrices each
+    partition (271 GiB, not 560); one partition or the H200's resident tier:
+    nothing shared."""
     from test_residency import COUNTS_32G, H200_BUDGET
 
     from cuzk.backends.base import compact_bytes
