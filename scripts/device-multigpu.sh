@@ -20,7 +20,9 @@
 # processes (with the witness on the GPU they check vanilla proofs and make hint
 # tables, ≈ 7 s a 32GiB partition); CUZK_HOST_BUDGET (80 % of the host's memory);
 # CUZK_LOOKAHEAD ([pipeline] synthesis_lookahead, 1); CUZK_FAIL_AFTER (3);
-# CUZK_BATCH_LIMIT (560 s, the batch's time limit); CUZK_VRAM_BUDGET ([gpus]
+# CUZK_BATCH_LIMIT (560 s, the batch's time limit); CUZK_SHARED_PASS ([gpus]
+# shared_pass_partitions, 0: a job's partitions share L, A and B's passes where
+# those bases stream; 1: off, the side branch instead); CUZK_VRAM_BUDGET ([gpus]
 # vram_budget, e.g. 16GiB: a smaller card's tier on the H200); CUZK_KEY_FILE=0: no key
 # file for `headline` (the daemon makes the key in memory: a streamed tier's pinned
 # copy and a key file in /dev/shm do not fit a 128 GiB host together). The key is a development key
@@ -48,7 +50,8 @@ sampler=""
 
 write_config() {  # name, devices
   GPUS_EXTRA="devices = $2
-gpu_workers_per_device = 2" PIPELINE_EXTRA="synthesis_lookahead = ${CUZK_LOOKAHEAD:-1}" \
+gpu_workers_per_device = 2
+shared_pass_partitions = ${CUZK_SHARED_PASS:-0}" PIPELINE_EXTRA="synthesis_lookahead = ${CUZK_LOOKAHEAD:-1}" \
     daemon_config "$home/$1.toml" "unix://$home/$1.sock" "$home/$1-journal.sqlite" "$params" \
     "${CUZK_HOST_BUDGET:-$(awk '/MemTotal/{printf "%dGiB", $2 * 0.8 / 1048576}' /proc/meminfo)}" "$procs"
 }

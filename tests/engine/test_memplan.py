@@ -108,3 +108,50 @@ def test_the_plan_shows_how_a_lean_partition_splits_its_msm_room() -> None:
     assert f"beside it {small.side_room_bytes / GIB:.1f} GiB" in text
     big = plan(porep, "cuda", host_budget=128 * GIB, gpu_budget=H200_BUDGET)
     assert not big.lean and big.side_room_bytes == 0 and "H's pass" not in render(big)
+
+
+def test_a_proofs_partitions_share_the_passes_over_streamed_l_a_b() -> None:
+    """A 32GiB PoRep of ten partitions at a 16 GiB budget: each partition's
+    compact L, A and B sets (about 0.54 GiB at the shares measured at 8MiB,
+    carried on to 32GiB's depth) wait on the host for one pass a query, so
+    L, A and B's bases cross PCIe once a proof and H's and the matrices each
+    partition (271 GiB, not 560); one partition or the H200's resident tier:
+    nothing shared."""
+    from test_residency import COUNTS_32G, H200_BUDGET
+
+    from cuzk.backends.base import compact_bytes
+    from cuzk.engine.memplan import compact_partition_bytes, render
+
+    porep = COUNTS_32G["porep"]
+    one = plan(porep, "cuda", host_budget=128 * GIB, gpu_budget=16 * GIB)
+    ten = plan(porep, "cuda", host_budget=128 * GIB, gpu_budget=16 * GIB, partitions=10)
+    assert one.shared_queries == () and one.compact_host_bytes == 0
+    assert one.pcie_bytes_per_proof == one.pcie_bytes_per_partition
+    assert ten.shared_queries == ("l", "a", "b_g1", "b_g2")
+    want = sum(
+        compact_bytes(n, int(n * share) + 1)
+        for n, share in ((porep.num_aux, 0.05), (porep.a_points, 0.04), (porep.b_points, 0.12))
+    )
+    assert ten.compact_host_bytes == want == compact_partition_bytes(porep, ten.shared_queries)
+    assert 0.5 * GIB < want < 0.6 * GIB
+    assert ten.host_needed_bytes - one.host_needed_bytes == 10 * want
+    assert ten.pcie_bytes_per_proof_unshared == 10 * ten.pcie_bytes_per_partition
+    lab = sum(p * porep.points(q) for q, p in (("l", 96), ("a", 96), ("b_g1", 96), ("b_g2", 192)))
+    assert ten.pcie_bytes_per_proof == ten.pcie_bytes_per_proof_unshared - 9 * lab
+    assert 265 * GIB < ten.pcie_bytes_per_proof < 275 * GIB
+    text = render(ten)
+    held = f"{want / GIB:.1f} GiB (held until the proof's shared passes: {10 * want / GIB:.1f} GiB"
+    assert f"compact L, A, B {held} for 10 partitions)" in text
+    assert "per proof (10 partitions) 270.9 GiB, L, A, B once (not shared: 560.0 GiB)" in text
+    big = plan(porep, "cuda", host_budget=128 * GIB, gpu_budget=H200_BUDGET, partitions=10)
+    assert big.shared_queries == () and big.pcie_bytes_per_proof == 0
+
+
+def test_partitions_per_proof_by_kind() -> None:
+    from cuzk.circuits.catalog import proof_partitions
+    from cuzk.errors import InputError
+
+    assert proof_partitions("porep", "32GiB") == 10 and proof_partitions("porep", "2KiB") == 1
+    assert proof_partitions("snap", "32GiB") == 16 and proof_partitions("window-post", "32GiB") == 1
+    with pytest.raises(InputError):
+        proof_partitions("nonsense", "32GiB")

@@ -116,14 +116,26 @@ def _budget_for(want) -> int:
     raise AssertionError("no budget gives the plan asked for")
 
 
-def _prove_on(tmp_path: Path, limit: int) -> tuple[TieredStandIn, list]:
+def _prove_on(tmp_path: Path, limit: int, partitions=(2, 1), **gpus) -> tuple[TieredStandIn, list]:
     vram = DeviceBudget(0, limit)
     be = TieredStandIn(vram)
     dev = Device(0, "tiered stand-in", be, limit, Budget("vram:0", limit, vram))
-    e = Engine(engine_config(tmp_path), devices=[dev])
+    # each partition its own passes unless the test asks for shared ones
+    e = Engine(engine_config(tmp_path, **({"shared_pass_partitions": 1} | gpus)), devices=[dev])
+    host = e.keys.host_budget
+    be.compact_holds = []  # type: ignore[attr-defined]
+    for name in ("try_reserve", "reserve"):
+        take = getattr(host, name)
+
+        def noting(parts, *a, _take=take, **kw):
+            got = _take(parts, *a, **kw)
+            be.compact_holds += [r for r in got or () if r.what.startswith("compact scalars")]
+            return got
+
+        setattr(host, name, noting)
     e.start()
     try:
-        jobs = prove_demo_jobs(e, CIRCUIT)
+        jobs = prove_demo_jobs(e, CIRCUIT, partitions)
     finally:
         e.stop()
     return be, jobs
@@ -168,3 +180,50 @@ def test_a_roomy_budget_keeps_the_whole_resident_path(tmp_path: Path) -> None:
     assert be.placed == [True] * 8  # every part resident
     assert be.padded and set(be.padded) == {None}  # whole proofs: no lazy evaluations
     assert be.passes == []
+
+
+def test_a_jobs_partitions_share_the_passes_over_streamed_l_a_b(tmp_path: Path) -> None:
+    """Every part streamed, sharing on: each partition of a three-partition job
+    is proved but for L, A and B (its H pass its own), its compact sets held
+    in the host budget, and one pass a side query serves the three; the
+    one-partition job proves as before. Every proof verified (the jobs
+    complete), the host reservations given back."""
+    from cuzk.groth16.prover import SIDE_QUERIES
+
+    limit = _budget_for(lambda r: r.fits and r.tier == "streamed")
+    counts = demo.DemoKind().counts(CID)
+    want = plan(counts, limit, MODEL, witness_bytes=0)
+    assert want.shared_queries == SIDE_QUERIES
+    be, jobs = _prove_on(
+        tmp_path, limit, (3, 1), shared_pass_partitions=0, gpu_workers_per_device=1
+    )
+    assert all(j.state == JobState.COMPLETED for j in jobs), [j.error for j in jobs]
+    # H: one pass a partition (4); the side queries: one pass of three, one of one
+    assert sorted(be.passes) == [1] * 4 + [1] * 4 + [3] * 4
+    assert be.forks == []  # a deferred partition runs no side branch
+    assert be.vram.overdrawn_by_operation == {}
+    # each deferred partition's compact sets held in the host budget, then given back
+    holds = be.compact_holds
+    assert len(holds) == 3 and all(r.nbytes > 0 and r.released for r in holds)
+
+
+def test_a_failed_shared_pass_fails_its_group_and_gives_back_its_holds(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The shared passes fail (not the device): every partition of the group
+    fails its job with the error, and their compact sets' host reservations
+    are given back."""
+    from cuzk.backends.base import Compact
+
+    limit = _budget_for(lambda r: r.fits and r.tier == "streamed")
+
+    def failing(self, bases, scalar_sets, phases=None):
+        if any(isinstance(x, Compact) for x in scalar_sets):
+            raise ValueError("shared pass broke")
+        return TieredStandIn.__mro__[1].msm_g1_many(self, bases, scalar_sets, phases)
+
+    monkeypatch.setattr(TieredStandIn, "msm_g1_many", failing)
+    be, jobs = _prove_on(tmp_path, limit, (2,), shared_pass_partitions=0, gpu_workers_per_device=1)
+    (job,) = jobs
+    assert job.state == JobState.FAILED and "shared pass broke" in job.error
+    assert len(be.compact_holds) == 2 and all(r.released for r in be.compact_holds)

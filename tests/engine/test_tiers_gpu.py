@@ -31,29 +31,42 @@ def _plan_at(limit: int):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "limit, tier, lean, fork",
+    "limit, tier, lean, fork, shared",
     [
-        (240 * MIB, "mixed", True, False),
-        (320 * MIB, "mixed", True, True),
-        (384 * MIB, "resident", True, True),
-        (1100 * MIB, "resident", False, True),
+        (240 * MIB, "mixed", True, False, False),
+        (320 * MIB, "mixed", True, True, False),
+        (384 * MIB, "resident", True, True, False),
+        (1100 * MIB, "resident", False, True, False),
+        (240 * MIB, "mixed", True, False, True),
     ],
-    ids=["mixed-lean", "mixed-lean-fork", "resident-lean-fork", "resident-whole"],
+    ids=[
+        "mixed-lean",
+        "mixed-lean-fork",
+        "resident-lean-fork",
+        "resident-whole",
+        "mixed-lean-shared",
+    ],
 )
 def test_gpu_engine_proves_in_each_tier(
-    tmp_path: Path, limit: int, tier: str, lean: bool, fork: bool
+    tmp_path: Path, limit: int, tier: str, lean: bool, fork: bool, shared: bool
 ) -> None:
     """Lean partitions with a side branch ("-fork"): L, A and B beside H's MSM
     within their share of the partition's MSM room, the a and b scalars
-    gathered a chunk at a time where their bases stream."""
+    gathered a chunk at a time where their bases stream; "-shared": the
+    two-partition job's streamed side queries as compact sets in pinned host
+    memory, one pass a query for both partitions ([gpus]
+    shared_pass_partitions; off in the others)."""
     from cuzk.backends.cuda import CudaBackend
     from cuzk.backends.cuda.memory import DeviceContext
 
     want = _plan_at(limit)
     assert (want.tier, want.lean, want.fork_share > 0) == (tier, lean, fork)
+    assert not shared or want.shared_queries
     ctx = DeviceContext(0, limit_bytes=limit)
     dev = Device(0, "capped GPU", CudaBackend(ctx=ctx), limit, Budget("vram:0", limit, ctx.budget))
-    e = Engine(engine_config(tmp_path, gpu_workers_per_device=1), devices=[dev])
+    share = 0 if shared else 1
+    config = engine_config(tmp_path, gpu_workers_per_device=1, shared_pass_partitions=share)
+    e = Engine(config, devices=[dev])
     e.start()
     try:
         circuit = DemoCircuit(rounds=ROUNDS, words=WORDS)

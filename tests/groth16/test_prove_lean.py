@@ -103,6 +103,97 @@ def test_prove_many_draws_its_randomness_per_proof() -> None:
     assert all(verifier.verify(pk.vk, css[0].public_inputs(), p) for p in (a, b))
 
 
+def test_compact_sets_share_each_side_pass_one_assignment_at_a_time() -> None:
+    """prove_many with compact L, A and B: each assignment's H step and H MSM in
+    turn (one assignment on the backend at a time), its compact sets made
+    once (B's for both of its queries), then one pass a query for all the
+    proofs: the proof bytes of one at a time, verified; a part of the side
+    queries compact, the rest per assignment while it lives."""
+    from cuzk.backends.base import Compact
+
+    seeds = ((77, (5, 6)), (78, (1, 2)), (2**40, (9, 2**63)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    rs, ss = [3, 5, 7], [11, 13, R - 1]
+    alone = prover.prepare(pk, r1cs, CpuBackend())
+    want = [
+        prover.prove(alone, r1cs, w, r=r, s=s).to_bytes()
+        for w, r, s in zip(ws, rs, ss, strict=True)
+    ]
+
+    class Noting(Lazy):
+        def __init__(self) -> None:
+            super().__init__()
+            self.made: list[tuple] = []
+            self.kinds: list[str] = []
+
+        def compact(self, a, idx=None, start=0):
+            self.made.append((idx is None, start))
+            return super().compact(a, idx, start)
+
+        def msm_g1_many(self, bases, scalar_sets, phases=None):
+            self.kinds.append("".join("c" if isinstance(x, Compact) else "d" for x in scalar_sets))
+            return super().msm_g1_many(bases, scalar_sets, phases)
+
+        def msm_g2_many(self, bases, scalar_sets, phases=None):
+            self.kinds.append("".join("c" if isinstance(x, Compact) else "d" for x in scalar_sets))
+            return super().msm_g2_many(bases, scalar_sets, phases)
+
+    be = Noting()
+    key = prover.prepare(pk, r1cs, be)
+    times = prover.StageTimes()
+    everything = ("l", "a", "b_g1", "b_g2")
+    got = prover.prove_many(key, r1cs, ws, rs, ss, times, compact=everything)
+    assert [p.to_bytes() for p in got] == want
+    for cs, proof in zip(css, got, strict=True):
+        assert verifier.verify(pk.vk, cs.public_inputs(), proof)
+    assert be.passes == [1, 1, 1, 3, 3, 3, 3]  # H per assignment, then one pass a side query
+    assert be.kinds == ["d", "d", "d", "ccc", "ccc", "ccc", "ccc"]
+    ni = r1cs.num_inputs
+    assert be.made == [(True, ni), (False, 0), (False, 0)] * 3  # L, A, then B once
+    assert times.detail["compact"] > 0 and {"msm_h", "msm_l", "msm_b_g1"} <= set(times.detail)
+    # L and B_G2 compact; A and B_G1 per assignment while it lives
+    be.passes.clear()
+    be.kinds.clear()
+    got = prover.prove_many(key, r1cs, ws, rs, ss, compact={"l", "b_g2"})
+    assert [p.to_bytes() for p in got] == want
+    assert be.kinds == ["d", "d", "d"] * 3 + ["ccc", "ccc"]
+    with pytest.raises(ValueError, match="not \\['h'\\]"):
+        prover.prove_many(key, r1cs, ws, rs, ss, compact={"h"})
+
+
+def test_deferred_parts_are_finished_together() -> None:
+    """prove_deferred one assignment at a time (each part holding its sums
+    and compact sets, the assignment not kept), finish_deferred with the
+    parts of several calls: one pass a compact query for them all, the
+    proofs of one at a time; a part lacking a sum is refused."""
+    seeds = ((77, (5, 6)), (78, (1, 2)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    alone = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(alone, r1cs, w, r=3 + j, s=9 + j).to_bytes() for j, w in enumerate(ws)]
+    be = Lazy()
+    key = prover.prepare(pk, r1cs, be)
+    both = ("a", "b_g1", "b_g2")
+    parts = [
+        prover.prove_deferred(key, r1cs, w.copy(), both, r=3 + j, s=9 + j) for j, w in enumerate(ws)
+    ]
+    for d in parts:
+        assert set(d.points) == {"h", "l"} and set(d.sets) == set(both)
+        assert d.sets["b_g1"] is d.sets["b_g2"]  # B's one set for both of its queries
+        assert d.host_bytes == d.sets["a"].nbytes + d.sets["b_g1"].nbytes > 0
+    assert be.passes == [1, 1] * 2
+    be.passes.clear()
+    assert [p.to_bytes() for p in prover.finish_deferred(key, parts)] == want
+    assert be.passes == [2, 2, 2]  # A, B_G1, B_G2: one pass for both parts
+    assert prover.finish_deferred(key, []) == []
+    lacking = prover.Deferred(1, 2, {"h": None}, {})
+    with pytest.raises(ValueError, match="part 0 lacks"):
+        prover.finish_deferred(key, [lacking])
+    with pytest.raises(ValueError, match="compact takes"):
+        prover.prove_deferred(key, r1cs, ws[0], {"h"})
+
+
 class Forking(Lazy):
     """The lazy CPU backend with the fork capability: the branch runs in a thread
     of its own (as the CUDA backend's does); each pass notes its thread and
@@ -262,4 +353,30 @@ def test_gpu_lean_proofs_with_a_side_branch_equal_the_cpu(resident: bool) -> Non
     if not resident:
         assert 0 < peak["msm_g1 streamed"] <= room - share
     assert budget.overdrawn_by_operation == {}
+    key.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "streamed"])
+def test_gpu_compact_side_passes_equal_the_cpu(resident: bool) -> None:
+    """Every key part resident or streamed, L, A and B as compact sets in
+    pinned host memory (classified on the device), one assignment on the
+    device at a time, one pass a side query for both proofs: the CPU's proof
+    bytes, verified, within the budget."""
+    from cuzk.backends.cuda import CudaBackend
+
+    seeds = ((987654321, tuple(range(1, 13))), (5, tuple(range(40, 52))))
+    r1cs, pk, css = _demo(rounds=1500, words=12, seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    rs, ss = [0x1234567, 99], [R - 5, 7]
+    cpu_key = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(cpu_key, r1cs, w, r=r, s=s) for w, r, s in zip(ws, rs, ss, strict=True)]
+    gpu = CudaBackend()
+    where = {p: resident for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
+    key = prover.prepare(pk, r1cs, gpu, resident=where)
+    got = prover.prove_many(key, None, ws, rs, ss, compact=prover.SIDE_QUERIES)
+    assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
+    for cs, proof in zip(css, got, strict=True):
+        assert verifier.verify(pk.vk, cs.public_inputs(), proof)
+    assert gpu.ctx.budget.overdrawn_by_operation == {}
     key.close()

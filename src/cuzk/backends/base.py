@@ -27,6 +27,7 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends.compact import Compact, compact_bytes  # noqa: F401 (part of the face)
 
 FrArray = Any  # numpy.ndarray (n, 4) uint64, or a backend's device array of that shape
 
@@ -117,6 +118,12 @@ class Backend(Protocol):
 
     def gather(self, a: FrArray, idx: Any) -> FrArray:
         """The rows ``a[idx]`` where the backend keeps ``a`` (no host round trip)."""
+
+    def compact(self, a: FrArray, idx: Any = None, start: int = 0) -> Compact:
+        """The scalars ``a[idx]`` (a prepared index), or ``a[start:]`` without
+        one, as a :class:`Compact` set in host memory (pinned on a GPU),
+        classified where ``a`` lives, in linear time and bounded memory: what
+        outlives the assignment for a pass that serves several partitions."""
 
     def synchronize(self) -> None:
         """Wait for the backend's queued work (a no-op on the CPU): stage timers call it."""
@@ -227,9 +234,11 @@ class Backend(Protocol):
     def msm_g1_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
         """One :meth:`msm_g1` a scalar set over the same bases, in one pass over
         them where they stream from pinned host memory (each chunk crosses to
-        the device once for every set). A set is an Fr array or a
+        the device once for every set). A set is an Fr array, a
         :class:`Gathered` one (rows of the assignment by a prepared index),
-        bit for bit the MSM of the gathered array."""
+        bit for bit the MSM of the gathered array, or a :class:`Compact` one
+        (zeros, ones and full values in host memory, :meth:`compact`), bit for
+        bit the MSM of the array it stands for."""
 
     def msm_g2_many(self, bases: Any, scalar_sets: list, phases: dict | None = None) -> list:
         """:meth:`msm_g1_many` in G2."""

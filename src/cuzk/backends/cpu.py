@@ -44,8 +44,15 @@ from cuzk.algebra.curves import Affine
 from cuzk.algebra.domain import EvaluationDomain
 from cuzk.algebra.fields import FR_TWO_ADICITY, R
 from cuzk.algebra.sparse import SparseMatrix
+from cuzk.backends import compact as _compact
 from cuzk.backends import native as native_kernels
-from cuzk.backends.base import Gathered, LoadProgress, PointReader, proof_working_bytes
+from cuzk.backends.base import (
+    Compact,
+    Gathered,
+    LoadProgress,
+    PointReader,
+    proof_working_bytes,
+)
 from cuzk.errors import BadPoint, EncodingError
 
 log = logging.getLogger(__name__)
@@ -257,6 +264,10 @@ class CpuBackend:
     def gather(self, a: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return np.take(a, idx, axis=0)
 
+    def compact(self, a: np.ndarray, idx: Any = None, start: int = 0) -> Compact:
+        """The scalars ``a[idx]`` (or ``a[start:]``) classified on the host."""
+        return _compact.classify(np, _check_fr(a), idx, start)
+
     def synchronize(self) -> None:
         pass
 
@@ -425,10 +436,13 @@ class CpuBackend:
         return [self.msm_g2(bases, self.rows(s), phases) for s in scalar_sets]
 
     def rows(self, scalars: Any) -> np.ndarray:
-        """A scalar set's array: a :class:`~cuzk.backends.base.Gathered` one gathered
-        (host memory is one tier: the whole set at once), any other as it is."""
+        """A scalar set's array: a :class:`~cuzk.backends.base.Gathered` one gathered,
+        a :class:`~cuzk.backends.base.Compact` one expanded (host memory is one
+        tier: the whole set at once), any other as it is."""
         if isinstance(scalars, Gathered):
             return self.gather(scalars.values, scalars.index)
+        if isinstance(scalars, Compact):
+            return scalars.dense()
         return scalars
 
     @staticmethod

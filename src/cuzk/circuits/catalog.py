@@ -23,6 +23,24 @@ POST_KINDS = (WINNING, WINDOW)
 KINDS = (*POST_KINDS, POREP, SNAP)
 
 
+def proof_partitions(kind: str, sector_size: int | str) -> int:
+    """Partitions a proof of ``kind`` has for a sector size: PoRep's and
+    SnapDeals' by Filecoin's parameters; one for a PoSt request (Curio sends
+    a WindowPoSt partition a request)."""
+    if kind not in KINDS:
+        raise InputError("circuit kind", "", f"{kind!r} is not one of {', '.join(KINDS)}")
+    size = parse_sector_size(sector_size)
+    if kind == POREP:
+        from cuzk.circuits.porep.params import default_proof
+
+        return default_proof(size).sector.partitions
+    if kind == SNAP:
+        from cuzk.circuits.update.params import UpdateParams
+
+        return UpdateParams.of(size).partition_count
+    return 1
+
+
 def compiled_circuit(
     kind: str, sector_size: int | str, cache: Path | None = None, use_cache: bool = True
 ) -> CompiledCircuit:

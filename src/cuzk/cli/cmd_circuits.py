@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from cuzk.circuits.catalog import KINDS, compiled_circuit
+from cuzk.circuits.catalog import KINDS, compiled_circuit, proof_partitions
 from cuzk.cli._kinds import HELP as KIND_HELP
 from cuzk.cli._kinds import circuit_kind
 from cuzk.errors import CuzkError
@@ -134,12 +134,13 @@ def run_plan(args: argparse.Namespace) -> int:
         shapes = [
             shape_of(compiled_circuit(k, args.sector_size, args.cache_dir, True)) for k in kinds
         ]
+        partitions = [proof_partitions(k, args.sector_size) for k in kinds]
     except CuzkError as e:
         print(f"error: {e}")
         return 2
     plans = [
-        plan(shape, args.backend, host_budget, budget, cfg.pipeline.witness)
-        for shape in shapes
+        plan(shape, args.backend, host_budget, budget, cfg.pipeline.witness, parts)
+        for shape, parts in zip(shapes, partitions, strict=True)
         for budget in (budgets if args.backend == "cuda" else budgets[:1])
     ]
     if args.json:

@@ -223,6 +223,12 @@ class GpusConfig:
     # WindowPoSt), which PoRep and SnapDeals partitions may not take: "auto" (the
     # largest working set of a CRITICAL (WinningPoSt) partition there), a size, "0" (off)
     time_critical_vram: str = "auto"
+    # Where a key's L, A and B bases stream (lean tiers), a GPU worker keeps the
+    # partitions of a circuit it proves in a row with their L, A and B scalars
+    # as compact sets in host memory and runs those MSMs once for them all, so
+    # the bases cross PCIe once a group: 0 = a group is a job's partitions (at
+    # most), N = at most N, 1 = off (each partition its own passes).
+    shared_pass_partitions: int = 0
 
     def time_critical_bytes(self, source: str = "config") -> int | None:
         """``time_critical_vram`` in bytes; None for ``"auto"``."""

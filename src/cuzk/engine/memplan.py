@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from cuzk.backends import memory_model
+from cuzk.backends.base import compact_bytes
 from cuzk.engine.keystore.devfiles import dev_setup_host_bytes
 from cuzk.engine.keystore.residency import WITNESS_ALLOWANCE, Residency
 from cuzk.engine.keystore.residency import plan as plan_residency
@@ -68,9 +69,36 @@ class Plan:
     # the side branch's part of it (L, A and B beside H's MSM; 0: in turn after it)
     side_room_bytes: int = 0
     host_needed_bytes: int = 0  # pinned key + partitions in flight on the host
+    partitions_per_proof: int = 1
+    # the side queries whose bases stream (lean tiers): their scalars wait as
+    # compact sets in host memory for one pass a proof
+    shared_queries: tuple[str, ...] = ()
+    compact_host_bytes: int = 0  # one partition's compact sets, held until that pass
+    pcie_bytes_per_proof: int = 0  # key bytes a proof moves, the shared passes once
+    pcie_bytes_per_proof_unshared: int = 0  # … each partition's passes its own
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+# The share of full scalars (neither 0 nor 1) in each side query's set.
+# Measured on really sealed PoRep partitions (2026-12-04): 2KiB L 1.6 %,
+# A 1.2 %, B 4.6 % full; 8MiB 2.9, 2.2 and 8.0 % (about 46 % ones in each).
+# The share grows with the trees' depth (6 levels at 2KiB, 18 at 8MiB, 30 at
+# 32GiB): these are the 8MiB shares carried on to 32GiB's depth, a bound
+# until a 32GiB partition is measured. PoSt and SnapDeals (Poseidon-heavy):
+# unmeasured; the engine reserves a deferred partition's sets by their size.
+COMPACT_FULL_SHARE = {"l": 0.05, "a": 0.04, "b": 0.12}
+
+
+def compact_partition_bytes(shape: Counts, queries: tuple[str, ...]) -> int:
+    """Host bytes a partition's compact sets of ``queries`` take (B's one set
+    for both B queries): bitmaps and full values at :data:`COMPACT_FULL_SHARE`."""
+    sizes = {"l": shape.num_aux, "a": shape.a_points, "b": shape.b_points}
+    sets = {"b" if q.startswith("b_") else q for q in queries}
+    return sum(
+        compact_bytes(sizes[q], int(sizes[q] * COMPACT_FULL_SHARE[q]) + 1) for q in sorted(sets)
+    )
 
 
 def host_csr_bytes(rows: int, nnz: int) -> int:
@@ -90,6 +118,7 @@ def plan(
     host_budget: int,
     gpu_budget: int = 0,
     witness: str = "auto",
+    partitions: int = 1,
 ) -> Plan:
     """The plan of one circuit on ``backend`` ("cuda" or "cpu") within the budgets
     (bytes: the host's ``[memory] total_budget``, and a GPU's VRAM budget:
@@ -131,7 +160,11 @@ def plan(
         fits_gpu, at_once_gpu = True, 0
     # the daemon's host: a streaming tier's pinned key, then the partitions in
     # flight (the R1CS is mapped from its cache and released once on a GPU)
+    shared = res.shared_queries if res is not None and res.fits and partitions > 1 else ()
+    compact = compact_partition_bytes(shape, shared) if shared else 0
+    # a proof's compact sets wait on the host for its shared passes
     resident_host = (r1cs_host if backend == "cpu" else 0) + key_host + pinned
+    resident_host += max(1, partitions) * compact
     fits_host = resident_host + max(part_host, key_gen) <= host_budget
     at_once_host = max(0, (host_budget - resident_host) // part_host) if fits_host else 0
     return Plan(
@@ -161,12 +194,35 @@ def plan(
         pcie_bytes_per_partition=res.pcie_bytes_per_partition() if res is not None else 0,
         msm_room_bytes=res.msm_room if res is not None else 0,
         side_room_bytes=res.fork_share if res is not None and res.lean else 0,
-        host_needed_bytes=pinned + max(1, at_once_gpu or 1) * part_host,
+        host_needed_bytes=pinned
+        + max(1, at_once_gpu or 1) * part_host
+        + max(1, partitions) * compact,
+        partitions_per_proof=max(1, partitions),
+        shared_queries=shared,
+        compact_host_bytes=compact,
+        pcie_bytes_per_proof=(
+            res.pcie_bytes_per_proof(partitions, shared=bool(shared)) if res is not None else 0
+        ),
+        pcie_bytes_per_proof_unshared=(
+            res.pcie_bytes_per_proof(partitions, shared=False) if res is not None else 0
+        ),
     )
 
 
 def gib(n: int) -> str:
     return f"{n / 2**30:,.1f} GiB"
+
+
+def _names(queries: tuple[str, ...]) -> str:
+    """L, A, B_G1, B_G2 as a short list (B's two queries as B)."""
+    names = [q.upper() for q in queries if q not in ("b_g1", "b_g2")]
+    if {"b_g1", "b_g2"} & set(queries):
+        names.append(
+            "B"
+            if {"b_g1", "b_g2"} <= set(queries)
+            else next(q.upper() for q in queries if q.startswith("b_"))
+        )
+    return ", ".join(names)
 
 
 def _split(p: Plan) -> str:
@@ -189,7 +245,15 @@ def render(p: Plan) -> str:
             else f"host, pinned key   {gib(p.key_pinned_bytes)} (the key's parts that stream)"
         ),
         f"host, per partition {gib(p.partition_host_bytes)}"
-        + (" (its hint table: the witness is made on the GPU)" if p.device_witness else ""),
+        + (" (its hint table: the witness is made on the GPU)" if p.device_witness else "")
+        + (
+            f" + compact {_names(p.shared_queries)} {gib(p.compact_host_bytes)} "
+            f"(held until the proof's shared passes: "
+            f"{gib(p.partitions_per_proof * p.compact_host_bytes)} for "
+            f"{p.partitions_per_proof} partitions)"
+            if p.compact_host_bytes
+            else ""
+        ),
         f"host, key generation {gib(p.key_generation_host_bytes)} (once; key files "
         f"{gib(p.key_file_bytes)})",
     ]
@@ -202,7 +266,19 @@ def render(p: Plan) -> str:
             f"GPU, key           {gib(p.key_device_bytes)}",
             f"GPU, per partition {gib(p.partition_device_bytes)}"
             + (f" (its MSMs' room {gib(p.msm_room_bytes)}{_split(p)})" if p.lean else ""),
-            f"PCIe, per partition {gib(p.pcie_bytes_per_partition)} of the key",
+            f"PCIe, per partition {gib(p.pcie_bytes_per_partition)} of the key"
+            + (
+                f"; per proof ({p.partitions_per_proof} partitions) "
+                f"{gib(p.pcie_bytes_per_proof)}"
+                + (
+                    f", {_names(p.shared_queries)} once (not shared: "
+                    f"{gib(p.pcie_bytes_per_proof_unshared)})"
+                    if p.shared_queries
+                    else ""
+                )
+                if p.pcie_bytes_per_proof and p.partitions_per_proof > 1
+                else ""
+            ),
             f"GPU budget         {gib(p.gpu_budget_bytes)}: "
             + (
                 f"fits, {p.partitions_at_once_gpu} partition(s) at once"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,12 +67,13 @@ HERE = Scopes()
 
 @dataclass
 class PartitionProof:
-    proof: Proof
+    proof: Proof | None  # None while ``deferred`` waits for finish_partitions
     times: prover.StageTimes
     witness_s: float = 0.0  # the assignment made on the device and its inputs copied back
     prove_s: float = 0.0  # the Groth16 proof (within its scope)
     verify_s: float = 0.0
     verified: bool | None = None  # None: not verified here (the caller verifies)
+    deferred: prover.Deferred | None = None  # its part, its shared side queries to come
 
 
 def prove_partition(
@@ -86,6 +87,7 @@ def prove_partition(
     scopes: Scopes = HERE,
     times: prover.StageTimes | None = None,
     verify_with: VerifyingKey | None = None,
+    defer: Collection[str] = (),
 ) -> PartitionProof:
     """Partition ``partition`` of a request (``source``) proven under ``key``:
     ``witness`` is its full assignment or a :class:`DeviceWitness`;
@@ -93,8 +95,20 @@ def prove_partition(
     assignment is evaluated on (None: the key's own matrices). A device
     witness that does not carry ``inputs`` is an InputError naming the
     partition. With ``verify_with``, the proof is verified before it is
-    returned (``verified``)."""
+    returned (``verified``). With ``defer`` (side queries: the residency's
+    ``shared_queries``) the partition's part is made instead of its proof
+    (:func:`cuzk.groth16.prover.prove_deferred`: those queries' scalars as
+    compact sets in host memory) and returned as ``deferred``, for
+    :func:`finish_partitions` to complete with other partitions'."""
+    if defer and verify_with is not None:
+        raise ValueError("prove_partition: a deferred partition is verified once finished")
     times = times if times is not None else prover.StageTimes()
+
+    def run(w: Any) -> tuple[Proof | None, prover.Deferred | None]:
+        if defer:
+            return None, prover.prove_deferred(key, circuit, w, defer, times=times)
+        return prover.prove(key, circuit, w, times=times, **scopes.mode()), None
+
     out_witness = 0.0
     if isinstance(witness, DeviceWitness):
         t = time.perf_counter()
@@ -108,19 +122,43 @@ def prove_partition(
             check_public_inputs(got, inputs, source, f"partition {partition}")
             t = time.perf_counter()
             with scopes.proving(times, after_device_witness=True):
-                proof = prover.prove(key, circuit, W, times=times, **scopes.mode())
+                proof, part = run(W)
         finally:
             witness.maker.free(W)
     else:
         t = time.perf_counter()
         with scopes.proving(times, after_device_witness=False):
-            proof = prover.prove(key, circuit, witness, times=times, **scopes.mode())
+            proof, part = run(witness)
     done = PartitionProof(proof, times, witness_s=out_witness, prove_s=time.perf_counter() - t)
+    done.deferred = part
     if verify_with is not None:
         t = time.perf_counter()
         done.verified = verify_partition(verify_with, inputs, proof)
         done.verify_s = time.perf_counter() - t
     return done
+
+
+def finish_partitions(
+    key: prover.PreparedKey,
+    parts: Sequence[PartitionProof],
+    scopes: Scopes = HERE,
+    times: prover.StageTimes | None = None,
+) -> float:
+    """The proofs of partitions :func:`prove_partition` deferred under ``key``:
+    their shared side queries' MSMs in one pass a query for them all
+    (:func:`cuzk.groth16.prover.finish_deferred`), within ``scopes``'s
+    proving context; each part gets its ``proof``. Returns the seconds taken."""
+    if not parts:
+        return 0.0
+    times = times if times is not None else prover.StageTimes()
+    t = time.perf_counter()
+    with scopes.proving(times, after_device_witness=False):
+        proofs = prover.finish_deferred(key, [p.deferred for p in parts], times)
+    took = time.perf_counter() - t
+    for p, proof in zip(parts, proofs, strict=True):
+        p.proof, p.deferred = proof, None
+        p.prove_s += took / len(parts)
+    return took
 
 
 def verify_partition(vk: VerifyingKey, inputs: Sequence[int], proof: Proof) -> bool:

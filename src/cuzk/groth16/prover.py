@@ -26,7 +26,7 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -348,6 +348,9 @@ class StageTimes:
         return sum(self.detail.get(k, 0.0) for k in steps)
 
 
+# The queries whose scalars are the assignment's own (beside H's).
+SIDE_QUERIES = ("l", "a", "b_g1", "b_g2")
+
 # The finer steps whose sum is the msm_g1 stage.
 _G1_STEPS = ("gather", "msm_h", "msm_l", "msm_a", "msm_b_g1")
 
@@ -455,6 +458,7 @@ def prove_many(
     s: Sequence[int] | None = None,
     times: StageTimes | None = None,
     fork_share: int = 0,
+    compact: Collection[str] = (),
 ) -> list[Proof]:
     """Lean proofs of several assignments of one circuit, their MSMs sharing
     each pass over the bases.
@@ -476,17 +480,29 @@ def prove_many(
     bound by its arithmetic, theirs by their bases' copy, so they overlap.
     0: they follow H's MSM in turn. ``r`` and ``s`` (one pair a proof)
     default to random.
+
+    ``compact`` names queries among L, A, B_G1 and B_G2 (:data:`SIDE_QUERIES`)
+    whose scalars are kept as :class:`~cuzk.backends.base.Compact` sets in
+    host memory (``Backend.compact``: zeros, ones and full values, a tenth
+    of the dense set): then one assignment at a time is on the backend (its
+    H step, its H MSM, the MSMs of the other side queries, its compact sets
+    made, then freed) and each compact query's MSM runs once, after the last,
+    in one pass over its bases for every assignment: a proof's partitions
+    share each chunk of bases that stream without holding their assignments
+    at once. No side branch then (``fork_share`` is not used).
     """
     k = len(assignments)
     if not k:
         return []
+    if compact:
+        unknown = set(compact) - set(SIDE_QUERIES)
+        if unknown:
+            raise ValueError(f"prove_many: compact takes {SIDE_QUERIES}, not {sorted(unknown)}")
+        return _prove_compact(key, r1cs, assignments, r, s, times, frozenset(compact))
     be, times = _start(key, r1cs, assignments[0], times)
     for a in assignments[1:]:
         _check(key, r1cs, a)
-    rs = [secrets.randbelow(R) for _ in range(k)] if r is None else [x % R for x in r]
-    ss = [secrets.randbelow(R) for _ in range(k)] if s is None else [x % R for x in s]
-    if len(rs) != k or len(ss) != k:
-        raise ValueError(f"prove_many: {k} assignments, {len(rs)} r and {len(ss)} s")
+    rs, ss = _randomness(k, r, s)
     g1_before = times.total(_G1_STEPS)
     matrices = key.spmv_operands(r1cs)
     lazy = key.reduction is BELLPERSON  # (only bellperson's H takes its inputs lazily)
@@ -547,6 +563,169 @@ def prove_many(
     ]
     times.mark("assemble", t)
     return proofs
+
+
+def _randomness(k: int, r: Sequence[int] | None, s: Sequence[int] | None) -> tuple[list, list]:
+    """One (r, s) a proof: as given (reduced), else random."""
+    rs = [secrets.randbelow(R) for _ in range(k)] if r is None else [x % R for x in r]
+    ss = [secrets.randbelow(R) for _ in range(k)] if s is None else [x % R for x in s]
+    if len(rs) != k or len(ss) != k:
+        raise ValueError(f"prove_many: {k} assignments, {len(rs)} r and {len(ss)} s")
+    return rs, ss
+
+
+def _prove_compact(
+    key: PreparedKey,
+    r1cs: R1CS | None,
+    assignments: Sequence[Any],
+    r: Sequence[int] | None,
+    s: Sequence[int] | None,
+    times: StageTimes | None,
+    compact: frozenset[str],
+) -> list[Proof]:
+    """:func:`prove_many` with the ``compact`` queries' MSMs deferred to one
+    pass each over compact sets, one assignment on the backend at a time."""
+    k = len(assignments)
+    for a in assignments:
+        _check(key, r1cs, a)
+    rs, ss = _randomness(k, r, s)
+    times = times if times is not None else StageTimes()
+    waiting = [
+        prove_deferred(key, r1cs, a, compact, rs[j], ss[j], times)
+        for j, a in enumerate(assignments)
+    ]
+    return finish_deferred(key, waiting, times)
+
+
+@dataclass
+class Deferred:
+    """A proof whose compact side queries wait for a pass shared with other
+    proofs' (:func:`prove_deferred`, :func:`finish_deferred`): its H and
+    other side queries' sums, and the compact queries' scalar sets in host
+    memory (a tenth of the dense sets: the assignment itself is gone)."""
+
+    r: int
+    s: int
+    points: dict[str, Any]  # the sums made: "h" and the side queries not compact
+    sets: dict[str, Any]  # the compact queries' Compact sets (B's one set for both)
+
+    @property
+    def host_bytes(self) -> int:
+        """Host bytes its compact sets hold."""
+        seen = {id(c): c for c in self.sets.values()}
+        return sum(c.nbytes for c in seen.values())
+
+
+def prove_deferred(
+    key: PreparedKey,
+    r1cs: R1CS | None,
+    assignment: Any,
+    compact: Collection[str],
+    r: int | None = None,
+    s: int | None = None,
+    times: StageTimes | None = None,
+) -> Deferred:
+    """A proof's part that needs its assignment: the H step and H's MSM, the
+    side queries not in ``compact`` (:data:`SIDE_QUERIES`), and the compact
+    queries' scalars as :class:`~cuzk.backends.base.Compact` sets
+    (``Backend.compact``; B's made once for both B queries). The assignment
+    may be freed once it returns; :func:`finish_deferred` completes the
+    proof, its compact queries' MSMs in passes shared with others'."""
+    compact = frozenset(compact)
+    unknown = compact - set(SIDE_QUERIES)
+    if unknown:
+        raise ValueError(f"prove_many: compact takes {SIDE_QUERIES}, not {sorted(unknown)}")
+    be, times = _start(key, r1cs, assignment, times)
+    r = secrets.randbelow(R) if r is None else r % R
+    s = secrets.randbelow(R) if s is None else s % R
+    g1_before = times.total(_G1_STEPS)
+    m = len(key.h) + 1
+    a_index, b_index = _indexes(key)
+    t = time.perf_counter()
+    w = be.asarray(assignment)
+    t = times.mark("upload", t, detail=True)
+    matrices = key.spmv_operands(r1cs)
+    if key.reduction is BELLPERSON:
+        inputs = [functools.partial(be.spmv, mat, w, m) for mat in matrices]
+    else:
+        inputs = [be.spmv(mat, w) for mat in matrices]
+    h = key.reduction.h(be, *inputs)
+    del inputs
+    times.mark(key.reduction.step, t)
+    sets: dict[str, Any] = {}
+    t = time.perf_counter()
+    for q in SIDE_QUERIES:
+        if q not in compact:
+            continue
+        twin = "b_g2" if q == "b_g1" else "b_g1" if q == "b_g2" else None
+        if twin in sets:
+            sets[q] = sets[twin]
+        elif q == "l":
+            sets[q] = be.compact(w, None, key.num_inputs)
+        else:
+            sets[q] = be.compact(w, a_index if q == "a" else b_index)
+    if sets:
+        times.mark("compact", t, detail=True)
+    t = time.perf_counter()
+    points = {"h": be.msm_g1_many(key.h, [h], times.msm("h"))[0]}
+    del h
+    times.mark("msm_h", t, detail=True)
+    for q in SIDE_QUERIES:  # the rest while the assignment lives
+        if q not in compact:
+            selection = {"l": None, "a": a_index}.get(q, b_index)
+            one = w[key.num_inputs :] if selection is None else Gathered(w, selection)
+            points[q] = _side_msm(be, key, q, [one], times)[0]
+    del w
+    g1 = times.total(_G1_STEPS) - g1_before
+    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + g1
+    return Deferred(r, s, points, sets)
+
+
+def finish_deferred(
+    key: PreparedKey, waiting: Sequence[Deferred], times: StageTimes | None = None
+) -> list[Proof]:
+    """The proofs of :func:`prove_deferred`'s parts: each compact query's MSM
+    in one pass over its bases for every part's set (where they stream, each
+    chunk crosses PCIe once for all of them), then each proof assembled."""
+    if not waiting:
+        return []
+    be = key.backend
+    times = times if times is not None else StageTimes()
+    times.sync = be.synchronize
+    g1_before = times.total(_G1_STEPS)
+    points = [dict(d.points) for d in waiting]
+    for q in SIDE_QUERIES:
+        owners = [j for j, d in enumerate(waiting) if q in d.sets]
+        if owners:
+            got = _side_msm(be, key, q, [waiting[j].sets[q] for j in owners], times)
+            for j, g in zip(owners, got, strict=True):
+                points[j][q] = g
+    missing = [j for j, p in enumerate(points) if len(p) != 1 + len(SIDE_QUERIES)]
+    if missing:
+        raise ValueError(f"finish_deferred: part {missing[0]} lacks a side query's sum")
+    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + (
+        times.total(_G1_STEPS) - g1_before
+    )
+    t = time.perf_counter()
+    proofs = [
+        _assemble(key.vk, d.r, d.s, p["h"], p["l"], p["a"], p["b_g1"], p["b_g2"])
+        for d, p in zip(waiting, points, strict=True)
+    ]
+    times.mark("assemble", t)
+    return proofs
+
+
+# Each side query's stage mark (msm_g2 is a stage of its own, the rest msm_g1's steps).
+_SIDE_MARK = {"l": "msm_l", "a": "msm_a", "b_g1": "msm_b_g1", "b_g2": "msm_g2"}
+
+
+def _side_msm(be: Backend, key: PreparedKey, q: str, scalar_sets: list, times: StageTimes):
+    """One pass of query q's MSM over its bases for the scalar sets."""
+    t = time.perf_counter()
+    many = be.msm_g2_many if q == "b_g2" else be.msm_g1_many
+    out = many(getattr(key, q), scalar_sets, times.msm(q))
+    times.mark(_SIDE_MARK[q], t, detail=q != "b_g2")
+    return out
 
 
 def _check(key: PreparedKey, r1cs: R1CS | None, assignment: Any) -> None:

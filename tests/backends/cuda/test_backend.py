@@ -285,3 +285,46 @@ def test_a_failed_branch_frees_its_arrays_with_its_exception(target):
         assert refs[0]() is None
     finally:
         gc.enable()
+
+
+def test_compact_sets_are_classified_on_the_device_into_host_memory(target):
+    """CudaBackend.compact: the rows of a device assignment (by a prepared
+    index, or its tail) classified a step at a time on the device within a
+    reservation of one step, kept in host memory (pinned): the dense rows
+    bit for bit; msm_g1_many hands the set to the MSM engine as it is."""
+    from cuzk.backends.base import Compact
+    from cuzk.backends.compact import CLASSIFY_STEP, classify_step, classify_step_bytes
+    from cuzk.backends.cuda import CudaBackend
+
+    be = CudaBackend()
+    rng = np.random.default_rng(12)
+    w = fr_random(3000, rng)
+    w[::2] = 0
+    w[::3, 1:] = 0
+    w[::3, 0] = 1
+    d = be.asarray(w)
+    idx = be.prepare_index(rng.integers(0, 3000, 2500))
+    want = w[be.to_host(idx.array).astype(np.int64)]
+    before = be.ctx.budget.reserved_bytes
+    c = be.compact(d, idx)
+    assert be.ctx.budget.reserved_bytes == before  # the step's reservation given back
+    assert isinstance(c, Compact) and isinstance(c.values, np.ndarray)
+    assert np.array_equal(c.dense(), want)
+    assert c.n_ones == int(((want[:, 0] == 1) & (want[:, 1:] == 0).all(axis=1)).sum())
+    tail = be.compact(d, start=7)
+    assert np.array_equal(tail.dense(), w[7:])
+    # a step fitted to the set (rounded up to a block) and the room
+    assert be.peak_bytes_by_operation()["compact scalars"] == classify_step_bytes(3072)
+    assert classify_step(10**9, 1 << 40) == CLASSIFY_STEP
+    assert classify_step(10**9, 64 << 20) * 96 <= 32 << 20
+    given: list = []
+
+    class Recorder:
+        def msm_many(self, handle, sets, timings, spec):
+            given.append(sets)
+            return [spec.name] * len(sets)
+
+    be._msm = Recorder()
+    assert be.msm_g1_many(None, [c, tail]) == ["G1", "G1"]
+    assert given[0][0] is c and given[0][1] is tail
+    idx.close()

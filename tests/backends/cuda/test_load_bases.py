@@ -596,3 +596,113 @@ def test_a_short_room_takes_a_smaller_chunk_in_wider_window_groups():
     # with room to spare the largest chunk stays
     assert fit_chunk(engine, G1_SPEC, 1 << 26, room=12 * gib, on_host=False) == 1 << 24
     assert fit_chunk(engine, G1_SPEC, 1 << 26, room=40 * gib, on_host=False) == 1 << 24
+
+
+# (group, bases, lengths of the compact sets, chunk): chunks that split the
+# bitmaps' bytes (not multiples of 8), sets full, partial, of one entry,
+# empty, all zeros and all ones.
+COMPACT_CASES = [
+    pytest.param(G1, 45, [45, 29, 1, 0, 45, 45], 11, id="G1"),
+    pytest.param(G2, 19, [19, 13, 0, 19], 5, id="G2"),
+]
+
+
+def compact_sets(lengths: list[int], seed: int) -> list[np.ndarray]:
+    """Dense sets with PoRep-like proportions of ones and full scalars; the
+    fifth all zeros and the sixth all ones (G1), the fourth all ones (G2)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for j, m in enumerate(lengths):
+        u = rng.random(m)
+        x = np.zeros((m, 4), dtype=np.uint64)
+        x[u < 0.46, 0] = 1
+        full = u > 0.9 - 0.05 * j
+        x[full] = fr_random(int(full.sum()), rng)
+        out.append(x)
+    if len(out) == 6:
+        out[4][:] = 0
+        out[5][:] = 0
+        out[5][:, 0] = 1
+    else:
+        out[3][:] = 0
+        out[3][:, 0] = 1
+    return out
+
+
+@pytest.mark.parametrize("group, n, lengths, chunk", COMPACT_CASES)
+def test_twin_compact_sets_are_their_dense_arrays(
+    group, n, lengths, chunk, twin_engine, monkeypatch
+):
+    """A Compact set (zeros, ones and full values in host memory) gives the MSM
+    of the dense array bit for bit: beside resident bases expanded whole;
+    beside streamed ones a chunk at a time on the device (its bits and full
+    values uploaded, never the dense set), within the pass's reservation for
+    scalars made a chunk at a time plus the expansion's own bytes."""
+    import sys
+
+    from cuzk.backends.compact import classify, expand_bytes
+    from cuzk.backends.cuda.msm import G1_SPEC, G2_SPEC, streamed_msm_bytes
+
+    spec = G1_SPEC if group is G1 else G2_SPEC
+    limbs, _ = stream(group, n, seed=40)
+    plain = compact_sets(lengths, seed=41)
+    want = [reference(group, limbs[: len(x)], x) for x in plain]
+    sets = [classify(np, x, step=512) for x in plain]
+    resident = twin_engine()
+    h = _prepare(resident, group, limbs)
+    assert resident.msm_many(h, sets) == want
+    h.close()
+
+    cp = sys.modules["cupy"]
+    engine = twin_engine(stream_chunk=chunk)
+    s = _prepare(engine, group, limbs)
+    assert not s.resident
+    held = record_reservations(engine.ctx.budget)
+    live = DeviceBytes(cp, monkeypatch)
+    monkeypatch.setattr(cp, "unpackbits", live._tracking(cp.unpackbits))
+    uploads = count_uploads(s)
+    timings: dict = {}
+    assert engine.msm_many(s, sets, timings) == want
+    assert len(uploads) == -(-n // chunk)  # one pass for every set
+    assert "expand" in timings
+    (need,) = [b for b, what in held if what.endswith("streamed")]
+    most = max(x.most_full(chunk) for x in sets)
+    plan = streamed_msm_bytes(spec, chunk, len(sets), on_host=True)
+    assert need == plan + expand_bytes(chunk, most)
+    assert 2 * chunk * spec.affine_bytes < live.peak <= need
+    # beside dense and gathered sets in the same pass
+    from cuzk.backends.base import Gathered
+
+    rng = np.random.default_rng(42)
+    idx = rng.permutation(n)[: n - 2]
+    both = [sets[0], _device(plain[0]), Gathered(_device(plain[0]), _device(idx))]
+    got = engine.msm_many(s, both)
+    assert got == [want[0], want[0], reference(group, limbs[: n - 2], plain[0][idx])]
+    s.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", GROUPS)
+def test_gpu_compact_sets_over_streamed_and_resident_bases(group):
+    """On the GPU: compact sets classified on the device (CudaBackend.compact,
+    pinned host memory) give the CPU's MSMs of their dense arrays, in one pass
+    over streamed bases with chunks that split the bitmaps' bytes, and beside
+    resident bases."""
+    from cuzk.backends.cuda import CudaBackend
+
+    n = 5000 if group is G1 else 2000
+    limbs, _ = stream(group, n, seed=43)
+    plain = compact_sets([n, n - 7, 1, 0, n, n] if group is G1 else [n, 999, 0, n], seed=44)
+    want = [reference(group, limbs[: len(x)], x) for x in plain]
+    be = CudaBackend()
+    sets = [be.compact(be.asarray(x)) for x in plain]
+    assert all(np.array_equal(c.dense(), x) for c, x in zip(sets, plain, strict=True))
+    many = be.msm_g1_many if group is G1 else be.msm_g2_many
+    for resident in (True, False):
+        engine = be._msm_engine()
+        engine.stream_chunk = None if resident else 1237
+        fn = be.prepare_g1 if group is G1 else be.prepare_g2
+        h = fn(limbs, resident)
+        assert many(h, sets) == want
+        h.close()
+    assert be.ctx.budget.overdrawn_by_operation == {}

@@ -133,6 +133,8 @@ def make() -> types.ModuleType:
         "flatnonzero",
         "ascontiguousarray",
         "take",
+        "packbits",
+        "unpackbits",
     ):
         setattr(cp, name, _wrap(getattr(np, name)))
     cp.ndarray = DevArray

@@ -20,7 +20,8 @@ import numpy as np
 
 from cuzk.algebra.curves import Affine
 from cuzk.algebra.sparse import SparseMatrix
-from cuzk.backends.base import Gathered
+from cuzk.backends import compact as _compact
+from cuzk.backends.base import Compact, Gathered
 from cuzk.backends.cuda.fr import FrKernels, check_fr_shape
 from cuzk.backends.cuda.hpoly import HPoly, h_odd_coset
 from cuzk.backends.cuda.memory import Cap, DeviceContext
@@ -230,6 +231,25 @@ class CudaBackend:
         with self._device():
             rows = idx.array if isinstance(idx, DeviceIndex) else self.cp.asarray(idx)
             return self.cp.take(self.asarray(a), rows, axis=0)
+
+    def compact(self, a: Any, idx: Any = None, start: int = 0) -> Compact:
+        """The scalars ``a[idx]`` (or ``a[start:]``) classified on the device a
+        step at a time (within a reservation of one step's arrays, the step
+        fitted to half the room free: :func:`.compact.classify_step`), kept in
+        pinned host memory: a pass over streamed bases uploads a chunk's bits
+        and full values and expands them there."""
+        cp = self.cp
+        with self._device():
+            values = self.asarray(a)
+            rows = None
+            if idx is not None:
+                rows = idx.array if isinstance(idx, DeviceIndex) else cp.asarray(idx)
+            n = len(rows) if rows is not None else max(0, len(values) - start)
+            step = _compact.classify_step(n, self.ctx.budget.free_bytes)
+            with self.ctx.budget.reserve(_compact.classify_step_bytes(step), "compact scalars"):
+                return _compact.classify(
+                    cp, values, rows, start, alloc=cp.cuda.alloc_pinned_memory, step=step
+                )
 
     def load_kernels(self, progress: Callable[..., None] | None = None) -> None:
         """Load every kernel module the backend proves with

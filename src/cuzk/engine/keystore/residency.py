@@ -27,7 +27,11 @@ circuit on one budget:
 Partitions in flight (:attr:`Residency.in_flight`) are how many lean working
 sets fit beside the key at once: a pass over streamed bases serves every
 partition in flight (:meth:`cuzk.groth16.prover.prove_many`), so the bases
-cross PCIe once for them all.
+cross PCIe once for them all. Beyond them, the side queries whose bases
+stream (:attr:`Residency.shared_queries`) can wait as compact scalar sets in
+host memory for one pass shared by a proof's partitions
+(:func:`cuzk.groth16.prover.prove_deferred`): their bases then cross once a
+proof (:meth:`Residency.pcie_bytes_per_proof`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cuzk.groth16.keys import QUERIES
-from cuzk.groth16.prover import MATRICES
+from cuzk.groth16.prover import MATRICES, SIDE_QUERIES
 from cuzk.r1cs.counts import Counts
 
 # The static witness plan and one run of it on the device (measured: 56 MB and
@@ -119,6 +123,26 @@ class Residency:
         mats = sum(self.parts[p] for p in MATRICES if p not in self.resident)
         bases = sum(self.parts[p] for p in QUERIES if p not in self.resident)
         return mats + bases // max(1, self.in_flight)
+
+    @property
+    def shared_queries(self) -> tuple[str, ...]:
+        """The side queries (L, A, B_G1, B_G2) whose bases stream on a lean
+        tier: their scalars can wait as compact sets in host memory for one
+        pass shared by a proof's partitions (:func:`cuzk.groth16.prover.finish_deferred`)."""
+        if not self.lean:
+            return ()
+        return tuple(q for q in SIDE_QUERIES if q not in self.resident)
+
+    def pcie_bytes_per_proof(self, partitions: int, shared: bool = True) -> int:
+        """Key bytes a proof of ``partitions`` partitions moves across PCIe: with
+        ``shared``, the :attr:`shared_queries`' bases once for the proof and
+        the rest each partition (H's bases and the streamed matrices); else
+        :meth:`pcie_bytes_per_partition` each partition."""
+        k = max(1, partitions)
+        if not shared or not self.shared_queries:
+            return k * self.pcie_bytes_per_partition()
+        once = sum(self.parts[q] for q in self.shared_queries)
+        return k * (self.pcie_bytes_per_partition() - once // max(1, self.in_flight)) + once
 
     def describe(self) -> str:
         if self.tier == "none":

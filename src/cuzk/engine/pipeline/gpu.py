@@ -4,6 +4,16 @@ partition's working set, and proves each through
 :func:`cuzk.engine.prove.prove_partition`, inside the partition's
 reservations (:class:`LeaseScopes`). A device failure hands the partition to
 :mod:`.failover`.
+
+Where the key's L, A and B bases stream (a lean tier's ``shared_queries``),
+a partition of a job of several is proved but for those MSMs: its part
+(their scalars as compact sets in host memory, reserved in the host budget)
+waits with the worker's others of the same circuit (:class:`Waiting`), and
+the group is finished together, one pass a query over the streamed bases
+(:func:`cuzk.engine.prove.finish_partitions`), when it holds
+``[gpus] shared_pass_partitions`` parts (0: its job's partitions), when the
+next batch is of another circuit or priority, when the queue has nothing for
+the worker, or before the host budget would refuse the next part.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk.engine.budget import Cancelled, time_critical
@@ -20,17 +31,36 @@ from cuzk.engine.health import is_device_failure
 from cuzk.engine.jobs import Priority
 from cuzk.engine.keystore import KeyStore
 from cuzk.engine.pipeline.queues import PipelineBase, WorkerState, describe
-from cuzk.engine.prove import DeviceWitness, Scopes, prove_partition
+from cuzk.engine.prove import DeviceWitness, Scopes, finish_partitions, prove_partition
 from cuzk.engine.scheduler import Closed, WorkItem
 from cuzk.groth16 import prover
 
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class Waiting:
+    """A partition proved but for its shared side queries' MSMs: its work item,
+    its part (:class:`cuzk.engine.prove.PartitionProof` with ``deferred``),
+    and the host reservation of its compact sets."""
+
+    item: WorkItem
+    part: Any
+    hold: Any  # the host budget's Reservation (release())
+    seconds: float  # its own GPU time so far
+    at: float = field(default_factory=time.monotonic)  # when it joined the group
+
+
 class GpuWorkers(PipelineBase):
     """The GPU stage of :class:`cuzk.engine.pipeline.Pipeline`."""
 
     def _gpu_loop(self, state: WorkerState) -> None:
+        try:
+            self._gpu_batches(state)
+        finally:
+            self._drop_waiting(state)
+
+    def _gpu_batches(self, state: WorkerState) -> None:
         dev = state.device
         assert dev is not None
 
@@ -41,14 +71,24 @@ class GpuWorkers(PipelineBase):
             if self._stopping.is_set():
                 raise Closed("gpu")
             if not self.health.healthy(dev.ordinal):
+                self._give_back_waiting(state)
                 self._recover(dev)
                 continue
+            # a group waiting for its shared passes is finished once nothing of its
+            # circuit is on its way here, or after [scheduler] max_batch_wait_ms
+            if state.waiting and not self._more_coming(state):
+                self._finish_waiting(state)
             batch = self.synthesized.get_batch(
                 self.config.scheduler.max_batch_size,
-                timeout=1.0,
+                timeout=0.05 if state.waiting else 1.0,
                 select=self._selector(dev, state.urgent),
                 claim=claim,
             )
+            # another circuit's work follows the group's passes (its key stays
+            # put meanwhile); time-critical work goes first
+            head = batch[0] if batch else None
+            if state.waiting and head is not None and _closes(state.waiting, head):
+                self._finish_waiting(state)
             for n, item in enumerate(batch):
                 if not self.health.healthy(dev.ordinal) or (
                     n and self.synthesized.outranks(item.job.priority)
@@ -63,6 +103,8 @@ class GpuWorkers(PipelineBase):
                         self._gpu_one(state, item)
                 finally:
                     state.held -= 1
+                if state.waiting and len(state.waiting) >= _group_size(self.config, state):
+                    self._finish_waiting(state)
             state.held = 0
             if batch:
                 self.synthesized.poke()  # a free worker: placement may now pick it
@@ -78,7 +120,7 @@ class GpuWorkers(PipelineBase):
         state.partition, state.circuit_id = item.index, job.circuit_id
         job.device = dev.label
         try:
-            self._prove(item, dev)
+            self._prove(item, dev, state)
         except Cancelled:
             if job.finished:
                 self.release(item)
@@ -96,7 +138,7 @@ class GpuWorkers(PipelineBase):
             if not self.health.healthy(dev.ordinal):
                 self.keys.drop_device(dev)  # the last partition there lets go of its keys
 
-    def _prove(self, item: WorkItem, device: Device) -> None:
+    def _prove(self, item: WorkItem, device: Device, state: WorkerState) -> None:
         job = item.job
         handler = self.kinds.handler(job.kind)
         r1cs = handler.r1cs(job.circuit_id)
@@ -158,7 +200,8 @@ class GpuWorkers(PipelineBase):
                     if maker is None
                     else DeviceWitness(plan, maker, witness.hints)
                 )
-                proof = prove_partition(
+                defer = _shared(self.config, lease, item)
+                done = prove_partition(
                     lease.key,
                     circuit,
                     made,
@@ -167,7 +210,9 @@ class GpuWorkers(PipelineBase):
                     partition=item.index,
                     scopes=LeaseScopes(self.keys, lease, item.urgent, cancelled),
                     times=stages,
-                ).proof
+                    defer=defer,
+                )
+                proof = done.proof
             end = time.monotonic()
             dt = end - t
             for name, secs in (stages.seconds | stages.detail).items():
@@ -177,6 +222,9 @@ class GpuWorkers(PipelineBase):
         with self._work_lock:
             self.work[device.ordinal].busy_seconds += dt
         job.stage("gpu_compute", t, end)
+        if done.deferred is not None:
+            self._wait_for_shared(state, Waiting(item, done, None, dt), cancelled)
+            return
         log.info(
             "job %s partition %d proved on %s in %.2f s (%s)",
             job.job_id,
@@ -192,6 +240,145 @@ class GpuWorkers(PipelineBase):
         self.release(item)  # the witness and host working set are no longer needed
         if not job.finished:
             self.proven.put(item)
+
+    # --- partitions waiting for their shared side passes --------------------------
+    def _wait_for_shared(
+        self, state: WorkerState, waiting: Waiting, cancelled: Callable[[], bool]
+    ) -> None:
+        """Hold a deferred partition's compact sets in the host budget and keep it
+        with the worker's group (finished first when the budget would refuse
+        them while the group holds some)."""
+        nbytes = waiting.part.deferred.host_bytes
+        what = f"compact scalars {waiting.item.job.job_id}/{waiting.item.index}"
+        budget = self.keys.host_budget
+        got = budget.try_reserve([(nbytes, what)])
+        if got is None and state.waiting:
+            self._finish_waiting(state)
+        if got is None:
+            got = budget.reserve([(nbytes, what)], cancelled=cancelled)
+        waiting.hold = got[0]
+        state.waiting.append(waiting)  # (its state stays "gpu" until the passes)
+
+    def _finish_waiting(self, state: WorkerState) -> None:
+        """The worker's waiting partitions' proofs: their shared side queries in
+        one pass a query (within one partition's device lease of the key),
+        then each on to the epilogue; a failure fails them all (a device
+        failure gives them back, to be proved again)."""
+        dev = state.device
+        assert dev is not None
+        group, state.waiting = state.waiting, []
+        live = []
+        for w in group:
+            if w.item.job.finished:
+                self._let_go(w)
+            else:
+                live.append(w)
+        if not live:
+            return
+
+        def cancelled() -> bool:
+            jobs_done = all(w.item.job.finished for w in live)
+            return jobs_done or not self.health.healthy(dev.ordinal)
+
+        first = live[0].item
+        times = prover.StageTimes()
+        t = time.monotonic()
+        state.job_id, state.kind, state.busy_since = (
+            first.job.job_id,
+            first.job.kind.label,
+            time.time(),
+        )
+        state.partition, state.circuit_id = first.index, first.job.circuit_id
+        try:
+            lease = self.keys.acquire_device(first.lease, dev, cancelled=cancelled)
+            try:
+                with dev.activate():
+                    scopes = LeaseScopes(self.keys, lease, False, cancelled)
+                    finish_partitions(lease.key, [w.part for w in live], scopes, times)
+            finally:
+                self.keys.release_device(lease)
+        except Exception as e:
+            state.job_id = state.kind = state.circuit_id = ""
+            state.partition = -1
+            for w in live:
+                w.hold.release()
+                w.hold = None
+                if isinstance(e, Cancelled) and w.item.job.finished:
+                    self.release(w.item)
+                elif isinstance(e, Cancelled) or is_device_failure(e):
+                    if isinstance(e, Cancelled):
+                        self._give_back(w.item)
+                    else:
+                        self._device_failed(dev, w.item, e)
+                else:
+                    log.warning(
+                        "job %s partition %d: shared passes failed: %s",
+                        w.item.job.job_id,
+                        w.item.index,
+                        e,
+                    )
+                    self._fail(w.item, f"partition {w.item.index}: proving failed: {describe(e)}")
+            return
+        end = time.monotonic()
+        dt = end - t
+        state.job_id = state.kind = state.circuit_id = ""
+        state.partition = -1
+        for name, secs in (times.seconds | times.detail).items():
+            self.metrics.observe_prover(name, first.job.kind.label, secs)
+        with self._work_lock:
+            self.work[dev.ordinal].busy_seconds += dt
+        log.info(
+            "%d partitions' shared passes on %s in %.2f s (%s)",
+            len(live),
+            dev.label,
+            dt,
+            ", ".join(f"{k} {v:.3f}" for k, v in (times.detail | times.seconds).items()),
+        )
+        for w in live:
+            item, job = w.item, w.item.job
+            w.hold.release()
+            w.hold = None
+            job.stage("gpu_compute", t, end)
+            job.partition_state(item.index, "done")
+            self.metrics.observe_stage("gpu", job.kind.label, w.seconds + dt / len(live))
+            item.proof = w.part.proof
+            item.device = dev.ordinal
+            self.release(item)
+            if not job.finished:
+                self.proven.put(item)
+
+    def _more_coming(self, state: WorkerState) -> bool:
+        """Whether partitions of the waiting group's circuit are still queued or
+        in synthesis, within [scheduler] max_batch_wait_ms of the group's last."""
+        last = state.waiting[-1]
+        if time.monotonic() - last.at > self.config.scheduler.max_batch_wait_ms / 1000:
+            return False
+        cid = last.item.job.circuit_id
+        upstream = [*self.pending.items(), *self.synthesized.items()]
+        if any(it.job.circuit_id == cid and not it.job.finished for it in upstream):
+            return True
+        return any(w.job_id and w.circuit_id == cid for w in self.synthesis_workers())
+
+    def _let_go(self, w: Waiting) -> None:
+        if w.hold is not None:
+            w.hold.release()
+            w.hold = None
+        self.release(w.item)
+
+    def _give_back_waiting(self, state: WorkerState) -> None:
+        """The device left service: its waiting partitions go back to the queue."""
+        group, state.waiting = state.waiting, []
+        for w in group:
+            if w.hold is not None:
+                w.hold.release()
+                w.hold = None
+            self._give_back(w.item)
+
+    def _drop_waiting(self, state: WorkerState) -> None:
+        """The worker stops: what its waiting partitions hold is given back."""
+        group, state.waiting = state.waiting, []
+        for w in group:
+            self._let_go(w)
 
     def keep_for_time_critical(self, device: Device, nbytes: int) -> None:
         """With ``[gpus] time_critical_vram = "auto"``: ``device`` keeps at least
@@ -256,6 +443,39 @@ def _mode(lease: Any) -> dict[str, Any]:
     if res is None:
         return {}
     return {"lean": res.lean, "fork_share": res.fork_share}
+
+
+def _shared(config: Any, lease: Any, item: WorkItem) -> tuple[str, ...]:
+    """The side queries a partition leaves for a pass shared with others: the
+    residency's ``shared_queries`` (its streamed L, A and B on a lean tier),
+    for a job of several partitions that is not time-critical, unless
+    ``[gpus] shared_pass_partitions`` is 1."""
+    res = lease.residency
+    if res is None or config.gpus.shared_pass_partitions == 1 or item.urgent:
+        return ()
+    if item.job.num_partitions < 2:
+        return ()
+    return res.shared_queries
+
+
+def _group_size(config: Any, state: WorkerState) -> int:
+    """Parts a group finishes at: the setting, or its first job's partitions."""
+    n = config.gpus.shared_pass_partitions
+    return n if n > 1 else max(1, state.waiting[0].item.job.num_partitions)
+
+
+def _closes(waiting: list, item: WorkItem) -> bool:
+    """Whether a partition taken next closes a waiting group first: work of
+    another circuit or priority, unless time-critical (which goes first)."""
+    return not item.urgent and not _joins(waiting, item)
+
+
+def _joins(waiting: list, item: WorkItem) -> bool:
+    """Whether a partition may follow a waiting group before its passes: same
+    circuit and priority (the same key; nothing of another priority waits on
+    the group)."""
+    head = waiting[0].item
+    return item.job.circuit_id == head.job.circuit_id and item.job.priority == head.job.priority
 
 
 def _sized(lease: Any) -> Any:

@@ -48,6 +48,9 @@ class WorkerState:
     circuit_id: str = ""  # of that partition (synthesis workers: placement counts them)
     held: int = 0  # GPU workers: partitions taken from the queue and not finished
     urgent: bool = False  # takes time-critical partitions only
+    # GPU workers: partitions proved but for their shared L, A and B passes
+    # (pipeline.gpu.Waiting), finished together
+    waiting: list = field(default_factory=list)
 
 
 @dataclass

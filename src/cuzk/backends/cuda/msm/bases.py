@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cuzk.backends.base import Gathered
+from cuzk.backends.base import Compact, Gathered
+from cuzk.backends.compact import expand, expand_bytes
 from cuzk.backends.cuda.msm.pipeline import Kernels, msm_xyzz
 from cuzk.backends.cuda.msm.plan import (
     Tuning,
@@ -389,23 +390,37 @@ def _on_host(a: Any) -> bool:
 def _made_per_chunk(scalars: Any) -> bool:
     """Whether a pass makes each chunk's scalars as a new device array: host
     ones uploaded, :class:`~cuzk.backends.base.Gathered` ones taken by their
-    index (the pass's workspace holds a chunk of them)."""
-    return _on_host(scalars) or isinstance(scalars, Gathered)
+    index, :class:`~cuzk.backends.base.Compact` ones expanded (the pass's
+    workspace holds a chunk of them)."""
+    return _on_host(scalars) or isinstance(scalars, (Gathered, Compact))
 
 
 def rows(cupy, scalars: Any, lo: int, hi: int) -> Any:
     """Scalars lo … hi − 1 of a set: a gathered set's taken by its index's slice
-    where its values are (the device's ``take``; numpy's on the host)."""
+    where its values are (the device's ``take``; numpy's on the host), a
+    compact set's expanded on the device from its bits and full values."""
     if isinstance(scalars, Gathered):
         xp = np if _on_host(scalars.values) else cupy
         return xp.take(scalars.values, scalars.index[lo:hi], axis=0)
+    if isinstance(scalars, Compact):
+        return expand(cupy, scalars, lo, hi)
     return scalars[lo:hi]
 
 
 def whole(cupy, scalars: Any) -> Any:
-    """A set's scalars as one array: a gathered set gathered whole (beside
-    resident bases, whose MSM takes the set at once)."""
-    return rows(cupy, scalars, 0, len(scalars)) if isinstance(scalars, Gathered) else scalars
+    """A set's scalars as one array: a gathered set gathered whole, a compact
+    one expanded whole (beside resident bases, whose MSM takes the set at once)."""
+    if isinstance(scalars, (Gathered, Compact)):
+        return rows(cupy, scalars, 0, len(scalars))
+    return scalars
+
+
+def compact_expand_bytes(scalar_sets: list, chunk: int) -> int:
+    """Device bytes a pass with chunks of ``chunk`` entries holds to expand its
+    :class:`~cuzk.backends.base.Compact` sets beside a chunk's dense scalars
+    (one set at a time: the most any chunk of any of them takes)."""
+    sets = [s for s in scalar_sets if isinstance(s, Compact)]
+    return max((expand_bytes(chunk, s.most_full(chunk)) for s in sets), default=0)
 
 
 class _Clock:
@@ -455,14 +470,19 @@ def msm_streamed_many(
     set with scalars in it runs its chunk MSM on it; each set's chunk sums are
     added on the device. A :class:`~cuzk.backends.base.Gathered` set's
     chunk is taken from its values by the index's slice for the chunk, so no
-    gathered vector of the whole set is made. Returns one XYZZ point (Montgomery words on the
-    device) a set. The pass reserves :func:`streamed_msm_bytes` of its chunk
-    at the tuning :func:`.plan.fit_tuning` fits to the free budget; host
-    scalars are uploaded a chunk at a time. ``timings``, when given, receives
+    gathered vector of the whole set is made; a
+    :class:`~cuzk.backends.base.Compact` set's chunk is expanded on the
+    device from its bits and full values (uploaded from host memory, found in
+    O(1)), beside :func:`compact_expand_bytes` more in the reservation.
+    Returns one XYZZ point (Montgomery words on the device) a set. The pass
+    reserves :func:`streamed_msm_bytes` of its chunk at the tuning
+    :func:`.plan.fit_tuning` fits to the free budget; host scalars are
+    uploaded a chunk at a time. ``timings``, when given, receives
     milliseconds per phase: ``upload`` (copies of the bases), ``upload_wait``
     (the arithmetic waiting for them), ``arithmetic`` (a chunk's work, the
     conversion and the MSMs), ``upload_scalars``, ``gather`` (a gathered
-    set's chunks taken on the device) and the pipeline's phases.
+    set's chunks taken on the device), ``expand`` (a compact set's) and the
+    pipeline's phases.
     """
     import cupy
 
@@ -479,7 +499,7 @@ def msm_streamed_many(
     chunk = max(1, min(fitted, longest))
     starts = list(range(0, longest, chunk))
     budget = engine.ctx.budget
-    fixed = _pass_fixed_bytes(spec, chunk, sets)
+    fixed = _pass_fixed_bytes(spec, chunk, sets) + compact_expand_bytes(scalar_sets, chunk)
     tuning = fit_tuning(spec, chunk, engine.tuning, budget.free_bytes - fixed, on_host)
     need = fixed + workspace_bytes(spec, chunk, on_host, tuning)
     with budget.reserve(need, f"msm_{spec.name.lower()} streamed"):
@@ -522,10 +542,12 @@ def msm_streamed_many(
                     top = min(hi, lengths[j])
                     if top <= lo:
                         continue
-                    taken = clock.mark(compute) if isinstance(scalars, Gathered) else None
+                    made = isinstance(scalars, (Gathered, Compact))
+                    taken = clock.mark(compute) if made else None
                     part = rows(cupy, scalars, lo, top)
                     if taken is not None and not _on_host(part):
-                        clock.span("gather", taken, clock.mark(compute))
+                        what = "gather" if isinstance(scalars, Gathered) else "expand"
+                        clock.span(what, taken, clock.mark(compute))
                     if _on_host(part):
                         sent = clock.mark(compute)
                         part = cupy.asarray(np.ascontiguousarray(part))
