@@ -12,6 +12,7 @@ from cuzk.circuits.demo import DemoCircuit
 from cuzk.engine.config import Config
 from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import Job, JobNotFound, JobRegistry, JobState, ProofKind, ProofRequest
+from cuzk.engine.journal import FORGET_BATCH
 from cuzk.engine.kinds import demo
 
 C = DemoCircuit(rounds=20, words=1)
@@ -100,13 +101,16 @@ def test_max_retained_jobs_bounds_the_journal_and_a_restart(tmp_path: Path) -> N
             e.cancel(res.job_id)
         assert e.registry.finished_count() == 3
         assert e.totals[JobState.CANCELLED] == 6
-        assert len(e.journal.records()) == 3
+        # a cancel is one statement: the jobs it forgets wait (FORGET_BATCH at
+        # most) for the next write that is a transaction anyway
+        assert 3 <= len(e.journal.records()) <= 3 + FORGET_BATCH
     finally:
         e.stop()
     e = Engine(cfg)
     e.start()
     try:
         assert sorted(j.job_id for j in e.registry.all()) == ["r3", "r4", "r5"]
+        assert sorted(r.job_id for r in e.journal.records()) == ["r3", "r4", "r5"]  # pruned
     finally:
         e.stop()
 
