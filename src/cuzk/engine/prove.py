@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,8 @@ def prove_partition(
     times: prover.StageTimes | None = None,
     verify_with: VerifyingKey | None = None,
     defer: Collection[str] = (),
+    beside: Callable[[], Any] | None = None,
+    fork_share: int = 0,
 ) -> PartitionProof:
     """Partition ``partition`` of a request (``source``) proven under ``key``:
     ``witness`` is its full assignment or a :class:`DeviceWitness`;
@@ -99,14 +101,20 @@ def prove_partition(
     ``shared_queries``) the partition's part is made instead of its proof
     (:func:`cuzk.groth16.prover.prove_deferred`: those queries' scalars as
     compact sets in host memory) and returned as ``deferred``, for
-    :func:`finish_partitions` to complete with other partitions'."""
+    :func:`finish_partitions` to complete with other partitions'. With
+    ``defer``, ``beside`` runs on a side branch of ``fork_share`` bytes beside
+    the partition's H MSM where the backend forks (``prove_deferred``'s: an
+    earlier group's :func:`finish_beside`), joined before this returns."""
     if defer and verify_with is not None:
         raise ValueError("prove_partition: a deferred partition is verified once finished")
     times = times if times is not None else prover.StageTimes()
 
     def run(w: Any) -> tuple[Proof | None, prover.Deferred | None]:
         if defer:
-            return None, prover.prove_deferred(key, circuit, w, defer, times=times)
+            part = prover.prove_deferred(
+                key, circuit, w, defer, times=times, beside=beside, fork_share=fork_share
+            )
+            return None, part
         return prover.prove(key, circuit, w, times=times, **scopes.mode()), None
 
     out_witness = 0.0
@@ -151,9 +159,22 @@ def finish_partitions(
     if not parts:
         return 0.0
     times = times if times is not None else prover.StageTimes()
-    t = time.perf_counter()
     with scopes.proving(times, after_device_witness=False):
-        proofs = prover.finish_deferred(key, [p.deferred for p in parts], times)
+        return finish_beside(key, parts, times)
+
+
+def finish_beside(
+    key: prover.PreparedKey,
+    parts: Sequence[PartitionProof],
+    times: prover.StageTimes | None = None,
+) -> float:
+    """:func:`finish_partitions` in the caller's context as it is: on a side
+    branch beside a later partition's H MSM (``prove_partition(beside=…)``),
+    whose share of that partition's MSM room and reservation the branch
+    already draws from and sizes within. Returns the seconds taken."""
+    times = times if times is not None else prover.StageTimes()
+    t = time.perf_counter()
+    proofs = prover.finish_deferred(key, [p.deferred for p in parts], times)
     took = time.perf_counter() - t
     for p, proof in zip(parts, proofs, strict=True):
         p.proof, p.deferred = proof, None

@@ -624,13 +624,23 @@ def prove_deferred(
     r: int | None = None,
     s: int | None = None,
     times: StageTimes | None = None,
+    beside: Callable[[], Any] | None = None,
+    fork_share: int = 0,
 ) -> Deferred:
     """A proof's part that needs its assignment: the H step and H's MSM, the
     side queries not in ``compact`` (:data:`SIDE_QUERIES`), and the compact
     queries' scalars as :class:`~cuzk.backends.base.Compact` sets
     (``Backend.compact``; B's made once for both B queries). The assignment
     may be freed once it returns; :func:`finish_deferred` completes the
-    proof, its compact queries' MSMs in passes shared with others'."""
+    proof, its compact queries' MSMs in passes shared with others'.
+
+    ``beside`` (with ``fork_share`` > 0, on a backend whose ``fork`` gives a
+    branch): other work (the engine's: an earlier group's
+    :func:`finish_deferred`) started on a side branch after the H step and
+    the compact sets, within ``fork_share`` bytes of the MSM room, beside H's
+    MSM in the rest, and joined before this returns (or raises: the branch
+    is joined on every path; what ``beside`` raises is raised here). Not
+    called where the backend gives no branch (the caller runs it in turn)."""
     compact = frozenset(compact)
     unknown = compact - set(SIDE_QUERIES)
     if unknown:
@@ -666,10 +676,21 @@ def prove_deferred(
             sets[q] = be.compact(w, a_index if q == "a" else b_index)
     if sets:
         times.mark("compact", t, detail=True)
-    t = time.perf_counter()
-    points = {"h": be.msm_g1_many(key.h, [h], times.msm("h"))[0]}
-    del h
-    times.mark("msm_h", t, detail=True)
+    branch = None
+    if beside is not None and fork_share > 0:
+        branch = be.fork(m, len(w), fork_share)
+        if branch is not None:
+            branch.start(beside)
+    try:
+        t = time.perf_counter()
+        points = {"h": be.msm_g1_many(key.h, [h], times.msm("h"))[0]}
+        del h
+        times.mark("msm_h", t, detail=True)
+    finally:
+        if branch is not None:
+            t_join = time.perf_counter()
+            branch.join()
+            times.detail["beside_wait"] = time.perf_counter() - t_join
     for q in SIDE_QUERIES:  # the rest while the assignment lives
         if q not in compact:
             selection = {"l": None, "a": a_index}.get(q, b_index)
