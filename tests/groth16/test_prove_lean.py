@@ -291,6 +291,94 @@ def test_a_failed_side_msm_fails_the_lean_proof_after_the_join() -> None:
     assert all(t.name != "side" for t in threading.enumerate())  # joined, not left running
 
 
+class Meeting(Forking):
+    """A forking backend whose H MSM on the calling thread meets the branch's
+    work: it notes that it began and waits (bounded) for the branch to have
+    begun too, so that the two are shown to overlap by events."""
+
+    def __init__(self, fail_h: bool = False) -> None:
+        super().__init__()
+        self.h_began, self.side_began = threading.Event(), threading.Event()
+        self.met = False
+        self.fail_h = fail_h
+
+    def msm_g1_many(self, bases, scalar_sets, phases=None):
+        if threading.current_thread().name != "side" and bases is self.h_bases:
+            self.h_began.set()
+            self.met = self.side_began.wait(5)
+            if self.fail_h:
+                raise RuntimeError("H MSM failed")
+        return super().msm_g1_many(bases, scalar_sets, phases)
+
+
+def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
+    """prove_deferred(beside=…): the finish of parts made before runs on the
+    side branch (the share asked of fork) while this part's H MSM runs, and is
+    joined before it returns; every proof the one made alone. No branch (no
+    share, or a backend that does not fork): the work is not run there."""
+    seeds = ((77, (5, 6)), (78, (1, 2)), (79, (3, 4)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    alone = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(alone, r1cs, w, r=3 + j, s=9 + j).to_bytes() for j, w in enumerate(ws)]
+    be = Meeting()
+    key = prover.prepare(pk, r1cs, be)
+    be.h_bases = key.h
+    queries = prover.SIDE_QUERIES
+    group = [prover.prove_deferred(key, r1cs, ws[j], queries, r=3 + j, s=9 + j) for j in (0, 1)]
+    be.forks.clear()
+    be.where.clear()
+    done: dict = {}
+
+    def finish() -> None:
+        be.side_began.set()
+        done["met"] = be.h_began.wait(5)
+        done["proofs"] = prover.finish_deferred(key, group)
+
+    times = prover.StageTimes()
+    part = prover.prove_deferred(
+        key, r1cs, ws[2], queries, r=5, s=11, times=times, beside=finish, fork_share=2 << 20
+    )
+    assert be.met and done["met"]  # each saw the other begun: they overlapped
+    m = 1 << (r1cs.num_constraints - 1).bit_length()
+    assert be.forks == [(m, r1cs.num_variables, 2 << 20)]
+    # the group's passes (L, A, B in G1 and G2) on the branch, H's here
+    assert [t for t, _ in be.where].count("side") == 4
+    assert "beside_wait" in times.detail and all(t.name != "side" for t in threading.enumerate())
+    assert [p.to_bytes() for p in done["proofs"]] == want[:2]
+    for cs, p in zip(css, done["proofs"], strict=False):
+        assert verifier.verify(pk.vk, cs.public_inputs(), p)
+    (third,) = prover.finish_deferred(key, [part])
+    assert third.to_bytes() == prover.prove(alone, r1cs, ws[2], r=5, s=11).to_bytes()
+    # no share, or no fork: not run beside (the caller runs it in turn)
+    ran = []
+    prover.prove_deferred(key, r1cs, ws[2], queries, beside=lambda: ran.append(1), fork_share=0)
+    plain = prover.prepare(pk, r1cs, Lazy())
+    prover.prove_deferred(plain, r1cs, ws[2], queries, beside=lambda: ran.append(1), fork_share=9)
+    assert ran == [] and len(be.forks) == 1
+
+
+def test_a_failed_h_msm_joins_the_work_beside_it_first() -> None:
+    """H's MSM fails (or is cancelled: a stopping worker) while the branch's
+    work runs: the branch is joined before the error comes out, its work
+    done, no branch thread left running."""
+    r1cs, pk, (cs,) = _demo()
+    be = Meeting(fail_h=True)
+    key = prover.prepare(pk, r1cs, be)
+    be.h_bases = key.h
+    w = fr_to_array(cs.assignment())
+    ended = []
+
+    def beside() -> None:
+        be.side_began.set()
+        be.h_began.wait(5)
+        ended.append(True)
+
+    with pytest.raises(RuntimeError, match="H MSM failed"):
+        prover.prove_deferred(key, r1cs, w, ("l",), beside=beside, fork_share=1 << 20)
+    assert ended == [True] and all(t.name != "side" for t in threading.enumerate())
+
+
 # --- on the GPU -------------------------------------------------------------------
 
 
