@@ -219,6 +219,7 @@ class GpuWorkers(PipelineBase):
             self.keep_for_time_critical(device, lease.residency.partition_device_bytes + extra)
         defer = _shared(self.config, lease, item)
         finish = self._carried(state, item, lease, defer)
+        error: BaseException | None = None
         try:
             now = time.monotonic()
             job.stage("srs_load", now - lease.load_ms / 1000, now)
@@ -268,13 +269,13 @@ class GpuWorkers(PipelineBase):
             for name, secs in (stages.seconds | stages.detail).items():
                 self.metrics.observe_prover(name, job.kind.label, secs)
         except BaseException as e:
-            self.keys.release_device(lease)
-            self._hand_on(state, finish, e)
+            error = e
             raise
-        self.keys.release_device(lease)
-        # the group carried beside this partition's H MSM, joined: on to the
-        # epilogue (a device failure in its passes gives this partition back too)
-        self._hand_on(state, finish, None)
+        finally:
+            self.keys.release_device(lease)
+            # the group carried beside this partition's H MSM, joined: on to the
+            # epilogue (a device failure in its passes gives this partition back too)
+            self._hand_on(state, finish, error)
         with self._work_lock:
             self.work[device.ordinal].busy_seconds += dt
         job.stage("gpu_compute", t, end)
