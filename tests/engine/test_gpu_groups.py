@@ -13,6 +13,7 @@ import pytest
 from cuzk.engine.pipeline import gpu
 from cuzk.engine.pipeline.queues import WorkerState
 from cuzk.errors import DeviceError
+from cuzk.groth16 import prover
 
 
 class Hold:
@@ -53,9 +54,10 @@ def _state(closing: list) -> WorkerState:
     return WorkerState("gpu-0", device=SimpleNamespace(ordinal=0, label="gpu 0"), closing=closing)
 
 
-def _ran(group, error: BaseException | None = None) -> gpu.Finish:
-    f = gpu.Finish(group)
-    f.started, f.error = True, error
+def _ran(group, error: BaseException | None = None, done: bool = True) -> gpu.Finish:
+    """A group's finish whose passes ran beside the partition just proved."""
+    f = gpu.Finish(group, SimpleNamespace(done=done, times=prover.StageTimes()))
+    f.ran, f.error = True, error
     return f
 
 
@@ -99,9 +101,27 @@ def test_a_finish_the_branch_never_ran_stays_the_workers_to_finish() -> None:
     w = Workers()
     group = _waiting(2)
     state = _state(group)
-    w._hand_on(state, gpu.Finish(group), ValueError("failed before its H MSM"))
+    never = gpu.Finish(group, SimpleNamespace(done=False))
+    w._hand_on(state, never, ValueError("failed before its H MSM"))
     w._hand_on(state, None, None)
     assert w.did == [] and state.closing == group
+
+
+def test_a_group_with_passes_left_waits_for_the_next_carrier() -> None:
+    """Its passes ran beside the partition until its H MSM ended, some are
+    left: the group stays the worker's closing one, its finish kept; a device
+    failure of the carrier gives it back all the same."""
+    w = Workers()
+    group = _waiting(2)
+    state = _state(group)
+    part = _ran(group, done=False)
+    state.finish = part
+    w._hand_on(state, part, None)
+    w._hand_on(state, part, ValueError("the carrier's own witness broke"))
+    assert w.did == [] and state.closing == group and state.finish is part
+    w._hand_on(state, part, DeviceError(0, "fell off the bus"))
+    assert w.did == [("failed", [0, 1], "GPU 0: fell off the bus")]
+    assert state.closing == [] and state.finish is None
 
 
 def test_a_stopping_worker_or_a_lost_device_lets_go_of_a_group_to_finish() -> None:
@@ -109,8 +129,9 @@ def test_a_stopping_worker_or_a_lost_device_lets_go_of_a_group_to_finish() -> No
     closing, waiting = _waiting(2), _waiting(1)
     state = _state(closing)
     state.waiting = waiting
+    state.finish = _ran(closing, done=False)
     w._drop_waiting(state)
-    assert state.closing == state.waiting == []
+    assert state.closing == state.waiting == [] and state.finish is None
     assert all(x.hold is None for x in closing + waiting)
     assert w.did == [("released", 0), ("released", 1), ("released", 0)]
     w.did.clear()

@@ -318,16 +318,17 @@ def test_a_full_groups_passes_run_beside_the_next_partitions_h_msm(
 
     limit = _budget_for(want, cid)
     res = plan(demo.DemoKind().counts(cid), limit, MODEL, witness_bytes=0)
-    groups: list[tuple[bool, set[str]]] = []  # (carried, its jobs) in finish order
+    # (a carried group's finish or None, its jobs) a time passes ran for a group
+    groups: list[tuple[object, frozenset[str]]] = []
     run, finish_group = gpu.Finish.run, gpu.GpuWorkers._finish_group
 
-    def noting_run(self, key):
-        groups.append((True, {w.item.job.job_id for w in self.group}))
-        return run(self, key)
+    def noting_run(self, key, ending):
+        groups.append((self, frozenset(w.item.job.job_id for w in self.group)))
+        return run(self, key, ending)
 
-    def noting_group(self, state, group):
-        groups.append((False, {w.item.job.job_id for w in group}))
-        return finish_group(self, state, group)
+    def noting_group(self, state, group, passes=None):
+        groups.append((None, frozenset(w.item.job.job_id for w in group)))
+        return finish_group(self, state, group, passes)
 
     monkeypatch.setattr(gpu.Finish, "run", noting_run)
     monkeypatch.setattr(gpu.GpuWorkers, "_finish_group", noting_group)
@@ -342,9 +343,9 @@ def test_a_full_groups_passes_run_beside_the_next_partitions_h_msm(
         shared_pass_partitions=2,
         gpu_workers_per_device=1,
     )
-    carried = [ids for beside, ids in groups if beside]
-    assert len(carried) >= 2 and be.carried == len(carried)
-    assert groups[-1][0] is False  # the last group: nothing to carry it
+    carried = list(dict.fromkeys(ids for finish, ids in groups if finish is not None))
+    assert len(carried) >= 2 and be.carried == len([f for f, _ in groups if f is not None])
+    assert groups[-1][0] is None  # the last group: nothing to carry it
     # each carried group's passes and the next partition's H pass overlapped
     assert be.met and all(met for _, met in be.met)
     assert {t for t, _ in be.met} == {"side", "main"}
@@ -353,7 +354,7 @@ def test_a_full_groups_passes_run_beside_the_next_partitions_h_msm(
     assert res.h_room + res.fork_share == res.msm_room
     side = [room for thread, room in be.room_seen if thread == "side"]
     assert side and max(side) <= res.fork_share
-    assert len(be.h_rooms_beside) == len(carried) and max(be.h_rooms_beside) <= res.h_room
+    assert len(be.h_rooms_beside) == be.carried and max(be.h_rooms_beside) <= res.h_room
     assert be.reserved_peak <= limit and be.vram.overdrawn_by_operation == {}
     failed = {j.job_id for j in jobs if j.state == JobState.FAILED}
     assert failed == carried[0], [(j.job_id, j.state, j.error) for j in jobs]

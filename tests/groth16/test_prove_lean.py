@@ -330,7 +330,7 @@ def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
     be.where.clear()
     done: dict = {}
 
-    def finish() -> None:
+    def finish(ending) -> None:
         be.side_began.set()
         done["met"] = be.h_began.wait(5)
         done["proofs"] = prover.finish_deferred(key, group)
@@ -352,10 +352,38 @@ def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
     assert third.to_bytes() == prover.prove(alone, r1cs, ws[2], r=5, s=11).to_bytes()
     # no share, or no fork: not run beside (the caller runs it in turn)
     ran = []
-    prover.prove_deferred(key, r1cs, ws[2], queries, beside=lambda: ran.append(1), fork_share=0)
+    prover.prove_deferred(key, r1cs, ws[2], queries, beside=ran.append, fork_share=0)
     plain = prover.prepare(pk, r1cs, Lazy())
-    prover.prove_deferred(plain, r1cs, ws[2], queries, beside=lambda: ran.append(1), fork_share=9)
+    prover.prove_deferred(plain, r1cs, ws[2], queries, beside=ran.append, fork_share=9)
     assert ran == [] and len(be.forks) == 1
+
+
+def test_the_shared_passes_run_a_pass_at_a_time_under_any_loaded_key() -> None:
+    """Finishing: a pass a step (A, then B in G1 and G2, here under two keys
+    of the circuit in turn: the sums do not depend on which), the proofs
+    those of finish_deferred; proofs asked for before the last pass are
+    refused."""
+    seeds = ((77, (5, 6)), (78, (1, 2)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    be = Lazy()
+    keys = [prover.prepare(pk, r1cs, be), prover.prepare(pk, r1cs, CpuBackend())]
+    both = ("a", "b_g1", "b_g2")
+    parts = [
+        prover.prove_deferred(keys[0], r1cs, w.copy(), both, r=3 + j, s=9 + j)
+        for j, w in enumerate(ws)
+    ]
+    want = [p.to_bytes() for p in prover.finish_deferred(keys[0], parts)]
+    be.passes.clear()
+    passes = prover.Finishing(parts)
+    assert passes.left == list(both)
+    passes.step(keys[0])
+    assert passes.left == ["b_g1", "b_g2"] and be.passes == [2]
+    with pytest.raises(ValueError, match="still to run"):
+        passes.proofs(keys[0])
+    passes.step(keys[1])
+    passes.step(keys[0])
+    assert passes.done and [p.to_bytes() for p in passes.proofs(keys[1])] == want
 
 
 def test_a_failed_h_msm_joins_the_work_beside_it_first() -> None:
@@ -369,7 +397,7 @@ def test_a_failed_h_msm_joins_the_work_beside_it_first() -> None:
     w = fr_to_array(cs.assignment())
     ended = []
 
-    def beside() -> None:
+    def beside(ending) -> None:
         be.side_began.set()
         be.h_began.wait(5)
         ended.append(True)

@@ -88,7 +88,7 @@ def prove_partition(
     times: prover.StageTimes | None = None,
     verify_with: VerifyingKey | None = None,
     defer: Collection[str] = (),
-    beside: Callable[[], Any] | None = None,
+    beside: Callable[[Callable[[], bool]], Any] | None = None,
     fork_share: int = 0,
 ) -> PartitionProof:
     """Partition ``partition`` of a request (``source``) proven under ``key``:
@@ -104,7 +104,8 @@ def prove_partition(
     :func:`finish_partitions` to complete with other partitions'. With
     ``defer``, ``beside`` runs on a side branch of ``fork_share`` bytes beside
     the partition's H MSM where the backend forks (``prove_deferred``'s: an
-    earlier group's :func:`finish_beside`), joined before this returns."""
+    earlier group's :meth:`SharedPasses.run`, told when H's MSM is done),
+    joined before this returns."""
     if defer and verify_with is not None:
         raise ValueError("prove_partition: a deferred partition is verified once finished")
     times = times if times is not None else prover.StageTimes()
@@ -151,35 +152,60 @@ def finish_partitions(
     parts: Sequence[PartitionProof],
     scopes: Scopes = HERE,
     times: prover.StageTimes | None = None,
+    passes: SharedPasses | None = None,
 ) -> float:
     """The proofs of partitions :func:`prove_partition` deferred under ``key``:
     their shared side queries' MSMs in one pass a query for them all
     (:func:`cuzk.groth16.prover.finish_deferred`), within ``scopes``'s
-    proving context; each part gets its ``proof``. Returns the seconds taken."""
+    proving context; each part gets its ``proof``. ``passes``: the group's
+    passes begun elsewhere (beside earlier partitions' H MSMs), the rest run
+    here. Returns the seconds taken."""
     if not parts:
         return 0.0
-    times = times if times is not None else prover.StageTimes()
-    with scopes.proving(times, after_device_witness=False):
-        return finish_beside(key, parts, times)
-
-
-def finish_beside(
-    key: prover.PreparedKey,
-    parts: Sequence[PartitionProof],
-    times: prover.StageTimes | None = None,
-) -> float:
-    """:func:`finish_partitions` in the caller's context as it is: on a side
-    branch beside a later partition's H MSM (``prove_partition(beside=…)``),
-    whose share of that partition's MSM room and reservation the branch
-    already draws from and sizes within. Returns the seconds taken."""
-    times = times if times is not None else prover.StageTimes()
+    passes = passes if passes is not None else SharedPasses(parts, times)
     t = time.perf_counter()
-    proofs = prover.finish_deferred(key, [p.deferred for p in parts], times)
-    took = time.perf_counter() - t
-    for p, proof in zip(parts, proofs, strict=True):
-        p.proof, p.deferred = proof, None
-        p.prove_s += took / len(parts)
-    return took
+    with scopes.proving(passes.times, after_device_witness=False):
+        passes.run(key)
+    return time.perf_counter() - t
+
+
+class SharedPasses:
+    """A group's shared passes (:class:`cuzk.groth16.prover.Finishing`), run
+    whole (:func:`finish_partitions`) or a pass at a time on side branches
+    beside later partitions' H MSMs (``prove_partition(beside=…)``: the
+    branch already draws from the carrier's reservation and sizes within its
+    share); each part gets its ``proof`` once the last pass is done."""
+
+    def __init__(self, parts: Sequence[PartitionProof], times: prover.StageTimes | None = None):
+        self.parts = list(parts)
+        self.times = times if times is not None else prover.StageTimes()
+        self.finishing = prover.Finishing([p.deferred for p in self.parts], self.times)
+        self.took = 0.0  # seconds its passes ran, on whichever line
+
+    @property
+    def done(self) -> bool:
+        return self.parts[0].deferred is None
+
+    def run(self, key: prover.PreparedKey, ending: Callable[[], bool] | None = None) -> bool:
+        """Passes under ``key`` until none is left, or (with ``ending``) until
+        ``ending()`` holds after one (at least one runs); then the proofs.
+        Returns whether the group is done."""
+        t = time.perf_counter()
+        try:
+            f = self.finishing
+            while not f.done:
+                f.step(key)
+                if ending is not None and ending():
+                    break
+            if f.done and not self.done:
+                proofs = f.proofs(key)
+                took = self.took + time.perf_counter() - t
+                for p, proof in zip(self.parts, proofs, strict=True):
+                    p.proof, p.deferred = proof, None
+                    p.prove_s += took / len(self.parts)
+        finally:
+            self.took += time.perf_counter() - t
+        return self.done
 
 
 def verify_partition(vk: VerifyingKey, inputs: Sequence[int], proof: Proof) -> bool:

@@ -15,11 +15,12 @@ the group is finished together, one pass a query over the streamed bases
 next batch is of another circuit or priority, when the queue has nothing for
 the worker, or before the host budget would refuse the next part. A group
 that is full while more partitions of its circuit come (:attr:`WorkerState.closing`)
-is finished on a side branch beside the next partition's H MSM, within the
-plan's branch share of that partition's MSM room
-(:func:`cuzk.engine.prove.finish_beside`); where the next partition does not
-take it (another circuit, no branch, a failure before its H MSM) it is
-finished in turn, as any group.
+is finished on side branches beside the next partitions' H MSMs, within the
+plan's branch share of each one's MSM room, a pass at a time
+(:class:`cuzk.engine.prove.SharedPasses`: the passes begun before a
+carrier's H MSM ends, the last of them joined with it); where the next
+partition does not take it (another circuit, no branch, a failure before
+its H MSM), or before the next group closes, the rest is finished in turn.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from cuzk.engine.pipeline.queues import PipelineBase, WorkerState, describe
 from cuzk.engine.prove import (
     DeviceWitness,
     Scopes,
-    finish_beside,
+    SharedPasses,
     finish_partitions,
     prove_partition,
 )
@@ -66,23 +67,28 @@ class Waiting:
 
 @dataclass
 class Finish:
-    """A full group's passes carried on the side branch of the next partition's
-    proof (``prove_partition(beside=…)``): run there by :meth:`run`, whose
-    outcome the worker hands on after the join."""
+    """A full group's passes carried on the side branches of the next
+    partitions' proofs (``prove_partition(beside=…)``), a pass at a time until
+    each carrier's H MSM ends (:meth:`run`); the worker hands the group on
+    once they are all done."""
 
     group: list[Waiting]
-    times: prover.StageTimes = field(default_factory=prover.StageTimes)
-    started: bool = False  # the branch ran it (else it is finished in turn)
+    passes: SharedPasses
+    rounds: int = 0  # carriers its passes ran beside
+    ran: bool = False  # its passes ran beside the partition just proved
     error: BaseException | None = None
     t: float = 0.0  # when it began and ended (monotonic)
     end: float = 0.0
 
-    def run(self, key: Any) -> None:
-        """The group's passes, in the branch's thread; an error is kept for the
-        worker (it fails this group alone, never the partition beside it)."""
-        self.started, self.t = True, time.monotonic()
+    def run(self, key: Any, ending: Callable[[], bool]) -> None:
+        """Passes, in the branch's thread, until ``ending()`` after one; an error
+        is kept for the worker (it fails this group alone, never the
+        partition beside it)."""
+        self.ran, self.rounds = True, self.rounds + 1
+        if not self.t:
+            self.t = time.monotonic()
         try:
-            finish_beside(key, [w.part for w in self.group], self.times)
+            self.passes.run(key, ending)
         except BaseException as e:
             self.error = e
         finally:
@@ -141,13 +147,15 @@ class GpuWorkers(PipelineBase):
                     break
                 if state.closing and not item.urgent and not _joins(state.closing, item):
                     self._finish_closing(state)  # the next partition cannot carry it
+                rounds = state.finish.rounds if state.finish is not None else 0
                 try:
                     with time_critical(item.urgent):
                         self._gpu_one(state, item)
                 finally:
                     state.held -= 1
-                if state.closing and not item.urgent:
-                    self._finish_closing(state)  # not carried: in turn, as any group
+                carried = state.finish is not None and state.finish.rounds > rounds
+                if state.closing and not item.urgent and not carried:
+                    self._finish_closing(state)  # not carried: the rest in turn
                 if state.waiting and len(state.waiting) >= _group_size(self.config, state):
                     # full: its passes go beside the next partition's H MSM
                     self._finish_closing(state)
@@ -319,46 +327,54 @@ class GpuWorkers(PipelineBase):
     def _carried(
         self, state: WorkerState, item: WorkItem, lease: Any, defer: tuple[str, ...]
     ) -> Finish | None:
-        """The worker's full group, to run beside this partition's H MSM: where
-        the partition is deferred (no passes of its own on the branch), of the
-        group's circuit and priority, and its plan splits the MSM room
-        (``fork_share``); the group's partitions of finished jobs let go."""
+        """The worker's full group, its passes to run beside this partition's H
+        MSM: where the partition is deferred (no passes of its own on the
+        branch), of the group's circuit and priority, and its plan splits the
+        MSM room (``fork_share``); before its first pass, the group's
+        partitions of finished jobs let go."""
         if not state.closing or not defer or not _joins(state.closing, item):
             return None
         if lease.residency is None or lease.residency.fork_share <= 0:
             return None
-        live = self._live(state.closing)
-        if not live:
-            state.closing = []
-            return None
-        state.closing = live
-        return Finish(live)
+        if state.finish is None:
+            live = self._live(state.closing)
+            state.closing = live
+            if not live:
+                return None
+            state.finish = Finish(live, SharedPasses([w.part for w in live]))
+        state.finish.ran = False
+        return state.finish
 
     def _hand_on(self, state: WorkerState, finish: Finish | None, error: Any) -> None:
         """After the partition that carried ``finish`` (joined; ``error`` what its
-        own proof raised, if anything): the group's items on to the epilogue,
-        or failed by the passes' error alone, or given back with the partition
-        on a device failure of either. A finish the branch never ran stays
-        the worker's closing group, finished in turn."""
-        if finish is None or not finish.started:
+        own proof raised, if anything): once its passes are all done the
+        group's items on to the epilogue; a failed pass fails the group's
+        items alone; a device failure of either line gives both back. A
+        group with passes left, or whose passes the branch never ran, stays
+        the worker's closing group (for the next carrier, or in turn)."""
+        if finish is None or not finish.ran:
             return
-        state.closing = []
+        lost = error if error is not None and is_device_failure(error) else None
+        if lost is None and finish.error is None and not finish.passes.done:
+            return
+        state.closing, state.finish = [], None
         dev = state.device
         assert dev is not None
-        lost = error if error is not None and is_device_failure(error) else None
         failed = lost or finish.error
         if failed is not None:
             self._group_failed(dev, finish.group, failed)
         else:
-            self._group_done(dev, finish.group, finish.times, finish.t, finish.end, beside=True)
+            self._group_done(dev, finish.group, finish.passes.times, finish.t, finish.end, True)
         if error is None and finish.error is not None and is_device_failure(finish.error):
             raise finish.error  # the partition's part is given back too
 
     def _finish_closing(self, state: WorkerState) -> None:
-        """The worker's full group no partition carried: finished in turn."""
+        """The worker's full group, its passes not (or not all) run beside
+        partitions: the rest in turn."""
         group, state.closing = state.closing, []
+        finish, state.finish = state.finish, None
         if group:
-            self._finish_group(state, group)
+            self._finish_group(state, group, None if finish is None else finish.passes)
 
     def _finish_waiting(self, state: WorkerState) -> None:
         """The worker's waiting partitions' proofs (its full group's first)."""
@@ -376,22 +392,27 @@ class GpuWorkers(PipelineBase):
                 live.append(w)
         return live
 
-    def _finish_group(self, state: WorkerState, group: list[Waiting]) -> None:
+    def _finish_group(
+        self, state: WorkerState, group: list[Waiting], passes: SharedPasses | None = None
+    ) -> None:
         """A group's proofs: their shared side queries in one pass a query
-        (within one partition's device lease of the key), then each on to the
+        (within one partition's device lease of the key; ``passes``: those
+        begun beside partitions, the rest run here), then each on to the
         epilogue; a failure fails them all (a device failure gives them back,
         to be proved again)."""
         dev = state.device
         assert dev is not None
-        live = self._live(group)
-        if not live:
+        live = group if passes is not None else self._live(group)
+        if not any(not w.item.job.finished for w in live):
+            for w in live:
+                self._let_go(w)
             return
 
         def cancelled() -> bool:
             jobs_done = all(w.item.job.finished for w in live)
             return jobs_done or not self.health.healthy(dev.ordinal)
 
-        first = live[0].item
+        first = next(w.item for w in live if not w.item.job.finished)
         times = prover.StageTimes()
         t = time.monotonic()
         state.job_id, state.kind, state.busy_since = (
@@ -405,7 +426,10 @@ class GpuWorkers(PipelineBase):
             try:
                 with dev.activate():
                     scopes = LeaseScopes(self.keys, lease, False, cancelled)
-                    finish_partitions(lease.key, [w.part for w in live], scopes, times)
+                    if passes is not None:
+                        times = passes.times
+                    parts = [w.part for w in live]
+                    finish_partitions(lease.key, parts, scopes, times, passes)
             finally:
                 self.keys.release_device(lease)
         except Exception as e:
@@ -421,6 +445,9 @@ class GpuWorkers(PipelineBase):
 
     def _group_failed(self, dev: Device, live: list[Waiting], e: BaseException) -> None:
         for w in live:
+            if w.item.job.finished and not isinstance(e, Cancelled):
+                self._let_go(w)  # its job ended while the passes ran
+                continue
             if w.hold is not None:
                 w.hold.release()
                 w.hold = None
@@ -458,11 +485,14 @@ class GpuWorkers(PipelineBase):
             len(live),
             dev.label,
             dt,
-            " beside the next partition's H MSM" if beside else "",
+            " beside the next partitions' H MSMs" if beside else "",
             ", ".join(f"{k} {v:.3f}" for k, v in (times.detail | times.seconds).items()),
         )
         for w in live:
             item, job = w.item, w.item.job
+            if job.finished:
+                self._let_go(w)  # its job ended while the passes ran
+                continue
             if w.hold is not None:
                 w.hold.release()
                 w.hold = None
@@ -496,6 +526,7 @@ class GpuWorkers(PipelineBase):
     def _give_back_waiting(self, state: WorkerState) -> None:
         """The device left service: its waiting partitions go back to the queue."""
         group, state.waiting, state.closing = state.closing + state.waiting, [], []
+        state.finish = None
         for w in group:
             if w.hold is not None:
                 w.hold.release()
@@ -505,6 +536,7 @@ class GpuWorkers(PipelineBase):
     def _drop_waiting(self, state: WorkerState) -> None:
         """The worker stops: what its waiting partitions hold is given back."""
         group, state.waiting, state.closing = state.closing + state.waiting, [], []
+        state.finish = None
         for w in group:
             self._let_go(w)
 

@@ -54,6 +54,7 @@ class WorkerState:
     # GPU workers: a full group whose passes wait to run beside the next
     # partition's H MSM (at most one a worker)
     closing: list = field(default_factory=list)
+    finish: Any = None  # the closing group's passes, begun beside earlier partitions
 
 
 @dataclass
