@@ -496,3 +496,48 @@ def test_gpu_compact_side_passes_equal_the_cpu(resident: bool) -> None:
         assert verifier.verify(pk.vk, cs.public_inputs(), proof)
     assert gpu.ctx.budget.overdrawn_by_operation == {}
     key.close()
+
+
+@pytest.mark.gpu
+def test_gpu_shared_passes_beside_the_next_parts_h_msm_equal_the_cpu() -> None:
+    """Every key part streamed: two parts' compact passes run a pass at a time
+    on the side branch beside a third part's H MSM (within a share of the
+    MSM room the caller sizes within), the rest in turn: the CPU's proof
+    bytes for all three, verified, no overdraw."""
+    from cuzk.backends.cuda import CudaBackend
+
+    seeds = ((987654321, tuple(range(1, 13))), (5, tuple(range(40, 52))), (7, tuple(range(9, 21))))
+    r1cs, pk, css = _demo(rounds=1500, words=12, seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    rs, ss = [0x1234567, 99, 3], [R - 5, 7, 11]
+    cpu_key = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(cpu_key, r1cs, w, r=r, s=s) for w, r, s in zip(ws, rs, ss, strict=True)]
+    gpu = CudaBackend()
+    where = {p: False for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
+    key = prover.prepare(pk, r1cs, gpu, resident=where)
+    q = prover.SIDE_QUERIES
+    group = [prover.prove_deferred(key, None, ws[j], q, rs[j], ss[j]) for j in (0, 1)]
+    passes = prover.Finishing(group)
+    ran = []
+
+    def beside(ending) -> None:
+        while not passes.done:
+            passes.step(key)
+            ran.append(ending())
+            if ending():
+                break
+
+    room = 512 << 20
+    with gpu.ctx.budget.sized_within(room):
+        third = prover.prove_deferred(
+            key, None, ws[2], q, rs[2], ss[2], beside=beside, fork_share=room // 3
+        )
+    assert ran  # at least one pass ran on the branch
+    while not passes.done:
+        passes.step(key)
+    got = passes.proofs(key) + prover.finish_deferred(key, [third])
+    assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
+    for cs, proof in zip(css, got, strict=True):
+        assert verifier.verify(pk.vk, cs.public_inputs(), proof)
+    assert gpu.ctx.budget.overdrawn_by_operation == {}
+    key.close()
