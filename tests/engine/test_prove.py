@@ -103,3 +103,26 @@ def test_a_device_witness_without_the_requests_inputs_is_refused_and_freed(demo)
             key, r1, DeviceWitness(_Plan(), maker, W), wrong, source="c.json", partition=3
         )
     assert (maker.made, maker.freed) == (1, 1)
+
+
+def test_a_groups_shared_passes_run_a_pass_at_a_time_then_in_turn(demo) -> None:
+    """SharedPasses.run with ``ending`` true after each pass: one pass a call
+    (as beside carriers whose H MSMs end first), the proofs set on the parts
+    only after the last; finish_partitions runs the rest in turn. Every
+    proof verifies."""
+    from cuzk.engine.prove import SharedPasses, finish_partitions
+
+    key, r1, w, inputs = demo
+    queries = prover.SIDE_QUERIES
+    parts = [
+        prove_partition(key, r1, w.copy(), inputs, source="t", partition=j, defer=queries)
+        for j in range(2)
+    ]
+    passes = SharedPasses(parts)
+    assert not passes.run(key, ending=lambda: True)
+    assert passes.finishing.left == list(queries[1:]) and parts[0].proof is None
+    assert not passes.run(key, ending=lambda: True)
+    assert finish_partitions(key, parts, passes=passes) > 0
+    assert passes.done and passes.finishing.done
+    for p in parts:
+        assert p.deferred is None and verify_partition(key.vk, inputs, p.proof)

@@ -78,7 +78,8 @@ class TieredStandIn(BudgetedCpuBackend):
         behaviour (``CudaBackend.fork``): drawing from the caller's envelope,
         sized within its part of the caller's room (DeviceBudget.branch_cap)."""
         self.forks.append(share)
-        return _Branch(self.vram, share)
+        self.branch = _Branch(self.vram, share)
+        return self.branch
 
 
 class _Branch:
@@ -86,6 +87,9 @@ class _Branch:
         self.vram, self.envelope = vram, vram.envelope()
         self.cap = vram.branch_cap(share)
         self.out: dict = {}
+        # the branch's work and its caller's H pass, each noting it began
+        self.side_began, self.h_began = threading.Event(), threading.Event()
+        self.joined = False
 
     def start(self, fn) -> None:
         def run() -> None:
@@ -101,14 +105,15 @@ class _Branch:
     def join(self):
         self.vram.rejoin(self.cap)
         self.thread.join()
+        self.joined = True
         if "error" in self.out:
             raise self.out["error"]
         return self.out["value"]
 
 
-def _budget_for(want) -> int:
-    """The smallest budget (in 1 MiB steps) whose plan for CID satisfies ``want``."""
-    counts = demo.DemoKind().counts(CID)
+def _budget_for(want, cid: str = CID) -> int:
+    """The smallest budget (in 1 MiB steps) whose plan for ``cid`` satisfies ``want``."""
+    counts = demo.DemoKind().counts(cid)
     for mib in range(1, 1 << 14):
         r = plan(counts, mib << 20, MODEL, witness_bytes=0)
         if want(r):
@@ -116,12 +121,23 @@ def _budget_for(want) -> int:
     raise AssertionError("no budget gives the plan asked for")
 
 
-def _prove_on(tmp_path: Path, limit: int, partitions=(2, 1), **gpus) -> tuple[TieredStandIn, list]:
+def _prove_on(
+    tmp_path: Path,
+    limit: int,
+    partitions=(2, 1),
+    stand_in=TieredStandIn,
+    circuit=CIRCUIT,
+    pipeline: dict | None = None,
+    **gpus,
+) -> tuple[TieredStandIn, list]:
     vram = DeviceBudget(0, limit)
-    be = TieredStandIn(vram)
+    be = stand_in(vram)
     dev = Device(0, "tiered stand-in", be, limit, Budget("vram:0", limit, vram))
     # each partition its own passes unless the test asks for shared ones
-    e = Engine(engine_config(tmp_path, **({"shared_pass_partitions": 1} | gpus)), devices=[dev])
+    config = engine_config(tmp_path, **({"shared_pass_partitions": 1} | gpus))
+    if pipeline:
+        config = config.with_overrides(pipeline=pipeline)
+    e = Engine(config, devices=[dev])
     host = e.keys.host_budget
     be.compact_holds = []  # type: ignore[attr-defined]
     for name in ("try_reserve", "reserve"):
@@ -135,7 +151,7 @@ def _prove_on(tmp_path: Path, limit: int, partitions=(2, 1), **gpus) -> tuple[Ti
         setattr(host, name, noting)
     e.start()
     try:
-        jobs = prove_demo_jobs(e, CIRCUIT, partitions)
+        jobs = prove_demo_jobs(e, circuit, partitions)
     finally:
         e.stop()
     return be, jobs
@@ -227,3 +243,124 @@ def test_a_failed_shared_pass_fails_its_group_and_gives_back_its_holds(
     (job,) = jobs
     assert job.state == JobState.FAILED and "shared pass broke" in job.error
     assert len(be.compact_holds) == 2 and all(r.released for r in be.compact_holds)
+
+
+class Overlapping(TieredStandIn):
+    """The tiered stand-in whose passes take the whole room they see (each
+    reserves it while it runs) and whose side branch's shared passes (compact
+    sets) meet the caller's H pass: each notes that it began and waits,
+    bounded, for the other to have begun, so an overlap is shown by events.
+    The first branch's first shared pass fails when asked."""
+
+    fail_first = False
+
+    def __init__(self, vram: DeviceBudget) -> None:
+        super().__init__(vram)
+        self.branch: _Branch | None = None
+        self.met: list[tuple[str, bool]] = []  # (thread, whether the other line had begun)
+        self.carried = 0  # branches whose shared passes ran
+        self.reserved_peak = 0
+        self.h_rooms_beside: list[int] = []  # the room H's passes saw beside a branch
+
+    def _pass(self, run, bases, scalar_sets, phases):
+        from cuzk.backends.base import Compact
+
+        side = threading.current_thread().name == "side"
+        branch = self.branch
+        shared = any(isinstance(x, Compact) for x in scalar_sets)
+        if side and shared and not branch.side_began.is_set():
+            self.carried += 1
+            branch.side_began.set()
+            self.met.append(("side", branch.h_began.wait(10)))
+            if self.fail_first and self.carried == 1:
+                raise ValueError("shared pass broke")
+        elif not side and not shared and _first_h_beside(branch):
+            branch.h_began.set()
+            self.met.append(("main", branch.side_began.wait(10)))
+            self.h_rooms_beside.append(self.vram.free_bytes)
+        room = self.vram.free_bytes
+        with self.vram.reserve(room, f"pass on {threading.current_thread().name}"):
+            self.reserved_peak = max(self.reserved_peak, self.vram.reserved_bytes)
+            return run(bases, scalar_sets, phases)
+
+    def msm_g1_many(self, bases, scalar_sets, phases=None):
+        run = super().msm_g1_many
+        return self._pass(run, bases, scalar_sets, phases)
+
+    def msm_g2_many(self, bases, scalar_sets, phases=None):
+        run = super().msm_g2_many
+        return self._pass(run, bases, scalar_sets, phases)
+
+
+def _first_h_beside(branch: _Branch | None) -> bool:
+    """Whether a pass on the caller's line is the first beside a live branch."""
+    return branch is not None and not branch.joined and not branch.h_began.is_set()
+
+
+def test_a_full_groups_passes_run_beside_the_next_partitions_h_msm(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Sharing on, groups of two, one GPU worker, three jobs of two partitions:
+    each full group's shared passes run on the side branch of the next
+    partition's proof, beside its H pass (both lines seen begun by the other),
+    within the plan's branch share while H's pass sizes within the rest (the
+    two never over the room, the budget never overdrawn); the last group, with
+    nothing after it, in turn on the worker's line. The first group's passes
+    fail: its jobs fail with the error, the others' proofs all verify (their
+    jobs complete), every compact-set hold is given back, no branch left."""
+    from cuzk.engine.pipeline import gpu
+
+    small = DemoCircuit.with_constraints(1 << 12)
+    cid = demo.circuit_id(small.rounds, small.words)
+
+    def want(r):
+        return r.fits and r.lean and r.fork_share > 0 and bool(r.shared_queries)
+
+    limit = _budget_for(want, cid)
+    res = plan(demo.DemoKind().counts(cid), limit, MODEL, witness_bytes=0)
+    # (a carried group's finish or None, its jobs) a time passes ran for a group
+    groups: list[tuple[object, frozenset[str]]] = []
+    run, finish_group = gpu.Finish.run, gpu.GpuWorkers._finish_group
+
+    def noting_run(self, key, ending):
+        groups.append((self, frozenset(w.item.job.job_id for w in self.group)))
+        return run(self, key, ending)
+
+    def noting_group(self, state, group, passes=None):
+        groups.append((None, frozenset(w.item.job.job_id for w in group)))
+        return finish_group(self, state, group, passes)
+
+    monkeypatch.setattr(gpu.Finish, "run", noting_run)
+    monkeypatch.setattr(gpu.GpuWorkers, "_finish_group", noting_group)
+    monkeypatch.setattr(Overlapping, "fail_first", True)
+    be, jobs = _prove_on(
+        tmp_path,
+        limit,
+        (2, 2, 2),
+        stand_in=Overlapping,
+        circuit=small,
+        pipeline={"synthesis_concurrency": 1},
+        shared_pass_partitions=2,
+        gpu_workers_per_device=1,
+    )
+    carried = list(dict.fromkeys(ids for finish, ids in groups if finish is not None))
+    assert len(carried) >= 2 and be.carried == len([f for f, _ in groups if f is not None])
+    assert groups[-1][0] is None  # the last group: nothing to carry it
+    # each carried group's passes and the next partition's H pass overlapped
+    assert be.met and all(met for _, met in be.met)
+    assert {t for t, _ in be.met} == {"side", "main"}
+    # the branch's share and H's room split the plan's MSM room
+    assert be.forks and set(be.forks) == {res.fork_share}
+    assert res.h_room + res.fork_share == res.msm_room
+    side = [room for thread, room in be.room_seen if thread == "side"]
+    assert side and max(side) <= res.fork_share
+    assert len(be.h_rooms_beside) == be.carried and max(be.h_rooms_beside) <= res.h_room
+    assert be.reserved_peak <= limit and be.vram.overdrawn_by_operation == {}
+    failed = {j.job_id for j in jobs if j.state == JobState.FAILED}
+    assert failed == carried[0], [(j.job_id, j.state, j.error) for j in jobs]
+    assert all("shared pass broke" in j.error for j in jobs if j.job_id in failed)
+    done = [j for j in jobs if j.job_id not in failed]
+    assert done and all(j.state == JobState.COMPLETED for j in done)
+    holds = be.compact_holds
+    assert len(holds) == 6 and all(r.released for r in holds)
+    assert all(t.name != "side" for t in threading.enumerate())

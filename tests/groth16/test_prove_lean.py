@@ -291,6 +291,122 @@ def test_a_failed_side_msm_fails_the_lean_proof_after_the_join() -> None:
     assert all(t.name != "side" for t in threading.enumerate())  # joined, not left running
 
 
+class Meeting(Forking):
+    """A forking backend whose H MSM on the calling thread meets the branch's
+    work: it notes that it began and waits (bounded) for the branch to have
+    begun too, so that the two are shown to overlap by events."""
+
+    def __init__(self, fail_h: bool = False) -> None:
+        super().__init__()
+        self.h_began, self.side_began = threading.Event(), threading.Event()
+        self.met = False
+        self.fail_h = fail_h
+
+    def msm_g1_many(self, bases, scalar_sets, phases=None):
+        if threading.current_thread().name != "side" and bases is self.h_bases:
+            self.h_began.set()
+            self.met = self.side_began.wait(5)
+            if self.fail_h:
+                raise RuntimeError("H MSM failed")
+        return super().msm_g1_many(bases, scalar_sets, phases)
+
+
+def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
+    """prove_deferred(beside=…): the finish of parts made before runs on the
+    side branch (the share asked of fork) while this part's H MSM runs, and is
+    joined before it returns; every proof the one made alone. No branch (no
+    share, or a backend that does not fork): the work is not run there."""
+    seeds = ((77, (5, 6)), (78, (1, 2)), (79, (3, 4)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    alone = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(alone, r1cs, w, r=3 + j, s=9 + j).to_bytes() for j, w in enumerate(ws)]
+    be = Meeting()
+    key = prover.prepare(pk, r1cs, be)
+    be.h_bases = key.h
+    queries = prover.SIDE_QUERIES
+    group = [prover.prove_deferred(key, r1cs, ws[j], queries, r=3 + j, s=9 + j) for j in (0, 1)]
+    be.forks.clear()
+    be.where.clear()
+    done: dict = {}
+
+    def finish(ending) -> None:
+        be.side_began.set()
+        done["met"] = be.h_began.wait(5)
+        done["proofs"] = prover.finish_deferred(key, group)
+
+    times = prover.StageTimes()
+    part = prover.prove_deferred(
+        key, r1cs, ws[2], queries, r=5, s=11, times=times, beside=finish, fork_share=2 << 20
+    )
+    assert be.met and done["met"]  # each saw the other begun: they overlapped
+    m = 1 << (r1cs.num_constraints - 1).bit_length()
+    assert be.forks == [(m, r1cs.num_variables, 2 << 20)]
+    # the group's passes (L, A, B in G1 and G2) on the branch, H's here
+    assert [t for t, _ in be.where].count("side") == 4
+    assert "beside_wait" in times.detail and all(t.name != "side" for t in threading.enumerate())
+    assert [p.to_bytes() for p in done["proofs"]] == want[:2]
+    for cs, p in zip(css, done["proofs"], strict=False):
+        assert verifier.verify(pk.vk, cs.public_inputs(), p)
+    (third,) = prover.finish_deferred(key, [part])
+    assert third.to_bytes() == prover.prove(alone, r1cs, ws[2], r=5, s=11).to_bytes()
+    # no share, or no fork: not run beside (the caller runs it in turn)
+    ran = []
+    prover.prove_deferred(key, r1cs, ws[2], queries, beside=ran.append, fork_share=0)
+    plain = prover.prepare(pk, r1cs, Lazy())
+    prover.prove_deferred(plain, r1cs, ws[2], queries, beside=ran.append, fork_share=9)
+    assert ran == [] and len(be.forks) == 1
+
+
+def test_the_shared_passes_run_a_pass_at_a_time_under_any_loaded_key() -> None:
+    """Finishing: a pass a step (A, then B in G1 and G2, here under two keys
+    of the circuit in turn: the sums do not depend on which), the proofs
+    those of finish_deferred; proofs asked for before the last pass are
+    refused."""
+    seeds = ((77, (5, 6)), (78, (1, 2)))
+    r1cs, pk, css = _demo(seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    be = Lazy()
+    keys = [prover.prepare(pk, r1cs, be), prover.prepare(pk, r1cs, CpuBackend())]
+    both = ("a", "b_g1", "b_g2")
+    parts = [
+        prover.prove_deferred(keys[0], r1cs, w.copy(), both, r=3 + j, s=9 + j)
+        for j, w in enumerate(ws)
+    ]
+    want = [p.to_bytes() for p in prover.finish_deferred(keys[0], parts)]
+    be.passes.clear()
+    passes = prover.Finishing(parts)
+    assert passes.left == list(both)
+    passes.step(keys[0])
+    assert passes.left == ["b_g1", "b_g2"] and be.passes == [2]
+    with pytest.raises(ValueError, match="still to run"):
+        passes.proofs(keys[0])
+    passes.step(keys[1])
+    passes.step(keys[0])
+    assert passes.done and [p.to_bytes() for p in passes.proofs(keys[1])] == want
+
+
+def test_a_failed_h_msm_joins_the_work_beside_it_first() -> None:
+    """H's MSM fails (or is cancelled: a stopping worker) while the branch's
+    work runs: the branch is joined before the error comes out, its work
+    done, no branch thread left running."""
+    r1cs, pk, (cs,) = _demo()
+    be = Meeting(fail_h=True)
+    key = prover.prepare(pk, r1cs, be)
+    be.h_bases = key.h
+    w = fr_to_array(cs.assignment())
+    ended = []
+
+    def beside(ending) -> None:
+        be.side_began.set()
+        be.h_began.wait(5)
+        ended.append(True)
+
+    with pytest.raises(RuntimeError, match="H MSM failed"):
+        prover.prove_deferred(key, r1cs, w, ("l",), beside=beside, fork_share=1 << 20)
+    assert ended == [True] and all(t.name != "side" for t in threading.enumerate())
+
+
 # --- on the GPU -------------------------------------------------------------------
 
 
@@ -375,6 +491,51 @@ def test_gpu_compact_side_passes_equal_the_cpu(resident: bool) -> None:
     where = {p: resident for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
     key = prover.prepare(pk, r1cs, gpu, resident=where)
     got = prover.prove_many(key, None, ws, rs, ss, compact=prover.SIDE_QUERIES)
+    assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
+    for cs, proof in zip(css, got, strict=True):
+        assert verifier.verify(pk.vk, cs.public_inputs(), proof)
+    assert gpu.ctx.budget.overdrawn_by_operation == {}
+    key.close()
+
+
+@pytest.mark.gpu
+def test_gpu_shared_passes_beside_the_next_parts_h_msm_equal_the_cpu() -> None:
+    """Every key part streamed: two parts' compact passes run a pass at a time
+    on the side branch beside a third part's H MSM (within a share of the
+    MSM room the caller sizes within), the rest in turn: the CPU's proof
+    bytes for all three, verified, no overdraw."""
+    from cuzk.backends.cuda import CudaBackend
+
+    seeds = ((987654321, tuple(range(1, 13))), (5, tuple(range(40, 52))), (7, tuple(range(9, 21))))
+    r1cs, pk, css = _demo(rounds=1500, words=12, seeds=seeds)
+    ws = [fr_to_array(cs.assignment()) for cs in css]
+    rs, ss = [0x1234567, 99, 3], [R - 5, 7, 11]
+    cpu_key = prover.prepare(pk, r1cs, CpuBackend())
+    want = [prover.prove(cpu_key, r1cs, w, r=r, s=s) for w, r, s in zip(ws, rs, ss, strict=True)]
+    gpu = CudaBackend()
+    where = {p: False for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
+    key = prover.prepare(pk, r1cs, gpu, resident=where)
+    q = prover.SIDE_QUERIES
+    group = [prover.prove_deferred(key, None, ws[j], q, rs[j], ss[j]) for j in (0, 1)]
+    passes = prover.Finishing(group)
+    ran = []
+
+    def beside(ending) -> None:
+        while not passes.done:
+            passes.step(key)
+            ran.append(ending())
+            if ending():
+                break
+
+    room = 512 << 20
+    with gpu.ctx.budget.sized_within(room):
+        third = prover.prove_deferred(
+            key, None, ws[2], q, rs[2], ss[2], beside=beside, fork_share=room // 3
+        )
+    assert ran  # at least one pass ran on the branch
+    while not passes.done:
+        passes.step(key)
+    got = passes.proofs(key) + prover.finish_deferred(key, [third])
     assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
     for cs, proof in zip(css, got, strict=True):
         assert verifier.verify(pk.vk, cs.public_inputs(), proof)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,8 @@ def prove_partition(
     times: prover.StageTimes | None = None,
     verify_with: VerifyingKey | None = None,
     defer: Collection[str] = (),
+    beside: Callable[[Callable[[], bool]], Any] | None = None,
+    fork_share: int = 0,
 ) -> PartitionProof:
     """Partition ``partition`` of a request (``source``) proven under ``key``:
     ``witness`` is its full assignment or a :class:`DeviceWitness`;
@@ -99,14 +101,21 @@ def prove_partition(
     ``shared_queries``) the partition's part is made instead of its proof
     (:func:`cuzk.groth16.prover.prove_deferred`: those queries' scalars as
     compact sets in host memory) and returned as ``deferred``, for
-    :func:`finish_partitions` to complete with other partitions'."""
+    :func:`finish_partitions` to complete with other partitions'. With
+    ``defer``, ``beside`` runs on a side branch of ``fork_share`` bytes beside
+    the partition's H MSM where the backend forks (``prove_deferred``'s: an
+    earlier group's :meth:`SharedPasses.run`, told when H's MSM is done),
+    joined before this returns."""
     if defer and verify_with is not None:
         raise ValueError("prove_partition: a deferred partition is verified once finished")
     times = times if times is not None else prover.StageTimes()
 
     def run(w: Any) -> tuple[Proof | None, prover.Deferred | None]:
         if defer:
-            return None, prover.prove_deferred(key, circuit, w, defer, times=times)
+            part = prover.prove_deferred(
+                key, circuit, w, defer, times=times, beside=beside, fork_share=fork_share
+            )
+            return None, part
         return prover.prove(key, circuit, w, times=times, **scopes.mode()), None
 
     out_witness = 0.0
@@ -143,22 +152,60 @@ def finish_partitions(
     parts: Sequence[PartitionProof],
     scopes: Scopes = HERE,
     times: prover.StageTimes | None = None,
+    passes: SharedPasses | None = None,
 ) -> float:
     """The proofs of partitions :func:`prove_partition` deferred under ``key``:
     their shared side queries' MSMs in one pass a query for them all
     (:func:`cuzk.groth16.prover.finish_deferred`), within ``scopes``'s
-    proving context; each part gets its ``proof``. Returns the seconds taken."""
+    proving context; each part gets its ``proof``. ``passes``: the group's
+    passes begun elsewhere (beside earlier partitions' H MSMs), the rest run
+    here. Returns the seconds taken."""
     if not parts:
         return 0.0
-    times = times if times is not None else prover.StageTimes()
+    passes = passes if passes is not None else SharedPasses(parts, times)
     t = time.perf_counter()
-    with scopes.proving(times, after_device_witness=False):
-        proofs = prover.finish_deferred(key, [p.deferred for p in parts], times)
-    took = time.perf_counter() - t
-    for p, proof in zip(parts, proofs, strict=True):
-        p.proof, p.deferred = proof, None
-        p.prove_s += took / len(parts)
-    return took
+    with scopes.proving(passes.times, after_device_witness=False):
+        passes.run(key)
+    return time.perf_counter() - t
+
+
+class SharedPasses:
+    """A group's shared passes (:class:`cuzk.groth16.prover.Finishing`), run
+    whole (:func:`finish_partitions`) or a pass at a time on side branches
+    beside later partitions' H MSMs (``prove_partition(beside=…)``: the
+    branch already draws from the carrier's reservation and sizes within its
+    share); each part gets its ``proof`` once the last pass is done."""
+
+    def __init__(self, parts: Sequence[PartitionProof], times: prover.StageTimes | None = None):
+        self.parts = list(parts)
+        self.times = times if times is not None else prover.StageTimes()
+        self.finishing = prover.Finishing([p.deferred for p in self.parts], self.times)
+        self.took = 0.0  # seconds its passes ran, on whichever line
+
+    @property
+    def done(self) -> bool:
+        return self.parts[0].deferred is None
+
+    def run(self, key: prover.PreparedKey, ending: Callable[[], bool] | None = None) -> bool:
+        """Passes under ``key`` until none is left, or (with ``ending``) until
+        ``ending()`` holds after one (at least one runs); then the proofs.
+        Returns whether the group is done."""
+        t = time.perf_counter()
+        try:
+            f = self.finishing
+            while not f.done:
+                f.step(key)
+                if ending is not None and ending():
+                    break
+            if f.done and not self.done:
+                proofs = f.proofs(key)
+                took = self.took + time.perf_counter() - t
+                for p, proof in zip(self.parts, proofs, strict=True):
+                    p.proof, p.deferred = proof, None
+                    p.prove_s += took / len(self.parts)
+        finally:
+            self.took += time.perf_counter() - t
+        return self.done
 
 
 def verify_partition(vk: VerifyingKey, inputs: Sequence[int], proof: Proof) -> bool:

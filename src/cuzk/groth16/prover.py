@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -624,13 +625,25 @@ def prove_deferred(
     r: int | None = None,
     s: int | None = None,
     times: StageTimes | None = None,
+    beside: Callable[[Callable[[], bool]], Any] | None = None,
+    fork_share: int = 0,
 ) -> Deferred:
     """A proof's part that needs its assignment: the H step and H's MSM, the
     side queries not in ``compact`` (:data:`SIDE_QUERIES`), and the compact
     queries' scalars as :class:`~cuzk.backends.base.Compact` sets
     (``Backend.compact``; B's made once for both B queries). The assignment
     may be freed once it returns; :func:`finish_deferred` completes the
-    proof, its compact queries' MSMs in passes shared with others'."""
+    proof, its compact queries' MSMs in passes shared with others'.
+
+    ``beside`` (with ``fork_share`` > 0, on a backend whose ``fork`` gives a
+    branch): other work (the engine's: an earlier group's passes,
+    :class:`Finishing`) started on a side branch after the H step and the
+    compact sets, within ``fork_share`` bytes of the MSM room, beside H's
+    MSM in the rest, and joined before this returns (or raises: the branch
+    is joined on every path; what ``beside`` raises is raised here). It is
+    called with ``ending``, true once H's MSM is done (work in steps stops
+    at its next step then: the join waits for it). Not called where the
+    backend gives no branch (the caller runs it in turn)."""
     compact = frozenset(compact)
     unknown = compact - set(SIDE_QUERIES)
     if unknown:
@@ -666,10 +679,23 @@ def prove_deferred(
             sets[q] = be.compact(w, a_index if q == "a" else b_index)
     if sets:
         times.mark("compact", t, detail=True)
-    t = time.perf_counter()
-    points = {"h": be.msm_g1_many(key.h, [h], times.msm("h"))[0]}
-    del h
-    times.mark("msm_h", t, detail=True)
+    branch = None
+    h_done = threading.Event()
+    if beside is not None and fork_share > 0:
+        branch = be.fork(m, len(w), fork_share)
+        if branch is not None:
+            branch.start(functools.partial(beside, h_done.is_set))
+    try:
+        t = time.perf_counter()
+        points = {"h": be.msm_g1_many(key.h, [h], times.msm("h"))[0]}
+        del h
+        times.mark("msm_h", t, detail=True)
+    finally:
+        h_done.set()
+        if branch is not None:
+            t_join = time.perf_counter()
+            branch.join()
+            times.detail["beside_wait"] = time.perf_counter() - t_join
     for q in SIDE_QUERIES:  # the rest while the assignment lives
         if q not in compact:
             selection = {"l": None, "a": a_index}.get(q, b_index)
@@ -689,30 +715,58 @@ def finish_deferred(
     chunk crosses PCIe once for all of them), then each proof assembled."""
     if not waiting:
         return []
-    be = key.backend
-    times = times if times is not None else StageTimes()
-    times.sync = be.synchronize
-    g1_before = times.total(_G1_STEPS)
-    points = [dict(d.points) for d in waiting]
-    for q in SIDE_QUERIES:
-        owners = [j for j, d in enumerate(waiting) if q in d.sets]
-        if owners:
-            got = _side_msm(be, key, q, [waiting[j].sets[q] for j in owners], times)
-            for j, g in zip(owners, got, strict=True):
-                points[j][q] = g
-    missing = [j for j, p in enumerate(points) if len(p) != 1 + len(SIDE_QUERIES)]
-    if missing:
-        raise ValueError(f"finish_deferred: part {missing[0]} lacks a side query's sum")
-    times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + (
-        times.total(_G1_STEPS) - g1_before
-    )
-    t = time.perf_counter()
-    proofs = [
-        _assemble(key.vk, d.r, d.s, p["h"], p["l"], p["a"], p["b_g1"], p["b_g2"])
-        for d, p in zip(waiting, points, strict=True)
-    ]
-    times.mark("assemble", t)
-    return proofs
+    passes = Finishing(waiting, times)
+    while not passes.done:
+        passes.step(key)
+    return passes.proofs(key)
+
+
+class Finishing:
+    """:func:`finish_deferred` a pass at a time: :meth:`step` runs the next
+    compact query's pass for every part's set (under any loaded key of the
+    circuit: the sums do not depend on which), :meth:`proofs` assembles them
+    once :attr:`done`. A caller may run the steps on several lines in turn
+    (the engine: beside later partitions' H MSMs, a step at a time)."""
+
+    def __init__(self, waiting: Sequence[Deferred], times: StageTimes | None = None) -> None:
+        self.waiting = list(waiting)
+        self.times = times if times is not None else StageTimes()
+        self.points = [dict(d.points) for d in self.waiting]
+        self.left = [q for q in SIDE_QUERIES if any(q in d.sets for d in self.waiting)]
+
+    @property
+    def done(self) -> bool:
+        return not self.left
+
+    def step(self, key: PreparedKey) -> None:
+        """The next compact query's pass."""
+        be, times = key.backend, self.times
+        times.sync = be.synchronize
+        g1_before = times.total(_G1_STEPS)
+        q = self.left[0]
+        owners = [j for j, d in enumerate(self.waiting) if q in d.sets]
+        got = _side_msm(be, key, q, [self.waiting[j].sets[q] for j in owners], times)
+        for j, g in zip(owners, got, strict=True):
+            self.points[j][q] = g
+        self.left.pop(0)
+        times.seconds["msm_g1"] = times.seconds.get("msm_g1", 0.0) + (
+            times.total(_G1_STEPS) - g1_before
+        )
+
+    def proofs(self, key: PreparedKey) -> list[Proof]:
+        """The parts' proofs, once every pass is done."""
+        if self.left:
+            raise ValueError(f"finish_deferred: the passes of {self.left} are still to run")
+        missing = [j for j, p in enumerate(self.points) if len(p) != 1 + len(SIDE_QUERIES)]
+        if missing:
+            raise ValueError(f"finish_deferred: part {missing[0]} lacks a side query's sum")
+        t = time.perf_counter()
+        proofs = [
+            _assemble(key.vk, d.r, d.s, p["h"], p["l"], p["a"], p["b_g1"], p["b_g2"])
+            for d, p in zip(self.waiting, self.points, strict=True)
+        ]
+        self.times.mark("assemble", t)
+        return proofs
 
 
 # Each side query's stage mark (msm_g2 is a stage of its own, the rest msm_g1's steps).

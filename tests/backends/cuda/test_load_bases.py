@@ -598,6 +598,39 @@ def test_a_short_room_takes_a_smaller_chunk_in_wider_window_groups():
     assert fit_chunk(engine, G1_SPEC, 1 << 26, room=40 * gib, on_host=False) == 1 << 24
 
 
+def test_a_pass_fits_its_chunk_with_what_it_holds_beside_in_the_room():
+    """fit_chunk(beside=…): the pass's chunk fits the room with the bytes held
+    beside one set's pass (a shared pass's other sets and its compact sets'
+    expansion): in a room (a side branch's share) that holds a chunk of
+    LEAN_CHUNK alone but not with a PoRep group's expansion beside it, a
+    smaller chunk is taken instead of drawing beyond the room."""
+    from types import SimpleNamespace
+
+    from cuzk.backends.compact import expand_bytes
+    from cuzk.backends.cuda.memory import DeviceBudget
+    from cuzk.backends.cuda.model import LEAN_CHUNK
+    from cuzk.backends.cuda.msm import G1_SPEC, Tuning, fit_chunk, streamed_msm_bytes
+    from cuzk.backends.cuda.msm.bases import _pass_fixed_bytes
+
+    engine = SimpleNamespace(ctx=SimpleNamespace(budget=DeviceBudget(0, 1 << 40)), tuning=Tuning())
+    one = Tuning(group_windows=1)
+
+    def alone(c: int) -> int:
+        return streamed_msm_bytes(G1_SPEC, c, 1, one, on_host=True)
+
+    def beside(c: int) -> int:  # ten partitions' B sets, 12 % full (the plan's 32GiB bound)
+        more = _pass_fixed_bytes(G1_SPEC, c, 10) - _pass_fixed_bytes(G1_SPEC, c, 1)
+        return more + expand_bytes(c, c * 12 // 100)
+
+    room = alone(LEAN_CHUNK) + beside(LEAN_CHUNK) - (1 << 20)
+    assert fit_chunk(engine, G1_SPEC, 1 << 27, room=room) == LEAN_CHUNK  # would overdraw
+    chunk = fit_chunk(engine, G1_SPEC, 1 << 27, room=room, beside=beside)
+    assert chunk < LEAN_CHUNK and alone(chunk) + beside(chunk) <= room
+    # with room for both, the chunk stays
+    roomy = alone(LEAN_CHUNK) + beside(LEAN_CHUNK)
+    assert fit_chunk(engine, G1_SPEC, 1 << 27, room=roomy, beside=beside) == LEAN_CHUNK
+
+
 # (group, bases, lengths of the compact sets, chunk): chunks that split the
 # bitmaps' bytes (not multiples of 8), sets full, partial, of one entry,
 # empty, all zeros and all ones.

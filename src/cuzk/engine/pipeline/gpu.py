@@ -13,12 +13,20 @@ the group is finished together, one pass a query over the streamed bases
 (:func:`cuzk.engine.prove.finish_partitions`), when it holds
 ``[gpus] shared_pass_partitions`` parts (0: its job's partitions), when the
 next batch is of another circuit or priority, when the queue has nothing for
-the worker, or before the host budget would refuse the next part.
+the worker, or before the host budget would refuse the next part. A group
+that is full while more partitions of its circuit come (:attr:`WorkerState.closing`)
+is finished on side branches beside the next partitions' H MSMs, within the
+plan's branch share of each one's MSM room, a pass at a time
+(:class:`cuzk.engine.prove.SharedPasses`: the passes begun before a
+carrier's H MSM ends, the last of them joined with it); where the next
+partition does not take it (another circuit, no branch, a failure before
+its H MSM), or before the next group closes, the rest is finished in turn.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +39,13 @@ from cuzk.engine.health import is_device_failure
 from cuzk.engine.jobs import Priority
 from cuzk.engine.keystore import KeyStore
 from cuzk.engine.pipeline.queues import PipelineBase, WorkerState, describe
-from cuzk.engine.prove import DeviceWitness, Scopes, finish_partitions, prove_partition
+from cuzk.engine.prove import (
+    DeviceWitness,
+    Scopes,
+    SharedPasses,
+    finish_partitions,
+    prove_partition,
+)
 from cuzk.engine.scheduler import Closed, WorkItem
 from cuzk.groth16 import prover
 
@@ -49,6 +63,36 @@ class Waiting:
     hold: Any  # the host budget's Reservation (release())
     seconds: float  # its own GPU time so far
     at: float = field(default_factory=time.monotonic)  # when it joined the group
+
+
+@dataclass
+class Finish:
+    """A full group's passes carried on the side branches of the next
+    partitions' proofs (``prove_partition(beside=…)``), a pass at a time until
+    each carrier's H MSM ends (:meth:`run`); the worker hands the group on
+    once they are all done."""
+
+    group: list[Waiting]
+    passes: SharedPasses
+    rounds: int = 0  # carriers its passes ran beside
+    ran: bool = False  # its passes ran beside the partition just proved
+    error: BaseException | None = None
+    t: float = 0.0  # when it began and ended (monotonic)
+    end: float = 0.0
+
+    def run(self, key: Any, ending: Callable[[], bool]) -> None:
+        """Passes, in the branch's thread, until ``ending()`` after one; an error
+        is kept for the worker (it fails this group alone, never the
+        partition beside it)."""
+        self.ran, self.rounds = True, self.rounds + 1
+        if not self.t:
+            self.t = time.monotonic()
+        try:
+            self.passes.run(key, ending)
+        except BaseException as e:
+            self.error = e
+        finally:
+            self.end = time.monotonic()
 
 
 class GpuWorkers(PipelineBase):
@@ -76,11 +120,14 @@ class GpuWorkers(PipelineBase):
                 continue
             # a group waiting for its shared passes is finished once nothing of its
             # circuit is on its way here, or after [scheduler] max_batch_wait_ms
-            if state.waiting and not self._more_coming(state):
+            # (a full one, too, when no partition comes to carry it)
+            if state.closing and not self._more_coming(state.closing):
+                self._finish_closing(state)
+            if state.waiting and not self._more_coming(state.waiting):
                 self._finish_waiting(state)
             batch = self.synthesized.get_batch(
                 self.config.scheduler.max_batch_size,
-                timeout=0.05 if state.waiting else 1.0,
+                timeout=0.05 if state.waiting or state.closing else 1.0,
                 select=self._selector(dev, state.urgent),
                 claim=claim,
             )
@@ -98,13 +145,21 @@ class GpuWorkers(PipelineBase):
                     for rest in batch[n:]:
                         self._give_back(rest)
                     break
+                if state.closing and not item.urgent and not _joins(state.closing, item):
+                    self._finish_closing(state)  # the next partition cannot carry it
+                rounds = state.finish.rounds if state.finish is not None else 0
                 try:
                     with time_critical(item.urgent):
                         self._gpu_one(state, item)
                 finally:
                     state.held -= 1
+                carried = state.finish is not None and state.finish.rounds > rounds
+                if state.closing and not item.urgent and not carried:
+                    self._finish_closing(state)  # not carried: the rest in turn
                 if state.waiting and len(state.waiting) >= _group_size(self.config, state):
-                    self._finish_waiting(state)
+                    # full: its passes go beside the next partition's H MSM
+                    self._finish_closing(state)
+                    state.closing, state.waiting = state.waiting, []
             state.held = 0
             if batch:
                 self.synthesized.poke()  # a free worker: placement may now pick it
@@ -170,6 +225,9 @@ class GpuWorkers(PipelineBase):
         )
         if item.job.priority >= Priority.CRITICAL and lease.residency is not None:
             self.keep_for_time_critical(device, lease.residency.partition_device_bytes + extra)
+        defer = _shared(self.config, lease, item)
+        finish = self._carried(state, item, lease, defer)
+        error: BaseException | None = None
         try:
             now = time.monotonic()
             job.stage("srs_load", now - lease.load_ms / 1000, now)
@@ -200,7 +258,6 @@ class GpuWorkers(PipelineBase):
                     if maker is None
                     else DeviceWitness(plan, maker, witness.hints)
                 )
-                defer = _shared(self.config, lease, item)
                 done = prove_partition(
                     lease.key,
                     circuit,
@@ -211,14 +268,22 @@ class GpuWorkers(PipelineBase):
                     scopes=LeaseScopes(self.keys, lease, item.urgent, cancelled),
                     times=stages,
                     defer=defer,
+                    beside=None if finish is None else functools.partial(finish.run, lease.key),
+                    fork_share=0 if finish is None else lease.residency.fork_share,
                 )
                 proof = done.proof
             end = time.monotonic()
             dt = end - t
             for name, secs in (stages.seconds | stages.detail).items():
                 self.metrics.observe_prover(name, job.kind.label, secs)
+        except BaseException as e:
+            error = e
+            raise
         finally:
             self.keys.release_device(lease)
+            # the group carried beside this partition's H MSM, joined: on to the
+            # epilogue (a device failure in its passes gives this partition back too)
+            self._hand_on(state, finish, error)
         with self._work_lock:
             self.work[device.ordinal].busy_seconds += dt
         job.stage("gpu_compute", t, end)
@@ -252,35 +317,102 @@ class GpuWorkers(PipelineBase):
         what = f"compact scalars {waiting.item.job.job_id}/{waiting.item.index}"
         budget = self.keys.host_budget
         got = budget.try_reserve([(nbytes, what)])
-        if got is None and state.waiting:
+        if got is None and (state.waiting or state.closing):
             self._finish_waiting(state)
         if got is None:
             got = budget.reserve([(nbytes, what)], cancelled=cancelled)
         waiting.hold = got[0]
         state.waiting.append(waiting)  # (its state stays "gpu" until the passes)
 
-    def _finish_waiting(self, state: WorkerState) -> None:
-        """The worker's waiting partitions' proofs: their shared side queries in
-        one pass a query (within one partition's device lease of the key),
-        then each on to the epilogue; a failure fails them all (a device
-        failure gives them back, to be proved again)."""
+    def _carried(
+        self, state: WorkerState, item: WorkItem, lease: Any, defer: tuple[str, ...]
+    ) -> Finish | None:
+        """The worker's full group, its passes to run beside this partition's H
+        MSM: where the partition is deferred (no passes of its own on the
+        branch), of the group's circuit and priority, and its plan splits the
+        MSM room (``fork_share``); before its first pass, the group's
+        partitions of finished jobs let go."""
+        if not state.closing or not defer or not _joins(state.closing, item):
+            return None
+        if lease.residency is None or lease.residency.fork_share <= 0:
+            return None
+        if state.finish is None:
+            live = self._live(state.closing)
+            state.closing = live
+            if not live:
+                return None
+            state.finish = Finish(live, SharedPasses([w.part for w in live]))
+        state.finish.ran = False
+        return state.finish
+
+    def _hand_on(self, state: WorkerState, finish: Finish | None, error: Any) -> None:
+        """After the partition that carried ``finish`` (joined; ``error`` what its
+        own proof raised, if anything): once its passes are all done the
+        group's items on to the epilogue; a failed pass fails the group's
+        items alone; a device failure of either line gives both back. A
+        group with passes left, or whose passes the branch never ran, stays
+        the worker's closing group (for the next carrier, or in turn)."""
+        if finish is None or not finish.ran:
+            return
+        lost = error if error is not None and is_device_failure(error) else None
+        if lost is None and finish.error is None and not finish.passes.done:
+            return
+        state.closing, state.finish = [], None
         dev = state.device
         assert dev is not None
+        failed = lost or finish.error
+        if failed is not None:
+            self._group_failed(dev, finish.group, failed)
+        else:
+            self._group_done(dev, finish.group, finish.passes.times, finish.t, finish.end, True)
+        if error is None and finish.error is not None and is_device_failure(finish.error):
+            raise finish.error  # the partition's part is given back too
+
+    def _finish_closing(self, state: WorkerState) -> None:
+        """The worker's full group, its passes not (or not all) run beside
+        partitions: the rest in turn."""
+        group, state.closing = state.closing, []
+        finish, state.finish = state.finish, None
+        if group:
+            self._finish_group(state, group, None if finish is None else finish.passes)
+
+    def _finish_waiting(self, state: WorkerState) -> None:
+        """The worker's waiting partitions' proofs (its full group's first)."""
+        self._finish_closing(state)
         group, state.waiting = state.waiting, []
+        self._finish_group(state, group)
+
+    def _live(self, group: list[Waiting]) -> list[Waiting]:
+        """The group's partitions whose jobs go on (the others let go)."""
         live = []
         for w in group:
             if w.item.job.finished:
                 self._let_go(w)
             else:
                 live.append(w)
-        if not live:
+        return live
+
+    def _finish_group(
+        self, state: WorkerState, group: list[Waiting], passes: SharedPasses | None = None
+    ) -> None:
+        """A group's proofs: their shared side queries in one pass a query
+        (within one partition's device lease of the key; ``passes``: those
+        begun beside partitions, the rest run here), then each on to the
+        epilogue; a failure fails them all (a device failure gives them back,
+        to be proved again)."""
+        dev = state.device
+        assert dev is not None
+        live = group if passes is not None else self._live(group)
+        if not any(not w.item.job.finished for w in live):
+            for w in live:
+                self._let_go(w)
             return
 
         def cancelled() -> bool:
             jobs_done = all(w.item.job.finished for w in live)
             return jobs_done or not self.health.healthy(dev.ordinal)
 
-        first = live[0].item
+        first = next(w.item for w in live if not w.item.job.finished)
         times = prover.StageTimes()
         t = time.monotonic()
         state.job_id, state.kind, state.busy_since = (
@@ -294,50 +426,76 @@ class GpuWorkers(PipelineBase):
             try:
                 with dev.activate():
                     scopes = LeaseScopes(self.keys, lease, False, cancelled)
-                    finish_partitions(lease.key, [w.part for w in live], scopes, times)
+                    if passes is not None:
+                        times = passes.times
+                    parts = [w.part for w in live]
+                    finish_partitions(lease.key, parts, scopes, times, passes)
             finally:
                 self.keys.release_device(lease)
         except Exception as e:
+            self._group_failed(dev, live, e)
+            return
+        finally:
             state.job_id = state.kind = state.circuit_id = ""
             state.partition = -1
-            for w in live:
+        end = time.monotonic()
+        with self._work_lock:
+            self.work[dev.ordinal].busy_seconds += end - t
+        self._group_done(dev, live, times, t, end)
+
+    def _group_failed(self, dev: Device, live: list[Waiting], e: BaseException) -> None:
+        for w in live:
+            if w.item.job.finished and not isinstance(e, Cancelled):
+                self._let_go(w)  # its job ended while the passes ran
+                continue
+            if w.hold is not None:
                 w.hold.release()
                 w.hold = None
-                if isinstance(e, Cancelled) and w.item.job.finished:
-                    self.release(w.item)
-                elif isinstance(e, Cancelled) or is_device_failure(e):
-                    if isinstance(e, Cancelled):
-                        self._give_back(w.item)
-                    else:
-                        self._device_failed(dev, w.item, e)
+            if isinstance(e, Cancelled) and w.item.job.finished:
+                self.release(w.item)
+            elif isinstance(e, Cancelled) or is_device_failure(e):
+                if isinstance(e, Cancelled):
+                    self._give_back(w.item)
                 else:
-                    log.warning(
-                        "job %s partition %d: shared passes failed: %s",
-                        w.item.job.job_id,
-                        w.item.index,
-                        e,
-                    )
-                    self._fail(w.item, f"partition {w.item.index}: proving failed: {describe(e)}")
-            return
-        end = time.monotonic()
+                    self._device_failed(dev, w.item, e)
+            else:
+                log.warning(
+                    "job %s partition %d: shared passes failed: %s",
+                    w.item.job.job_id,
+                    w.item.index,
+                    e,
+                )
+                self._fail(w.item, f"partition {w.item.index}: proving failed: {describe(e)}")
+
+    def _group_done(
+        self,
+        dev: Device,
+        live: list[Waiting],
+        times: prover.StageTimes,
+        t: float,
+        end: float,
+        beside: bool = False,
+    ) -> None:
         dt = end - t
-        state.job_id = state.kind = state.circuit_id = ""
-        state.partition = -1
+        first = live[0].item
         for name, secs in (times.seconds | times.detail).items():
             self.metrics.observe_prover(name, first.job.kind.label, secs)
-        with self._work_lock:
-            self.work[dev.ordinal].busy_seconds += dt
         log.info(
-            "%d partitions' shared passes on %s in %.2f s (%s)",
+            "%d partitions' shared passes on %s in %.2f s%s (%s)",
             len(live),
             dev.label,
             dt,
+            " beside the next partitions' H MSMs" if beside else "",
             ", ".join(f"{k} {v:.3f}" for k, v in (times.detail | times.seconds).items()),
         )
         for w in live:
             item, job = w.item, w.item.job
-            w.hold.release()
-            w.hold = None
+            if job.finished:
+                self._let_go(w)  # its job ended while the passes ran
+                continue
+            if w.hold is not None:
+                w.hold.release()
+                w.hold = None
             job.stage("gpu_compute", t, end)
             job.partition_state(item.index, "done")
             self.metrics.observe_stage("gpu", job.kind.label, w.seconds + dt / len(live))
@@ -347,10 +505,10 @@ class GpuWorkers(PipelineBase):
             if not job.finished:
                 self.proven.put(item)
 
-    def _more_coming(self, state: WorkerState) -> bool:
-        """Whether partitions of the waiting group's circuit are still queued or
+    def _more_coming(self, group: list[Waiting]) -> bool:
+        """Whether partitions of a waiting group's circuit are still queued or
         in synthesis, within [scheduler] max_batch_wait_ms of the group's last."""
-        last = state.waiting[-1]
+        last = group[-1]
         if time.monotonic() - last.at > self.config.scheduler.max_batch_wait_ms / 1000:
             return False
         cid = last.item.job.circuit_id
@@ -367,7 +525,8 @@ class GpuWorkers(PipelineBase):
 
     def _give_back_waiting(self, state: WorkerState) -> None:
         """The device left service: its waiting partitions go back to the queue."""
-        group, state.waiting = state.waiting, []
+        group, state.waiting, state.closing = state.closing + state.waiting, [], []
+        state.finish = None
         for w in group:
             if w.hold is not None:
                 w.hold.release()
@@ -376,7 +535,8 @@ class GpuWorkers(PipelineBase):
 
     def _drop_waiting(self, state: WorkerState) -> None:
         """The worker stops: what its waiting partitions hold is given back."""
-        group, state.waiting = state.waiting, []
+        group, state.waiting, state.closing = state.closing + state.waiting, [], []
+        state.finish = None
         for w in group:
             self._let_go(w)
 

@@ -51,6 +51,10 @@ class WorkerState:
     # GPU workers: partitions proved but for their shared L, A and B passes
     # (pipeline.gpu.Waiting), finished together
     waiting: list = field(default_factory=list)
+    # GPU workers: a full group whose passes wait to run beside the next
+    # partition's H MSM (at most one a worker)
+    closing: list = field(default_factory=list)
+    finish: Any = None  # the closing group's passes, begun beside earlier partitions
 
 
 @dataclass

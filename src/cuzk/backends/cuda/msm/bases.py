@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -343,11 +344,19 @@ CHUNK_CHOICES = 4
 
 
 def fit_chunk(
-    engine: MsmEngine, spec: CurveSpec, n: int, room: int | None = None, on_host: bool = True
+    engine: MsmEngine,
+    spec: CurveSpec,
+    n: int,
+    room: int | None = None,
+    on_host: bool = True,
+    beside: Callable[[int], int] | None = None,
 ) -> int:
     """Points per streamed chunk of bases of n points, for a pass of one set in
     ``room`` bytes (None: the free budget); ``on_host``: its scalars uploaded
-    from the host a chunk at a time.
+    from the host a chunk at a time; ``beside(chunk)``: bytes the pass holds
+    beyond one set's with chunks of that size (more sets' points, compact
+    sets' expansion: :func:`compact_expand_bytes`), fitted within the room too
+    (a side branch's share holds all of it).
 
     The largest chunk up to :func:`stream_chunk_max` whose pass fits at one
     window a group (the affine method's least; halved, not below 1024, until
@@ -359,20 +368,21 @@ def fit_chunk(
     of three 83 ms, in the same 3.2 GiB of room.
     """
     room = engine.ctx.budget.free_bytes if room is None else room
+    more = beside if beside is not None else (lambda c: 0)
     chunk = max(1, min(n, stream_chunk_max(spec)))
     # the smallest workspace that keeps the affine method (one window a group):
     # a chunk half the size costs less than the XYZZ walk over a large one
     least = _least(engine.tuning)
     if engine.tuning.method == "affine":
         least = dataclasses.replace(engine.tuning, group_windows=1)
-    while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host) > room:
+    while chunk > 1024 and streamed_msm_bytes(spec, chunk, 1, least, on_host) + more(chunk) > room:
         chunk //= 2
 
     def windows_a_group(c: int) -> int:
         """Windows a group of this chunk's MSM sums in the room (0: XYZZ walk)."""
-        free = room - _pass_fixed_bytes(spec, c, 1)
+        free = room - _pass_fixed_bytes(spec, c, 1) - more(c)
         t = fit_tuning(spec, c, engine.tuning, free, on_host, quiet=True)
-        if t.method != "affine" or streamed_msm_bytes(spec, c, 1, t, on_host) > room:
+        if t.method != "affine" or streamed_msm_bytes(spec, c, 1, t, on_host) + more(c) > room:
             return 0
         return entries_per_group(spec, c, t) // c
 
@@ -494,8 +504,13 @@ def msm_streamed_many(
     if longest == 0:  # nothing to stream: each sum is the point at infinity
         return [cupy.zeros(xw, dtype=_U32) for _ in range(sets)]
     on_host = any(_made_per_chunk(s) for s in scalar_sets)
+
     # the chunk fits the memory free now (a lean partition's room), not at the load
-    fitted = engine.stream_chunk or fit_chunk(engine, spec, longest, on_host=on_host)
+    def beside(c: int) -> int:  # the other sets' points, the compact sets' expansion
+        more = _pass_fixed_bytes(spec, c, sets) - _pass_fixed_bytes(spec, c, 1)
+        return more + compact_expand_bytes(scalar_sets, c)
+
+    fitted = engine.stream_chunk or fit_chunk(engine, spec, longest, on_host=on_host, beside=beside)
     chunk = max(1, min(fitted, longest))
     starts = list(range(0, longest, chunk))
     budget = engine.ctx.budget
