@@ -13,7 +13,7 @@ from cuzk.algebra.fields import R
 from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.errors import InputError
-from cuzk.groth16 import prover, setup, verifier
+from cuzk.groth16 import deferred, prover, setup, verifier
 from cuzk.r1cs import ConstraintSystem
 
 
@@ -143,7 +143,7 @@ def test_compact_sets_share_each_side_pass_one_assignment_at_a_time() -> None:
     key = prover.prepare(pk, r1cs, be)
     times = prover.StageTimes()
     everything = ("l", "a", "b_g1", "b_g2")
-    got = prover.prove_many(key, r1cs, ws, rs, ss, times, compact=everything)
+    got = deferred.prove_compact(key, r1cs, ws, rs, ss, times, everything)
     assert [p.to_bytes() for p in got] == want
     for cs, proof in zip(css, got, strict=True):
         assert verifier.verify(pk.vk, cs.public_inputs(), proof)
@@ -155,11 +155,11 @@ def test_compact_sets_share_each_side_pass_one_assignment_at_a_time() -> None:
     # L and B_G2 compact; A and B_G1 per assignment while it lives
     be.passes.clear()
     be.kinds.clear()
-    got = prover.prove_many(key, r1cs, ws, rs, ss, compact={"l", "b_g2"})
+    got = deferred.prove_compact(key, r1cs, ws, rs, ss, None, {"l", "b_g2"})
     assert [p.to_bytes() for p in got] == want
     assert be.kinds == ["d", "d", "d"] * 3 + ["ccc", "ccc"]
     with pytest.raises(ValueError, match="not \\['h'\\]"):
-        prover.prove_many(key, r1cs, ws, rs, ss, compact={"h"})
+        deferred.prove_compact(key, r1cs, ws, rs, ss, None, {"h"})
 
 
 def test_deferred_parts_are_finished_together() -> None:
@@ -176,7 +176,8 @@ def test_deferred_parts_are_finished_together() -> None:
     key = prover.prepare(pk, r1cs, be)
     both = ("a", "b_g1", "b_g2")
     parts = [
-        prover.prove_deferred(key, r1cs, w.copy(), both, r=3 + j, s=9 + j) for j, w in enumerate(ws)
+        deferred.prove_deferred(key, r1cs, w.copy(), both, r=3 + j, s=9 + j)
+        for j, w in enumerate(ws)
     ]
     for d in parts:
         assert set(d.points) == {"h", "l"} and set(d.sets) == set(both)
@@ -184,14 +185,14 @@ def test_deferred_parts_are_finished_together() -> None:
         assert d.host_bytes == d.sets["a"].nbytes + d.sets["b_g1"].nbytes > 0
     assert be.passes == [1, 1] * 2
     be.passes.clear()
-    assert [p.to_bytes() for p in prover.finish_deferred(key, parts)] == want
+    assert [p.to_bytes() for p in deferred.finish_deferred(key, parts)] == want
     assert be.passes == [2, 2, 2]  # A, B_G1, B_G2: one pass for both parts
-    assert prover.finish_deferred(key, []) == []
-    lacking = prover.Deferred(1, 2, {"h": None}, {})
+    assert deferred.finish_deferred(key, []) == []
+    lacking = deferred.Deferred(1, 2, {"h": None}, {})
     with pytest.raises(ValueError, match="part 0 lacks"):
-        prover.finish_deferred(key, [lacking])
+        deferred.finish_deferred(key, [lacking])
     with pytest.raises(ValueError, match="compact takes"):
-        prover.prove_deferred(key, r1cs, ws[0], {"h"})
+        deferred.prove_deferred(key, r1cs, ws[0], {"h"})
 
 
 class Forking(Lazy):
@@ -325,7 +326,7 @@ def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
     key = prover.prepare(pk, r1cs, be)
     be.h_bases = key.h
     queries = prover.SIDE_QUERIES
-    group = [prover.prove_deferred(key, r1cs, ws[j], queries, r=3 + j, s=9 + j) for j in (0, 1)]
+    group = [deferred.prove_deferred(key, r1cs, ws[j], queries, r=3 + j, s=9 + j) for j in (0, 1)]
     be.forks.clear()
     be.where.clear()
     done: dict = {}
@@ -333,10 +334,10 @@ def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
     def finish(ending) -> None:
         be.side_began.set()
         done["met"] = be.h_began.wait(5)
-        done["proofs"] = prover.finish_deferred(key, group)
+        done["proofs"] = deferred.finish_deferred(key, group)
 
     times = prover.StageTimes()
-    part = prover.prove_deferred(
+    part = deferred.prove_deferred(
         key, r1cs, ws[2], queries, r=5, s=11, times=times, beside=finish, fork_share=2 << 20
     )
     assert be.met and done["met"]  # each saw the other begun: they overlapped
@@ -348,13 +349,13 @@ def test_an_earlier_groups_finish_runs_beside_the_next_parts_h_msm() -> None:
     assert [p.to_bytes() for p in done["proofs"]] == want[:2]
     for cs, p in zip(css, done["proofs"], strict=False):
         assert verifier.verify(pk.vk, cs.public_inputs(), p)
-    (third,) = prover.finish_deferred(key, [part])
+    (third,) = deferred.finish_deferred(key, [part])
     assert third.to_bytes() == prover.prove(alone, r1cs, ws[2], r=5, s=11).to_bytes()
     # no share, or no fork: not run beside (the caller runs it in turn)
     ran = []
-    prover.prove_deferred(key, r1cs, ws[2], queries, beside=ran.append, fork_share=0)
+    deferred.prove_deferred(key, r1cs, ws[2], queries, beside=ran.append, fork_share=0)
     plain = prover.prepare(pk, r1cs, Lazy())
-    prover.prove_deferred(plain, r1cs, ws[2], queries, beside=ran.append, fork_share=9)
+    deferred.prove_deferred(plain, r1cs, ws[2], queries, beside=ran.append, fork_share=9)
     assert ran == [] and len(be.forks) == 1
 
 
@@ -370,12 +371,12 @@ def test_the_shared_passes_run_a_pass_at_a_time_under_any_loaded_key() -> None:
     keys = [prover.prepare(pk, r1cs, be), prover.prepare(pk, r1cs, CpuBackend())]
     both = ("a", "b_g1", "b_g2")
     parts = [
-        prover.prove_deferred(keys[0], r1cs, w.copy(), both, r=3 + j, s=9 + j)
+        deferred.prove_deferred(keys[0], r1cs, w.copy(), both, r=3 + j, s=9 + j)
         for j, w in enumerate(ws)
     ]
-    want = [p.to_bytes() for p in prover.finish_deferred(keys[0], parts)]
+    want = [p.to_bytes() for p in deferred.finish_deferred(keys[0], parts)]
     be.passes.clear()
-    passes = prover.Finishing(parts)
+    passes = deferred.Finishing(parts)
     assert passes.left == list(both)
     passes.step(keys[0])
     assert passes.left == ["b_g1", "b_g2"] and be.passes == [2]
@@ -403,7 +404,7 @@ def test_a_failed_h_msm_joins_the_work_beside_it_first() -> None:
         ended.append(True)
 
     with pytest.raises(RuntimeError, match="H MSM failed"):
-        prover.prove_deferred(key, r1cs, w, ("l",), beside=beside, fork_share=1 << 20)
+        deferred.prove_deferred(key, r1cs, w, ("l",), beside=beside, fork_share=1 << 20)
     assert ended == [True] and all(t.name != "side" for t in threading.enumerate())
 
 
@@ -490,7 +491,7 @@ def test_gpu_compact_side_passes_equal_the_cpu(resident: bool) -> None:
     gpu = CudaBackend()
     where = {p: resident for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
     key = prover.prepare(pk, r1cs, gpu, resident=where)
-    got = prover.prove_many(key, None, ws, rs, ss, compact=prover.SIDE_QUERIES)
+    got = deferred.prove_compact(key, None, ws, rs, ss, None, prover.SIDE_QUERIES)
     assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
     for cs, proof in zip(css, got, strict=True):
         assert verifier.verify(pk.vk, cs.public_inputs(), proof)
@@ -516,8 +517,8 @@ def test_gpu_shared_passes_beside_the_next_parts_h_msm_equal_the_cpu() -> None:
     where = {p: False for p in (*prover.MATRICES, "h", "l", "a", "b_g1", "b_g2")}
     key = prover.prepare(pk, r1cs, gpu, resident=where)
     q = prover.SIDE_QUERIES
-    group = [prover.prove_deferred(key, None, ws[j], q, rs[j], ss[j]) for j in (0, 1)]
-    passes = prover.Finishing(group)
+    group = [deferred.prove_deferred(key, None, ws[j], q, rs[j], ss[j]) for j in (0, 1)]
+    passes = deferred.Finishing(group)
     ran = []
 
     def beside(ending) -> None:
@@ -529,13 +530,13 @@ def test_gpu_shared_passes_beside_the_next_parts_h_msm_equal_the_cpu() -> None:
 
     room = 512 << 20
     with gpu.ctx.budget.sized_within(room):
-        third = prover.prove_deferred(
+        third = deferred.prove_deferred(
             key, None, ws[2], q, rs[2], ss[2], beside=beside, fork_share=room // 3
         )
     assert ran  # at least one pass ran on the branch
     while not passes.done:
         passes.step(key)
-    got = passes.proofs(key) + prover.finish_deferred(key, [third])
+    got = passes.proofs(key) + deferred.finish_deferred(key, [third])
     assert [p.to_bytes() for p in got] == [p.to_bytes() for p in want]
     for cs, proof in zip(css, got, strict=True):
         assert verifier.verify(pk.vk, cs.public_inputs(), proof)

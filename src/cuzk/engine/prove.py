@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cuzk.groth16 import prover, verifier
+from cuzk.groth16 import deferred, prover, verifier
 from cuzk.groth16.keys import VerifyingKey
 from cuzk.groth16.proof import Proof
 from cuzk.r1cs.inputs import check_public_inputs, input_rows
@@ -73,7 +73,7 @@ class PartitionProof:
     prove_s: float = 0.0  # the Groth16 proof (within its scope)
     verify_s: float = 0.0
     verified: bool | None = None  # None: not verified here (the caller verifies)
-    deferred: prover.Deferred | None = None  # its part, its shared side queries to come
+    deferred: deferred.Deferred | None = None  # its part, its shared side queries to come
 
 
 def prove_partition(
@@ -99,7 +99,7 @@ def prove_partition(
     partition. With ``verify_with``, the proof is verified before it is
     returned (``verified``). With ``defer`` (side queries: the residency's
     ``shared_queries``) the partition's part is made instead of its proof
-    (:func:`cuzk.groth16.prover.prove_deferred`: those queries' scalars as
+    (:func:`cuzk.groth16.deferred.prove_deferred`: those queries' scalars as
     compact sets in host memory) and returned as ``deferred``, for
     :func:`finish_partitions` to complete with other partitions'. With
     ``defer``, ``beside`` runs on a side branch of ``fork_share`` bytes beside
@@ -110,9 +110,9 @@ def prove_partition(
         raise ValueError("prove_partition: a deferred partition is verified once finished")
     times = times if times is not None else prover.StageTimes()
 
-    def run(w: Any) -> tuple[Proof | None, prover.Deferred | None]:
+    def run(w: Any) -> tuple[Proof | None, deferred.Deferred | None]:
         if defer:
-            part = prover.prove_deferred(
+            part = deferred.prove_deferred(
                 key, circuit, w, defer, times=times, beside=beside, fork_share=fork_share
             )
             return None, part
@@ -156,7 +156,7 @@ def finish_partitions(
 ) -> float:
     """The proofs of partitions :func:`prove_partition` deferred under ``key``:
     their shared side queries' MSMs in one pass a query for them all
-    (:func:`cuzk.groth16.prover.finish_deferred`), within ``scopes``'s
+    (:func:`cuzk.groth16.deferred.finish_deferred`), within ``scopes``'s
     proving context; each part gets its ``proof``. ``passes``: the group's
     passes begun elsewhere (beside earlier partitions' H MSMs), the rest run
     here. Returns the seconds taken."""
@@ -170,7 +170,7 @@ def finish_partitions(
 
 
 class SharedPasses:
-    """A group's shared passes (:class:`cuzk.groth16.prover.Finishing`), run
+    """A group's shared passes (:class:`cuzk.groth16.deferred.Finishing`), run
     whole (:func:`finish_partitions`) or a pass at a time on side branches
     beside later partitions' H MSMs (``prove_partition(beside=…)``: the
     branch already draws from the carrier's reservation and sizes within its
@@ -179,7 +179,7 @@ class SharedPasses:
     def __init__(self, parts: Sequence[PartitionProof], times: prover.StageTimes | None = None):
         self.parts = list(parts)
         self.times = times if times is not None else prover.StageTimes()
-        self.finishing = prover.Finishing([p.deferred for p in self.parts], self.times)
+        self.finishing = deferred.Finishing([p.deferred for p in self.parts], self.times)
         self.took = 0.0  # seconds its passes ran, on whichever line
 
     @property

@@ -30,7 +30,7 @@ partition in flight (:meth:`cuzk.groth16.prover.prove_many`), so the bases
 cross PCIe once for them all. Beyond them, the side queries whose bases
 stream (:attr:`Residency.shared_queries`) can wait as compact scalar sets in
 host memory for one pass shared by a proof's partitions
-(:func:`cuzk.groth16.prover.prove_deferred`): their bases then cross once a
+(:func:`cuzk.groth16.deferred.prove_deferred`): their bases then cross once a
 proof (:meth:`Residency.pcie_bytes_per_proof`).
 """
 
@@ -128,7 +128,7 @@ class Residency:
     def shared_queries(self) -> tuple[str, ...]:
         """The side queries (L, A, B_G1, B_G2) whose bases stream on a lean
         tier: their scalars can wait as compact sets in host memory for one
-        pass shared by a proof's partitions (:func:`cuzk.groth16.prover.finish_deferred`)."""
+        pass shared by a proof's partitions (:func:`cuzk.groth16.deferred.finish_deferred`)."""
         if not self.lean:
             return ()
         return tuple(q for q in SIDE_QUERIES if q not in self.resident)
