@@ -15,6 +15,7 @@ from cuzk.circuits.demo import DemoCircuit
 from cuzk.errors import InputError
 from cuzk.groth16 import deferred, prover, setup, verifier
 from cuzk.r1cs import ConstraintSystem
+from thread_branch import ThreadBranch
 
 
 def _demo(rounds: int = 30, words: int = 2, seeds=((77, (5, 6)),)):
@@ -208,7 +209,7 @@ class Forking(Lazy):
 
     def fork(self, domain_size: int, num_variables: int, share: int | None = None):
         self.forks.append((domain_size, num_variables, share))
-        return _ThreadBranch()
+        return ThreadBranch()
 
     def _note(self, scalar_sets) -> None:
         from cuzk.backends.base import Gathered
@@ -226,26 +227,6 @@ class Forking(Lazy):
     def msm_g2_many(self, bases, scalar_sets, phases=None):
         self._note(scalar_sets)
         return super().msm_g2_many(bases, scalar_sets, phases)
-
-
-class _ThreadBranch:
-    def start(self, fn) -> None:
-        self.out: dict = {}
-
-        def run():
-            try:
-                self.out["value"] = fn()
-            except BaseException as e:
-                self.out["error"] = e
-
-        self.thread = threading.Thread(target=run, name="side")
-        self.thread.start()
-
-    def join(self):
-        self.thread.join()
-        if "error" in self.out:
-            raise self.out["error"]
-        return self.out["value"]
 
 
 def test_a_lean_proof_with_a_side_branch_is_the_proof_in_turn() -> None:

@@ -14,6 +14,7 @@ from cuzk.backends.cpu import CpuBackend
 from cuzk.circuits.demo import DemoCircuit
 from cuzk.groth16 import prover, setup, verifier
 from cuzk.r1cs import ConstraintSystem
+from thread_branch import ThreadBranch
 
 
 class Recording(CpuBackend):
@@ -94,7 +95,7 @@ class Forking(Recording):
 
     def fork(self, domain_size: int, num_variables: int, share: int | None = None):
         self.forks.append((domain_size, num_variables))
-        return _ThreadBranch()
+        return ThreadBranch()
 
     def gather(self, a, idx):
         self.gather_threads.append(threading.current_thread().name)
@@ -109,26 +110,6 @@ class Forking(Recording):
     def msm_g2(self, bases, scalars, phases=None):
         self.msm_threads.append(threading.current_thread().name)
         return super().msm_g2(bases, scalars, phases)
-
-
-class _ThreadBranch:
-    def start(self, fn) -> None:
-        self.out: dict = {}
-
-        def run():
-            try:
-                self.out["value"] = fn()
-            except BaseException as e:
-                self.out["error"] = e
-
-        self.thread = threading.Thread(target=run, name="side")
-        self.thread.start()
-
-    def join(self):
-        self.thread.join()
-        if "error" in self.out:
-            raise self.out["error"]
-        return self.out["value"]
 
 
 def test_a_forking_backend_runs_the_side_msms_beside_h() -> None:
