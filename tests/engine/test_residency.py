@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from cuzk.backends import memory_model
-from cuzk.engine.keystore.residency import MATRICES, QUERIES, WITNESS_ALLOWANCE, plan
+from cuzk.engine.keystore.residency import (
+    MATRICES,
+    QUERIES,
+    WITNESS_ALLOWANCE,
+    lean_plans,
+    plan,
+)
 from cuzk.r1cs.counts import Counts
 
 GIB = 1 << 30
@@ -154,3 +160,91 @@ def test_a_part_is_resident_only_where_the_rest_still_fits() -> None:
         r = plan(c, budget, MODEL)
         for part in r.streamed_parts:
             assert r.key_device_bytes + r.partition_device_bytes + r.parts[part] > budget
+
+
+# How many partitions a proof of each 32GiB kind has (a PoSt: one a request).
+PARTITIONS_32G = {"porep": 10, "window-post": 1, "snap": 16, "winning-post": 1}
+
+
+@pytest.mark.parametrize("kind", list(COUNTS_32G))
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"{b / GIB:.0f}GiB")
+@pytest.mark.parametrize("group", [0, 1, 5], ids=["shared", "off", "groups-of-5"])
+def test_the_ranking_by_traffic_keeps_the_fit(kind: str, budget: int, group: int) -> None:
+    """Whatever the passes' sharing (the default, off, groups of five), every
+    kind fits every budget with no overdraw."""
+    c = COUNTS_32G[kind]
+    r = plan(c, budget, MODEL, WITNESS_ALLOWANCE, group)
+    assert r.fits, (kind, budget, group, r)
+    assert r.key_device_bytes + r.in_flight * r.partition_device_bytes <= budget
+    assert r.key_device_bytes + r.key_load_bytes <= budget
+    if not r.lean:
+        assert r.tier == "resident"
+
+
+@pytest.mark.parametrize("group", [0, 10, 1], ids=["shared", "groups-of-10", "off"])
+def test_the_chosen_set_moves_the_least_traffic(group: int) -> None:
+    """At 24 GiB (the plan's choice changes with the sharing) no other set that
+    fits with a side branch moves fewer key bytes by the ranking's count, and
+    among those moving as few the chosen one keeps the most bytes resident."""
+    c = COUNTS_32G["porep"]
+    r = plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, group)
+    others = [o for o in lean_plans(c, 24 * GIB, MODEL) if o.fork_share > 0]
+    assert r in others
+    best = min(o.ranking_traffic(group) for o in others)
+    assert r.ranking_traffic(group) == best
+    resident = sum(r.parts[p] for p in r.resident)
+    for o in others:
+        if o.ranking_traffic(group) == best:
+            assert sum(o.parts[p] for p in o.resident) <= resident
+
+
+def test_shared_passes_keep_the_matrices_resident_at_24_gib() -> None:
+    """32GiB PoRep at 24 GiB. With its ten partitions sharing the passes over
+    L, A and B (the default), their bases cross once a proof whatever stays,
+    so the plan keeps the parts that cross each partition: H's 12 GiB does
+    not fit beside a lean partition (12.6 GiB of key with the index, 13.0 a
+    partition at the least room: 25.6 GiB), so two of the matrices (A and C,
+    8.9 GiB) stay, not B and b_g2 (9.0 GiB, the most bytes: what sharing
+    off keeps). A proof then moves 182.5 GiB of key, not 234.7; with
+    sharing off it moves less the other way."""
+    c = COUNTS_32G["porep"]
+    shared = plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, 0)
+    alone = plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, 1)
+    assert shared.resident == {"A", "C"} and shared.fork_share > 0
+    assert alone.resident == {"B", "b_g2"} and alone.fork_share > 0
+    assert plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE) == alone  # the default: off
+    assert shared.pcie_bytes_per_proof(10) < alone.pcie_bytes_per_proof(10)
+    assert alone.pcie_bytes_per_proof(10, False) < shared.pcie_bytes_per_proof(10, False)
+    assert 182 * GIB < shared.pcie_bytes_per_proof(10) < 183 * GIB
+    assert 234 * GIB < alone.pcie_bytes_per_proof(10) < 235 * GIB
+    # H alone beside the least lean partition overdraws 24 GiB
+    h_only = [o for o in lean_plans(c, 24 * GIB, MODEL) if "h" in o.resident]
+    assert h_only == []
+
+
+def test_h_stays_resident_over_l_a_and_b_where_it_fits() -> None:
+    """Where H fits beside a lean partition (48 GiB), sharing keeps it (and
+    the matrices) and streams L and A, whose bases cross once a proof; the
+    same budget's sets that keep L or A in H's place move more."""
+    c = COUNTS_32G["porep"]
+    r = plan(c, 48 * GIB, MODEL, WITNESS_ALLOWANCE, 0)
+    assert {"h", "A", "B", "C"} <= r.resident and not {"l", "a"} & r.resident
+    assert r.ranking_traffic(0)[0] == 0  # nothing crosses each partition
+    for o in lean_plans(c, 48 * GIB, MODEL):
+        if o.fork_share and "h" not in o.resident:
+            assert o.ranking_traffic(0) > r.ranking_traffic(0)
+
+
+def test_sharing_off_ranks_by_a_partitions_traffic() -> None:
+    """``group`` 1: each streamed part's bytes once a partition (the most bytes
+    resident, as before sharing); a negative group is refused."""
+    c = COUNTS_32G["porep"]
+    r = plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, 1)
+    assert r.ranking_traffic(1) == (sum(r.parts[p] for p in r.streamed_parts), 0)
+    shared = plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, 0)
+    own = sum(shared.parts[p] for p in ("h", "B"))
+    once = sum(shared.parts[p] for p in ("l", "a", "b_g1", "b_g2"))
+    assert shared.ranking_traffic(0) == (own, once)
+    assert shared.ranking_traffic(10) == (own + -(-once // 10), 0)
+    with pytest.raises(ValueError, match="group -1"):
+        plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, -1)

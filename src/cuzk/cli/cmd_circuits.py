@@ -139,7 +139,15 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"error: {e}")
         return 2
     plans = [
-        plan(shape, args.backend, host_budget, budget, cfg.pipeline.witness, parts)
+        plan(
+            shape,
+            args.backend,
+            host_budget,
+            budget,
+            cfg.pipeline.witness,
+            parts,
+            cfg.gpus.shared_pass_partitions,
+        )
         for shape, parts in zip(shapes, partitions, strict=True)
         for budget in (budgets if args.backend == "cuda" else budgets[:1])
     ]

@@ -80,6 +80,7 @@ class Engine:
             generate_dev_keys=config.srs.generate_dev_keys,
             search_dirs=config.srs.search_dirs(),
             dev_key_disk_budget=config.srs.dev_key_disk_budget,
+            shared_pass_partitions=config.gpus.shared_pass_partitions,
         )
         self.registry = JobRegistry(config.daemon.max_retained_jobs)
         self.admission = Admission(config.admission)

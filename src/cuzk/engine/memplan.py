@@ -106,10 +106,12 @@ def host_csr_bytes(rows: int, nnz: int) -> int:
     return 8 * (rows + 1) + 40 * nnz
 
 
-def residency(shape: Counts, gpu_budget: int, witness: str = "auto") -> Residency:
-    """The GPU residency of a circuit on a budget (the CUDA backend's model)."""
+def residency(shape: Counts, gpu_budget: int, witness: str = "auto", group: int = 1) -> Residency:
+    """The GPU residency of a circuit on a budget (the CUDA backend's model);
+    ``group``: the partitions a pass over streamed L, A and B bases serves
+    (``[gpus] shared_pass_partitions``; 1: off)."""
     extra = WITNESS_ALLOWANCE if witness in ("auto", "device") else 0
-    return plan_residency(shape, gpu_budget, memory_model("cuda"), witness_bytes=extra)
+    return plan_residency(shape, gpu_budget, memory_model("cuda"), extra, group)
 
 
 def plan(
@@ -119,6 +121,7 @@ def plan(
     gpu_budget: int = 0,
     witness: str = "auto",
     partitions: int = 1,
+    shared_pass_partitions: int = 0,
 ) -> Plan:
     """The plan of one circuit on ``backend`` ("cuda" or "cpu") within the budgets
     (bytes: the host's ``[memory] total_budget``, and a GPU's VRAM budget:
@@ -127,7 +130,9 @@ def plan(
     hint table on the host, not its assignment: every Filecoin circuit has a
     device witness). On CUDA the key's residency tier comes from
     :func:`cuzk.engine.keystore.residency.plan`: what stays in VRAM, what
-    streams from pinned host memory, whole or lean partitions."""
+    streams from pinned host memory, whole or lean partitions; a proof of
+    several ``partitions`` ranks the resident parts with its passes over L, A
+    and B shared as ``shared_pass_partitions`` says (``[gpus]``; 1: off)."""
     if backend not in ("cuda", "cpu"):
         raise ValueError(f"backend {backend!r}: expected cuda or cpu")
     nc, nv, aux = shape.num_constraints, shape.num_variables, shape.num_aux
@@ -137,8 +142,9 @@ def plan(
     raw = key_raw_bytes(nc, aux, shape.a_points, shape.b_points)
     res = None
     pinned = 0
+    group = shared_pass_partitions if partitions > 1 else 1
     if backend == "cuda":
-        res = residency(shape, gpu_budget, witness)
+        res = residency(shape, gpu_budget, witness, group)
         key_dev = res.key_device_bytes
         part_dev = res.partition_device_bytes
         pinned = res.key_pinned_bytes
@@ -160,7 +166,7 @@ def plan(
         fits_gpu, at_once_gpu = True, 0
     # the daemon's host: a streaming tier's pinned key, then the partitions in
     # flight (the R1CS is mapped from its cache and released once on a GPU)
-    shared = res.shared_queries if res is not None and res.fits and partitions > 1 else ()
+    shared = res.shared_queries if res is not None and res.fits and group != 1 else ()
     compact = compact_partition_bytes(shape, shared) if shared else 0
     # a proof's compact sets wait on the host for its shared passes
     resident_host = (r1cs_host if backend == "cpu" else 0) + key_host + pinned

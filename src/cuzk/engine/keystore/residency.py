@@ -16,13 +16,18 @@ circuit on one budget:
 1. **resident**: every part resident and whole partitions (the side
    branch's share halved, then dropped, before giving up a part) — the
    H200's path, unchanged;
-2. otherwise lean partitions and the resident set of parts that keeps the
-   most bytes off PCIe (every subset of the eight is tried: each part
-   streamed costs its bytes once a partition, so the most bytes resident is
-   the least traffic), preferring a set beside which a lean partition's MSM
-   room splits between H's MSM and a side branch running L, A and B beside
-   it (:attr:`Residency.fork_share` of :attr:`Residency.msm_room`).
-   **streamed** when no part stays, **mixed** otherwise.
+2. otherwise lean partitions and the resident set (every subset of the
+   eight that fits is tried) beside which a lean partition's MSM room splits
+   between H's MSM and a side branch running L, A and B beside it
+   (:attr:`Residency.fork_share` of :attr:`Residency.msm_room`), then the one
+   whose proofs move the fewest key bytes across PCIe
+   (:meth:`Residency.ranking_traffic`): H's bases and the streamed matrices
+   cross each partition, while the streamed L, A and B bases cross once a
+   group of partitions sharing their passes (``group``: ``[gpus]
+   shared_pass_partitions``), so keeping H and the matrices beats keeping
+   as many bytes of L, A or B; with sharing off (``group`` 1) each streamed
+   part costs its bytes once a partition. Ties go to the most bytes
+   resident. **streamed** when no part stays, **mixed** otherwise.
 
 Partitions in flight (:attr:`Residency.in_flight`) are how many lean working
 sets fit beside the key at once: a pass over streamed bases serves every
@@ -144,6 +149,24 @@ class Residency:
         once = sum(self.parts[q] for q in self.shared_queries)
         return k * (self.pcie_bytes_per_partition() - once // max(1, self.in_flight)) + once
 
+    def ranking_traffic(self, group: int = 1) -> tuple[int, int]:
+        """The key bytes by which :func:`plan` ranks resident sets, a partition's
+        worth: with a shared pass over the :attr:`shared_queries`' bases for
+        every ``group`` partitions, (each partition's own streamed bytes + the
+        shared bases' bytes / ``group``, 0); with ``group`` 0 (a proof's
+        partitions, however many: the engine's default) (each partition's own
+        bytes, the shared bases' bytes), compared in that order; with
+        ``group`` 1 (sharing off) every streamed part's bytes, each partition.
+        No credit for partitions in flight: the engine's GPU workers prove a
+        partition each, every one with its own passes."""
+        streamed = [p for p in (*QUERIES, *MATRICES) if p not in self.resident]
+        shared = set(self.shared_queries) if group != 1 else set()
+        own = sum(self.parts[p] for p in streamed if p not in shared)
+        once = sum(self.parts[p] for p in shared)
+        if group == 0:
+            return own, once
+        return own + -(-once // max(1, group)), 0
+
     def describe(self) -> str:
         if self.tier == "none":
             return "does NOT fit"
@@ -169,96 +192,134 @@ def plan(
     budget: int,
     model: MemoryModel,
     witness_bytes: int = WITNESS_ALLOWANCE,
+    group: int = 1,
 ) -> Residency:
     """The residency of a circuit with counts ``c`` on a GPU budget of ``budget``
     bytes (see the module docstring); ``witness_bytes``: what a partition's
     witness holds on the device beside the assignment (its static plan and one
-    run)."""
-    nc, nv = c.num_constraints, c.num_variables
-    parts = part_bytes(c, model)
-    pinned = {
-        name: model.matrix_pinned_bytes(nc, nnz, c.distinct_coefficients)
-        for name, nnz in zip(MATRICES, c.nnz, strict=True)
-    } | {q: parts[q] for q in QUERIES}
-    index = model.index_bytes(c.a_points, c.b_points)
-    load = model.key_load_bytes(nc, c.nnz, max(c.points(q) for q in QUERIES))
-    everything = frozenset((*QUERIES, *MATRICES))
+    run); ``group``: the partitions one pass over the streamed L, A and B
+    bases serves (``[gpus] shared_pass_partitions``: 1 off, 0 a proof's
+    partitions), by which the resident sets are ranked
+    (:meth:`Residency.ranking_traffic`)."""
+    if group < 0:
+        raise ValueError(f"group {group}: expected 0 (a proof's partitions), 1 (off) or more")
+    p = _Planner(c, budget, model, witness_bytes)
+    default_share = model.default_fork_share(p.nc, p.nv)
+    for share in (default_share, default_share // 2, 0):
+        whole = model.partition_bytes(p.nc, p.nv, share) + witness_bytes
+        got = p.residency(p.everything, False, share, whole)
+        if got.fits:
+            return got
+    best: tuple[tuple, Residency] | None = None
+    for got in p.lean_plans():
+        # a side branch first (it hides L, A and B: ≈ 0.9 s a 32GiB partition),
+        # then the least traffic (each GiB streamed costs ≈ 18 ms of copy; a
+        # streamed H also its MSM's ≈ 0.6-0.8 s over a resident one), then the
+        # most bytes resident
+        own, once = got.ranking_traffic(group)
+        rank = (got.fork_share > 0, -own, -once, sum(p.parts[q] for q in got.resident))
+        if best is None or rank > best[0]:
+            best = (rank, got)
+    if best is None:
+        lean = p.lean_bytes((), p.least, fork=False)
+        return dataclasses.replace(p.residency((), True, 0, lean), msm_room=p.least)
+    return best[1]
 
-    def residency(resident, lean, share, partition) -> Residency:
-        key = sum(parts[p] for p in resident) + index
+
+def lean_plans(
+    c: Counts, budget: int, model: MemoryModel, witness_bytes: int = WITNESS_ALLOWANCE
+) -> list[Residency]:
+    """Every resident set's lean plan that fits ``budget`` (what :func:`plan`
+    ranks where the whole, resident path does not fit)."""
+    return list(_Planner(c, budget, model, witness_bytes).lean_plans())
+
+
+class _Planner:
+    """One circuit's parts on one budget: the plans :func:`plan` chooses from."""
+
+    def __init__(self, c: Counts, budget: int, model: MemoryModel, witness_bytes: int) -> None:
+        self.c, self.budget, self.model, self.witness_bytes = c, budget, model, witness_bytes
+        nc = self.nc = c.num_constraints
+        self.nv = c.num_variables
+        self.parts = part_bytes(c, model)
+        self.pinned = {
+            name: model.matrix_pinned_bytes(nc, nnz, c.distinct_coefficients)
+            for name, nnz in zip(MATRICES, c.nnz, strict=True)
+        } | {q: self.parts[q] for q in QUERIES}
+        self.index = model.index_bytes(c.a_points, c.b_points)
+        self.load = model.key_load_bytes(nc, c.nnz, max(c.points(q) for q in QUERIES))
+        self.everything = frozenset((*QUERIES, *MATRICES))
+        self.max_query = max(c.a_points, c.b_points, c.num_aux)
+        self.streaming = max(
+            (model.matrix_streaming_bytes(nc, z, c.distinct_coefficients) for z in c.nnz),
+            default=0,
+        )
+        self.least = model.lean_msm_room(nc, self.max_query)
+
+    def residency(self, resident, lean, share, partition) -> Residency:
+        parts, pinned = self.parts, self.pinned
+        key = sum(parts[p] for p in resident) + self.index
         # a streamed matrix keeps its dictionary of coefficients on the device
         key += sum(parts[m] - pinned[m] for m in MATRICES if m not in resident)
-        spare = budget - key
+        spare = self.budget - key
         # the load's temporaries come out of the room of the partitions to come
-        in_flight = spare // partition if spare >= max(partition, load) else 0
+        in_flight = spare // partition if spare >= max(partition, self.load) else 0
         streamed = [p for p in (*QUERIES, *MATRICES) if p not in resident]
         tier = "resident" if not streamed else ("streamed" if not resident else "mixed")
         return Residency(
-            budget=budget,
+            budget=self.budget,
             tier=tier if in_flight else "none",
             resident=frozenset(resident),
             lean=lean,
             fork_share=share,
             key_device_bytes=key,
-            key_load_bytes=load,
+            key_load_bytes=self.load,
             key_pinned_bytes=sum(pinned[p] for p in streamed),
             partition_device_bytes=partition,
             in_flight=int(in_flight),
             parts={p: (parts[p] if p in resident else pinned[p]) for p in parts},
         )
 
-    default_share = model.default_fork_share(nc, nv)
-    for share in (default_share, default_share // 2, 0):
-        whole = model.partition_bytes(nc, nv, share) + witness_bytes
-        got = residency(everything, False, share, whole)
-        if got.fits:
-            return got
-
-    max_query = max(c.a_points, c.b_points, c.num_aux)
-    streaming = max(
-        (model.matrix_streaming_bytes(nc, z, c.distinct_coefficients) for z in c.nnz), default=0
-    )
-    least = model.lean_msm_room(nc, max_query)
-
-    def share_of(room: int) -> int:
-        return model.lean_fork_share(nc, max_query, room)
-
-    best: tuple[bool, int, Residency] | None = None
-    names = (*QUERIES, *MATRICES)
-    for mask in itertools.product((True, False), repeat=len(names)):
-        resident = [n for n, keep in zip(names, mask, strict=True) if keep]
-        streamed_matrix = streaming if any(m not in resident for m in MATRICES) else 0
-        # the MSMs work in what the H step's peak leaves them, at least a chunk's pass
-        room = max(least, model.lean_free_room(nc, max_query, streamed_matrix))
-        # a query's scalars gathered whole: only beside its resident bases
-        gathered = 32 * max(
-            (c.a_points if "a" in resident else 0),
-            (c.b_points if {"b_g1", "b_g2"} & set(resident) else 0),
+    def lean_bytes(self, resident, room: int, fork: bool, gathered: int | None = None) -> int:
+        """A lean partition's working set beside ``resident`` (``gathered``:
+        a whole gather's bytes; None: the bound of any)."""
+        streamed_matrix = self.streaming if any(m not in resident for m in MATRICES) else 0
+        return (
+            self.model.lean_partition_bytes(
+                self.nc, self.nv, self.max_query, streamed_matrix, room, gathered, fork
+            )
+            + self.witness_bytes
         )
-        # L, A and B beside H's MSM where the (grown) room splits, the gather
-        # counted beside both passes; else in turn
-        for fork in (True, False):
-            lean = model.lean_partition_bytes(
-                nc, nv, max_query, streamed_matrix, room, gathered, fork
+
+    def lean_plans(self):
+        """Each resident set's lean plan that fits, the side branch where it fits."""
+        c, model, nc, q = self.c, self.model, self.nc, self.max_query
+
+        def share_of(room: int) -> int:
+            return model.lean_fork_share(nc, q, room)
+
+        names = (*QUERIES, *MATRICES)
+        for mask in itertools.product((True, False), repeat=len(names)):
+            resident = [n for n, keep in zip(names, mask, strict=True) if keep]
+            streamed_matrix = self.streaming if any(m not in resident for m in MATRICES) else 0
+            # the MSMs work in what the H step's peak leaves them, at least a chunk's pass
+            room = max(self.least, model.lean_free_room(nc, q, streamed_matrix))
+            # a query's scalars gathered whole: only beside its resident bases
+            gathered = 32 * max(
+                (c.a_points if "a" in resident else 0),
+                (c.b_points if {"b_g1", "b_g2"} & set(resident) else 0),
             )
-            got = dataclasses.replace(
-                residency(resident, True, 0, lean + witness_bytes), msm_room=room
-            )
+            # L, A and B beside H's MSM where the (grown) room splits, the gather
+            # counted beside both passes; else in turn
+            for fork in (True, False):
+                lean = self.lean_bytes(resident, room, fork, gathered)
+                got = dataclasses.replace(self.residency(resident, True, 0, lean), msm_room=room)
+                if got.fits:
+                    got = _grown(got, share_of if fork else None)
+                    if got.fork_share or not fork:
+                        break
             if got.fits:
-                got = _grown(got, share_of if fork else None)
-                if got.fork_share or not fork:
-                    break
-        if not got.fits:
-            continue
-        # a side branch first (it hides L, A and B: ≈ 0.9 s a 32GiB partition),
-        # then the most bytes resident (each GiB streamed costs ≈ 18 ms of copy)
-        rank = (got.fork_share > 0, sum(parts[p] for p in resident))
-        if best is None or rank > best[:2]:
-            best = (*rank, got)
-    if best is None:
-        lean = model.lean_partition_bytes(nc, nv, max_query, streaming, least) + witness_bytes
-        return dataclasses.replace(residency((), True, 0, lean), msm_room=least)
-    return best[2]
+                yield got
 
 
 def _grown(r: Residency, share_of=None) -> Residency:

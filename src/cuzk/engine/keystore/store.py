@@ -74,11 +74,14 @@ class KeyStore(KeySources):
         generate_dev_keys: bool = False,
         search_dirs: list[Path] | None = None,
         dev_key_disk_budget: int = 2 << 30,
+        shared_pass_partitions: int = 0,
     ) -> None:
         """``cache_dir``: where generated keys are written (searched first);
         ``search_dirs``: the folders searched after it (see SrsConfig.search_dirs);
         ``dev_key_disk_budget``: the disk the development keys of demo sizes may take
-        there (:mod:`cuzk.engine.keystore.devcache`)."""
+        there (:mod:`cuzk.engine.keystore.devcache`); ``shared_pass_partitions``:
+        ``[gpus] shared_pass_partitions``, by which a lean tier's resident parts
+        are chosen (:func:`cuzk.engine.keystore.residency.plan`'s ``group``)."""
         self.cache_dir = Path(cache_dir)
         dirs = [self.cache_dir] + [Path(d) for d in (search_dirs or [])]
         self.search_dirs = list(dict.fromkeys(dirs))
@@ -95,6 +98,7 @@ class KeyStore(KeySources):
         self._r1cs_locks: dict[str, threading.Lock] = {}
         self._r1cs_ready: set[str] = set()
         self.dev_keys = DevKeyCache(self.cache_dir, dev_key_disk_budget)
+        self.shared_pass_partitions = shared_pass_partitions
 
     # --- entries ------------------------------------------------------------
     def entry(self, circuit_id: str) -> KeyEntry:
@@ -284,7 +288,7 @@ class KeyStore(KeySources):
         with self._lock:
             got = e.residency.get(device.ordinal)
         if got is None:
-            got = _plan_on(device, e)
+            got = _plan_on(device, e, self.shared_pass_partitions)
             log.info("%s on %s: %s", e.circuit_id, device.label, got.describe())
             with self._lock:
                 e.residency[device.ordinal] = got
@@ -639,9 +643,12 @@ class KeyStore(KeySources):
             ]
 
 
-def _plan_on(device: Device, e: KeyEntry) -> Residency:
+def _plan_on(device: Device, e: KeyEntry, shared_pass_partitions: int = 0) -> Residency:
     """The residency of ``e``'s key on a device with a budget, planned by its
-    backend's memory model (``Backend.memory_model``: the CUDA backend's);
+    backend's memory model (``Backend.memory_model``: the CUDA backend's),
+    its resident parts ranked with the passes over L, A and B shared by
+    ``shared_pass_partitions`` (``[gpus]``; a kind whose jobs are not batched,
+    the PoSts of a partition a request, never shares: 1);
     a backend without one (the CPU stand-ins of the tests) keeps every part
     resident with whole partitions, by its own models of a prepared key and
     a proof."""
@@ -649,7 +656,8 @@ def _plan_on(device: Device, e: KeyEntry) -> Residency:
     counts = e.handler.counts(e.circuit_id)
     model = device.backend.memory_model
     if model is not None:
-        return residency.plan(counts, device.budget.limit, model, witness_bytes=0)
+        group = shared_pass_partitions if e.handler.batchable else 1
+        return residency.plan(counts, device.budget.limit, model, witness_bytes=0, group=group)
     r1cs = e.handler.r1cs(e.circuit_id)
     raw = key_raw_bytes(counts.num_constraints, counts.num_aux, counts.a_points, counts.b_points)
     key = device.key_bytes(raw, r1cs)
