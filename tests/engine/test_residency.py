@@ -248,3 +248,30 @@ def test_sharing_off_ranks_by_a_partitions_traffic() -> None:
     assert shared.ranking_traffic(10) == (own + -(-once // 10), 0)
     with pytest.raises(ValueError, match="group -1"):
         plan(c, 24 * GIB, MODEL, WITNESS_ALLOWANCE, -1)
+
+
+@pytest.mark.parametrize("setting", [0, 1, 5])
+def test_the_daemon_and_memory_plan_rank_alike(setting: int) -> None:
+    """``[gpus] shared_pass_partitions`` reaches the planner the same way from
+    the key store (a batched kind: the setting; a PoSt: 1) and from
+    ``cuzk memory-plan`` (a proof of several partitions: the setting; of one:
+    1); with sharing off memory-plan shows no shared passes."""
+    from types import SimpleNamespace
+
+    from cuzk.engine.keystore.store import _plan_on
+    from cuzk.engine.memplan import plan as memory_plan
+
+    c = COUNTS_32G["porep"]
+    device = SimpleNamespace(
+        budget=SimpleNamespace(limit=24 * GIB), backend=SimpleNamespace(memory_model=MODEL)
+    )
+    for batchable, partitions in ((True, 10), (False, 1)):
+        handler = SimpleNamespace(counts=lambda cid: c, batchable=batchable)
+        entry = SimpleNamespace(handler=handler, circuit_id="porep-32g")
+        daemon = _plan_on(device, entry, setting)
+        shown = memory_plan(c, "cuda", 64 * GIB, 24 * GIB, "hints", partitions, setting)
+        group = setting if batchable else 1
+        assert daemon == plan(c, 24 * GIB, MODEL, 0, group)
+        assert shown.streamed_parts == daemon.streamed_parts
+        assert daemon.resident == ({"B", "b_g2"} if group == 1 else {"A", "C"})
+        assert bool(shown.shared_queries) == (group != 1)
