@@ -162,10 +162,6 @@ def test_a_part_is_resident_only_where_the_rest_still_fits() -> None:
             assert r.key_device_bytes + r.partition_device_bytes + r.parts[part] > budget
 
 
-# How many partitions a proof of each 32GiB kind has (a PoSt: one a request).
-PARTITIONS_32G = {"porep": 10, "window-post": 1, "snap": 16, "winning-post": 1}
-
-
 @pytest.mark.parametrize("kind", list(COUNTS_32G))
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"{b / GIB:.0f}GiB")
 @pytest.mark.parametrize("group", [0, 1, 5], ids=["shared", "off", "groups-of-5"])
