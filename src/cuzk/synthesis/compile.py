@@ -52,6 +52,24 @@ log = logging.getLogger(__name__)
 K_ONE, K_PORT, K_AUX, K_INPUT = 0, 1, 2, 3
 
 
+def call_output(
+    kind: int, idx: int, typ: Any, value: Any, ports: list, aux_base: int, input_base: int
+) -> AllocatedBit | AllocatedNum:
+    """A call's output, as its template's code (``kind``, ``idx``) names it: the
+    constant one, one of the call's ports, or the call's own aux or input
+    variable ``idx`` counted from ``aux_base`` / ``input_base``."""
+    if kind == K_ONE:
+        var = ONE
+    elif kind == K_PORT:
+        var = ports[idx].variable
+    elif kind == K_AUX:
+        var = Variable(AUX, aux_base + idx)
+    else:
+        assert kind == K_INPUT
+        var = Variable(INPUT, input_base + idx)
+    return AllocatedBit(var, value) if typ == BIT else AllocatedNum(var, value)
+
+
 class CoefficientTable:
     """Interned Fr coefficients: every distinct value once, referred to by id."""
 
@@ -201,18 +219,10 @@ class TemplateBuilder:
         aux_base, in_base = self._aux, self._inputs
         self._aux += child.num_aux
         self._inputs += child.num_inputs
-        outs = []
-        for kind, idx, typ in child.outputs:
-            if kind == K_ONE:
-                var = ONE
-            elif kind == K_PORT:
-                var = ports[idx].variable
-            elif kind == K_AUX:
-                var = Variable(AUX, aux_base + idx)
-            else:
-                var = Variable(INPUT, in_base + idx)
-            outs.append(AllocatedBit(var, None) if typ == BIT else AllocatedNum(var, None))
-        return outs
+        return [
+            call_output(kind, idx, typ, None, ports, aux_base, in_base)
+            for kind, idx, typ in child.outputs
+        ]
 
     # --- recording ------------------------------------------------------------
     def _code(self, v: Variable) -> tuple[int, int]:

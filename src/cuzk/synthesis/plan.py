@@ -42,9 +42,9 @@ from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import BIT, Subcircuit
 from cuzk.gadgets.values import LaneValues
 from cuzk.hashers.field import OBJECT_FR
-from cuzk.r1cs import ONE, Variable
+from cuzk.r1cs import Variable
 from cuzk.r1cs.builder import AUX, INPUT
-from cuzk.synthesis.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Compiler, Template
+from cuzk.synthesis.compile import Compiler, Template, call_output
 from cuzk.synthesis.witness import LaneCS
 
 log = logging.getLogger(__name__)
@@ -165,19 +165,10 @@ class PlanCS(LaneCS):
         ]
         d = Deferred(lanes, self.aux_base + a0, self.input_base + i0, port_arrays, hints, expected)
         self.plan.defer(sub, d)
-        outs = []
-        for (kind, idx, typ), value in zip(t.outputs, out_values, strict=True):
-            if kind == K_ONE:
-                var = ONE
-            elif kind == K_PORT:
-                var = ports[idx].variable
-            elif kind == K_AUX:
-                var = Variable(AUX, a0 + idx)
-            else:
-                assert kind == K_INPUT
-                var = Variable(INPUT, i0 + idx + 1)
-            outs.append(AllocatedBit(var, value) if typ == BIT else AllocatedNum(var, value))
-        return outs
+        return [
+            call_output(kind, idx, typ, value, ports, a0, i0 + 1)
+            for (kind, idx, typ), value in zip(t.outputs, out_values, strict=True)
+        ]
 
     def scatter(self, W: np.ndarray, n_inputs: int) -> None:
         """Write this pass's own values into the global assignment."""

@@ -46,9 +46,9 @@ from cuzk.gadgets.boolean import AllocatedBit
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.subcircuit import BIT, Subcircuit
 from cuzk.hashers.poseidon_constants import PoseidonConstants, flat_table
-from cuzk.r1cs import ONE, Variable
+from cuzk.r1cs import Variable
 from cuzk.r1cs.builder import AUX, INPUT
-from cuzk.synthesis.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Template
+from cuzk.synthesis.compile import K_AUX, K_INPUT, K_ONE, K_PORT, Template, call_output
 
 PORT = 2  # Variable kind of a pass's own ports while it is recorded
 CONST = 1 << 31  # operand flag: an index into the constant table of its type
@@ -617,17 +617,11 @@ class ProgramCS:
         outs = []
         for (kind, idx, typ), value in zip(t.outputs, out_values, strict=True):
             # the callee's outputs are written now: later passes read them as ports
-            if kind == K_ONE:
-                var = ONE
-            elif kind == K_PORT:
-                var = ports[idx].variable
-            elif kind == K_AUX:
-                var = Variable(AUX, a0 + idx)
+            if kind == K_AUX:
                 self.rec.store(a0 + idx, value, aux=True)
-            else:
-                var = Variable(INPUT, i0 + idx + 1)
+            elif kind == K_INPUT:
                 self.rec.store(i0 + idx, value, aux=False)
-            outs.append(AllocatedBit(var, value) if typ == BIT else AllocatedNum(var, value))
+            outs.append(call_output(kind, idx, typ, value, ports, a0, i0 + 1))
         return outs
 
 
