@@ -7,12 +7,16 @@ import threading
 
 
 class ThreadBranch:
+    def call(self, fn):
+        """Runs the branch's work on its thread (a subclass wraps it)."""
+        return fn()
+
     def start(self, fn) -> None:
         self.out: dict = {}
 
         def run():
             try:
-                self.out["value"] = fn()
+                self.out["value"] = self.call(fn)
             except BaseException as e:
                 self.out["error"] = e
 

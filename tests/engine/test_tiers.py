@@ -21,6 +21,7 @@ from cuzk.engine.engine import Engine
 from cuzk.engine.jobs import JobState
 from cuzk.engine.keystore.residency import plan
 from cuzk.engine.kinds import demo
+from thread_branch import ThreadBranch
 
 CIRCUIT = DemoCircuit.with_constraints(1 << 16)
 CID = demo.circuit_id(CIRCUIT.rounds, CIRCUIT.words)
@@ -82,33 +83,26 @@ class TieredStandIn(BudgetedCpuBackend):
         return self.branch
 
 
-class _Branch:
+class _Branch(ThreadBranch):
+    """A thread branch drawing from the caller's envelope within its share."""
+
     def __init__(self, vram: DeviceBudget, share: int) -> None:
         self.vram, self.envelope = vram, vram.envelope()
         self.cap = vram.branch_cap(share)
-        self.out: dict = {}
         # the branch's work and its caller's H pass, each noting it began
         self.side_began, self.h_began = threading.Event(), threading.Event()
         self.joined = False
 
-    def start(self, fn) -> None:
-        def run() -> None:
-            try:
-                with self.vram.drawing_from(self.envelope), self.vram.capped(self.cap):
-                    self.out["value"] = fn()
-            except BaseException as e:
-                self.out["error"] = e
-
-        self.thread = threading.Thread(target=run, name="side")
-        self.thread.start()
+    def call(self, fn):
+        with self.vram.drawing_from(self.envelope), self.vram.capped(self.cap):
+            return fn()
 
     def join(self):
         self.vram.rejoin(self.cap)
-        self.thread.join()
-        self.joined = True
-        if "error" in self.out:
-            raise self.out["error"]
-        return self.out["value"]
+        try:
+            return super().join()
+        finally:
+            self.joined = True
 
 
 def _budget_for(want, cid: str = CID) -> int:
