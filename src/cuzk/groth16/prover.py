@@ -511,17 +511,12 @@ def prove_many(
 
     def side(ws: list) -> tuple[list, list, list, list]:
         """The MSMs of the assignments' own queries (L, A, B in G1 and G2)."""
-        t = time.perf_counter()
-        g_l = be.msm_g1_many(key.l, [w[key.num_inputs :] for w in ws], times.msm("l"))
-        t = times.mark("msm_l", t, detail=True)
+        g_l = _side_msm(be, key, "l", [w[key.num_inputs :] for w in ws], times)
         a_index, b_index = _indexes(key)
-        g_a = be.msm_g1_many(key.a, [Gathered(w, a_index) for w in ws], times.msm("a"))
-        t = times.mark("msm_a", t, detail=True)
+        g_a = _side_msm(be, key, "a", [Gathered(w, a_index) for w in ws], times)
         b_sets = [Gathered(w, b_index) for w in ws]
-        g_b1 = be.msm_g1_many(key.b_g1, b_sets, times.msm("b_g1"))
-        t = times.mark("msm_b_g1", t, detail=True)
-        g_b2 = be.msm_g2_many(key.b_g2, b_sets, times.msm("b_g2"))
-        times.mark("msm_g2", t)
+        g_b1 = _side_msm(be, key, "b_g1", b_sets, times)
+        g_b2 = _side_msm(be, key, "b_g2", b_sets, times)
         return g_l, g_a, g_b1, g_b2
 
     branch = None
